@@ -1,0 +1,19 @@
+export { runBatch } from './runBatch.js';
+export { toPhases } from './phases.js';
+export { inCallOrder } from './inCallOrder.js';
+export { mergeDeltas, assignDelta } from './deltas.js';
+export { cancelled, failedBy, stoppedOutcome } from './stops.js';
+export { invocation } from './invocation.js';
+export type {
+  BatchCall,
+  BatchOptions,
+  CallActivity,
+  Delta,
+  ErrorOutcome,
+  GateVerdict,
+  IndeterminateOutcome,
+  InvokeContext,
+  Outcome,
+  ResultOutcome,
+  StopReason,
+} from './types.js';

@@ -1,0 +1,107 @@
+// The batch's vocabulary: a call as the batch sees it (no models, no registry),
+// the one outcome every call ends in, why a batch stopped, and its options.
+import type { Observable, ObservableInput, SchedulerLike } from 'rxjs';
+import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
+import type { ErrorInfo } from '../errors.js';
+import type { LaneStore } from '../lanes/index.js';
+
+/** A delta: the keys a call changed in the run's state. */
+export type Delta = Readonly<Record<string, unknown>>;
+
+/** What the batch hands a call's body when it dispatches it. */
+export interface InvokeContext {
+  /** Aborts when the call is stopped in flight or times out. */
+  readonly signal: AbortSignal;
+  /** Records what the call changed; kept apart and merged in call order once the batch resolves. */
+  record(delta: Delta): void;
+  /** The shared lanes this call stands in (its caller's too): a nested run does not take them again. */
+  readonly held: ReadonlySet<string>;
+}
+
+/** One tool call of a model turn, as the batch schedules it. */
+export interface BatchCall {
+  readonly callId: string;
+  readonly tool: string;
+  /** The decoded arguments; their canonical JSON keys the identical-arguments lane. */
+  readonly args?: unknown;
+  /** false: the call runs in a phase of its own. Default true. */
+  readonly parallelSafe?: boolean;
+  /** true: a call stopped in flight is safe to call again. Default false. */
+  readonly idempotent?: boolean;
+  /** Set when the call must not be dispatched at all (bad arguments, unknown tool): it ends with this error. */
+  readonly rejected?: ErrorInfo;
+  /** The work: returns a value, a Promise or an Observable (its first value is the result). */
+  readonly invoke?: (context: InvokeContext) => unknown;
+}
+
+/** Why a batch stopped; `why` finishes the sentence "never dispatched: ...". */
+export type StopReason =
+  | { readonly kind: 'cancelled'; readonly why: string }
+  | { readonly kind: 'failed'; readonly why: string; readonly callId: string; readonly error: ErrorInfo }
+  | { readonly kind: 'deadline'; readonly why: string; readonly error: ErrorInfo; readonly callId?: string };
+
+interface OutcomeBase {
+  /** The call's position in the batch (call order). */
+  readonly index: number;
+  readonly callId: string;
+  readonly tool: string;
+  /** True when the body was invoked (every lane granted). */
+  readonly dispatched: boolean;
+}
+
+export interface ResultOutcome extends OutcomeBase {
+  readonly kind: 'result';
+  readonly result: unknown;
+  /** What the call recorded, merged in the order it recorded it; undefined when it recorded nothing. */
+  readonly delta: Delta | undefined;
+}
+
+export interface ErrorOutcome extends OutcomeBase {
+  readonly kind: 'error';
+  readonly error: ErrorInfo;
+  /** Set when the batch stopped the call, rather than the call failing by itself. */
+  readonly stopped?: StopReason;
+}
+
+export interface IndeterminateOutcome extends OutcomeBase {
+  readonly kind: 'indeterminate';
+  readonly message: string;
+  readonly stopped: StopReason;
+}
+
+/** Every call of a batch ends in exactly one of these. */
+export type Outcome = ResultOutcome | ErrorOutcome | IndeterminateOutcome;
+
+/** Live scheduling events of a batch, in the order they happen (not call order). */
+export type CallActivity =
+  | { readonly type: 'queued'; readonly callId: string; readonly tool: string; readonly index: number; readonly lane: string; readonly at: number }
+  | { readonly type: 'started'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number }
+  | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };
+
+/** A gate's verdict: nothing to let the call through, an error (or its text) to refuse it. */
+export type GateVerdict = void | undefined | ErrorInfo | string;
+
+export interface BatchOptions {
+  /** This turn's limits: the runner's config narrowed by the agent's. Its `perToolSeconds` are the calls' ceilings. */
+  readonly concurrency?: ConcurrencyConfig;
+  /** The runner's shared lanes and the numbers they are declared with. Default: a table of this batch's own. */
+  readonly shared?: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
+  /** The tenant the calls run for; its lane is shared by all of its runs. Default `'default'`. */
+  readonly tenant?: string;
+  /** Shared lanes the caller already stands in (a nested run): not taken again. */
+  readonly held?: ReadonlySet<string>;
+  /** `toolCallSeconds`: a call in flight longer than this stops the batch (reason `deadline`). */
+  readonly deadline?: DeadlineConfig;
+  /** Stop the batch at the first failed call (the FAIL_RUN policy). */
+  readonly failFast?: boolean;
+  /** Serial, in call order, before dispatch: approvals, input guardrails, start hooks. */
+  readonly gate?: (call: BatchCall, index: number) => GateVerdict | PromiseLike<GateVerdict> | Observable<GateVerdict>;
+  /** Serial, in call order, after the reorder: output guardrails, end hooks. May replace the outcome. */
+  readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | ObservableInput<Outcome>;
+  /** A stop from outside (cancel, the run's deadline). The first value stops the batch. */
+  readonly stop$?: Observable<StopReason>;
+  /** Live scheduling events. */
+  readonly onActivity?: (activity: CallActivity) => void;
+  /** For time: timeouts, deadlines and activity stamps. Default `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+}

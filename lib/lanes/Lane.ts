@@ -1,0 +1,199 @@
+// A Lane is a counting semaphore: `limit` permits, granted to waiters in turn.
+// Waiters are grouped by party (the tenant, in shared lanes) and parties are
+// served round-robin, so one party's long queue cannot hold back another's call;
+// within a party, grants are FIFO. Everything here is synchronous and O(1).
+
+/** What a lane reports of itself: how many hold a permit and how many wait for one. */
+export interface LaneOccupancy {
+  readonly key: string;
+  readonly limit: number;
+  readonly holders: number;
+  readonly waiters: number;
+}
+
+/** A change in a lane, as `LaneTable.changes$` reports it. */
+export interface LaneChange extends LaneOccupancy {
+  readonly change: 'queued' | 'granted' | 'released' | 'withdrawn';
+  readonly party: string;
+}
+
+const WAITING = 0;
+const HOLDING = 1;
+const LEFT = 2;
+
+/**
+ * One request for a permit. `leave()` gives the permit back if it was granted, or
+ * withdraws the request if it was still waiting; calling it again does nothing.
+ */
+export class Ticket {
+  /** @internal */ state = WAITING;
+  /** @internal */ prev: Ticket | undefined = undefined;
+  /** @internal */ next: Ticket | undefined = undefined;
+  constructor(
+    /** @internal */ readonly lane: Lane,
+    /** @internal */ readonly queue: PartyQueue,
+    /** @internal */ readonly onGrant: () => void,
+  ) {}
+
+  /** True once the permit was granted and until it is given back. */
+  get holding(): boolean {
+    return this.state === HOLDING;
+  }
+
+  leave(): void {
+    this.lane.leave(this);
+  }
+}
+
+/** One party's waiters, oldest first, and its place in the lane's rotation of parties. */
+class PartyQueue {
+  head: Ticket | undefined = undefined;
+  tail: Ticket | undefined = undefined;
+  // Neighbours in the rotation of parties that have someone waiting.
+  prev: PartyQueue | undefined = undefined;
+  next: PartyQueue | undefined = undefined;
+  inRotation = false;
+  constructor(readonly party: string) {}
+}
+
+export class Lane {
+  // Permits currently granted and not yet given back.
+  private holderCount = 0;
+  // Requests waiting for a permit, over all parties.
+  private waiterCount = 0;
+  // Each party's queue, kept while the party has waiters.
+  private readonly parties = new Map<string, PartyQueue>();
+  // The rotation of parties with waiters; `first` is served next.
+  private first: PartyQueue | undefined = undefined;
+  private last: PartyQueue | undefined = undefined;
+  // True while grants are being handed out, so a release made by a granted waiter
+  // (a body that finishes synchronously) does not recurse into another drain.
+  private draining = false;
+
+  /**
+   * @param key the lane's name in its table (`tool:search`, `tenant:acme`)
+   * @param limit how many permits; `Infinity` for a lane that only counts
+   * @param onChange told of every change, for occupancy streams and for dropping idle lanes
+   */
+  constructor(
+    readonly key: string,
+    readonly limit: number,
+    private readonly onChange?: (lane: Lane, change: LaneChange['change'], party: string) => void,
+  ) {
+    if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
+  }
+
+  get holders(): number {
+    return this.holderCount;
+  }
+
+  get waiters(): number {
+    return this.waiterCount;
+  }
+
+  get idle(): boolean {
+    return this.holderCount === 0 && this.waiterCount === 0;
+  }
+
+  occupancy(): LaneOccupancy {
+    return { key: this.key, limit: this.limit, holders: this.holderCount, waiters: this.waiterCount };
+  }
+
+  /**
+   * Asks for a permit. `onGrant` runs when it is granted, which may be at once,
+   * before `enter` returns: the ticket's `holding` then reads true. Give the permit back
+   * (or withdraw) with `ticket.leave()`.
+   */
+  enter(onGrant: () => void, party = ''): Ticket {
+    let queue = this.parties.get(party);
+    if (queue === undefined) {
+      queue = new PartyQueue(party);
+      this.parties.set(party, queue);
+    }
+    const ticket = new Ticket(this, queue, onGrant);
+    if (queue.tail === undefined) queue.head = ticket;
+    else {
+      queue.tail.next = ticket;
+      ticket.prev = queue.tail;
+    }
+    queue.tail = ticket;
+    if (!queue.inRotation) this.rotateIn(queue);
+    this.waiterCount++;
+    this.onChange?.(this, 'queued', party);
+    this.drain();
+    return ticket;
+  }
+
+  /** @internal use `ticket.leave()` */
+  leave(ticket: Ticket): void {
+    if (ticket.state === LEFT) return;
+    const { party } = ticket.queue;
+    if (ticket.state === HOLDING) {
+      ticket.state = LEFT;
+      this.holderCount--;
+      this.onChange?.(this, 'released', party);
+      this.drain();
+    } else {
+      ticket.state = LEFT;
+      this.unlink(ticket);
+      this.waiterCount--;
+      this.onChange?.(this, 'withdrawn', party);
+    }
+  }
+
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (this.holderCount < this.limit && this.first !== undefined) {
+        const queue = this.first;
+        const ticket = queue.head!;
+        this.unlink(ticket);
+        // Round-robin: a party that still waits goes to the back of the rotation.
+        if (queue.inRotation && this.first === queue && this.last !== queue) {
+          this.rotateOut(queue);
+          this.rotateIn(queue);
+        }
+        this.waiterCount--;
+        this.holderCount++;
+        ticket.state = HOLDING;
+        this.onChange?.(this, 'granted', queue.party);
+        ticket.onGrant();
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private unlink(ticket: Ticket): void {
+    const queue = ticket.queue;
+    if (ticket.prev === undefined) queue.head = ticket.next;
+    else ticket.prev.next = ticket.next;
+    if (ticket.next === undefined) queue.tail = ticket.prev;
+    else ticket.next.prev = ticket.prev;
+    ticket.prev = ticket.next = undefined;
+    if (queue.head === undefined) {
+      this.rotateOut(queue);
+      this.parties.delete(queue.party);
+    }
+  }
+
+  private rotateIn(queue: PartyQueue): void {
+    queue.inRotation = true;
+    queue.prev = this.last;
+    queue.next = undefined;
+    if (this.last === undefined) this.first = queue;
+    else this.last.next = queue;
+    this.last = queue;
+  }
+
+  private rotateOut(queue: PartyQueue): void {
+    if (!queue.inRotation) return;
+    queue.inRotation = false;
+    if (queue.prev === undefined) this.first = queue.next;
+    else queue.prev.next = queue.next;
+    if (queue.next === undefined) this.last = queue.prev;
+    else queue.next.prev = queue.prev;
+    queue.prev = queue.next = undefined;
+  }
+}

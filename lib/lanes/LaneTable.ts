@@ -1,0 +1,65 @@
+// The runner's table of shared lanes (one per tool, one per tenant, one per
+// identical-arguments key), made on first use and dropped as soon as idle, so a
+// million tenants seen over a day do not mean a million live lanes.
+// A batch keeps a table of its own for the turn lane.
+import { Subject, type Observable } from 'rxjs';
+import { Lane, type LaneChange, type LaneOccupancy } from './Lane.js';
+
+/** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
+export interface Permit {
+  readonly holding: boolean;
+  leave(): void;
+}
+
+/**
+ * The small interface the batch needs of a store of lanes: take a permit, give it back,
+ * watch occupancy. The in-memory `LaneTable` is one; a store shared by a fleet of
+ * processes could be another.
+ */
+export interface LaneStore {
+  /** Asks lane `key` (made with `limit` permits if new) for a permit; `onGrant` may run before this returns. */
+  enter(key: string, limit: number, onGrant: () => void, party?: string): Permit;
+  /** The lanes alive now, busy or waited on. */
+  occupancy(): LaneOccupancy[];
+  /** Every queue, grant, release and withdrawal, as it happens. */
+  readonly changes$: Observable<LaneChange>;
+}
+
+export class LaneTable implements LaneStore {
+  // Live lanes by key; a lane leaves the map when it has neither holders nor waiters.
+  private readonly lanes = new Map<string, Lane>();
+  private readonly changes = new Subject<LaneChange>();
+  readonly changes$: Observable<LaneChange> = this.changes.asObservable();
+
+  private readonly onChange = (lane: Lane, change: LaneChange['change'], party: string): void => {
+    if (this.changes.observed) {
+      this.changes.next({ ...lane.occupancy(), change, party });
+    }
+    if ((change === 'released' || change === 'withdrawn') && lane.idle && this.lanes.get(lane.key) === lane) {
+      this.lanes.delete(lane.key);
+    }
+  };
+
+  enter(key: string, limit: number, onGrant: () => void, party = ''): Permit {
+    let lane = this.lanes.get(key);
+    if (lane === undefined) {
+      lane = new Lane(key, limit, this.onChange);
+      this.lanes.set(key, lane);
+    }
+    return lane.enter(onGrant, party);
+  }
+
+  /** The live lane under `key`, if any (for tests and views). */
+  get(key: string): LaneOccupancy | undefined {
+    return this.lanes.get(key)?.occupancy();
+  }
+
+  occupancy(): LaneOccupancy[] {
+    return [...this.lanes.values()].map((lane) => lane.occupancy());
+  }
+
+  /** How many lanes are alive (busy or waited on) right now. */
+  get size(): number {
+    return this.lanes.size;
+  }
+}

@@ -1,0 +1,50 @@
+// The lane as an RxJS operator: subscribing queues for a permit; the work is
+// subscribed when the permit is granted; the permit goes back in the same teardown
+// that ends the work, whether it completed, failed, timed out or was unsubscribed.
+import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import type { LaneStore } from './LaneTable.js';
+
+export interface InLaneOptions {
+  /** Who is asking, for round-robin between parties (the tenant, in shared lanes). */
+  readonly party?: string;
+  /** Told when the request had to wait (no permit was free when it asked). */
+  readonly onQueued?: (key: string) => void;
+}
+
+/**
+ * Runs the source inside lane `key` of `store`: at most `limit` subscriptions to sources
+ * piped through the same lane are active at once; the rest wait their turn.
+ *
+ * ## Example
+ * ```ts
+ * const table = new LaneTable();
+ * const lookups = [1, 2, 3].map((n) => timer(100).pipe(map(() => n), inLane(table, 'tool:search', 2)));
+ * merge(...lookups).subscribe(console.log);
+ * // 1 and 2 after 100ms, 3 after 200ms
+ * ```
+ */
+export function inLane<T>(store: LaneStore, key: string, limit: number, options: InLaneOptions = {}): MonoTypeOperatorFunction<T> {
+  const { party, onQueued } = options;
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      // Set once the permit is granted and the source subscribed.
+      let work: { unsubscribe(): void } | undefined;
+      // Set to true if the subscriber was closed before the grant came.
+      let ended = false;
+      // Asking and installing the release happen in this one synchronous step.
+      const permit = store.enter(
+        key,
+        limit,
+        () => {
+          if (!ended) work = source.subscribe(subscriber);
+        },
+        party,
+      );
+      if (!permit.holding && onQueued !== undefined) onQueued(key);
+      return () => {
+        ended = true;
+        work?.unsubscribe();
+        permit.leave();
+      };
+    });
+}

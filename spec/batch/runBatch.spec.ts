@@ -1,0 +1,476 @@
+import { expect } from 'chai';
+import { map, merge, NEVER, type Observable, of, throwError, toArray, lastValueFrom, Subject } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { mergeDeltas, runBatch, type CallActivity, type InvokeContext, type Outcome, type StopReason } from '../../lib/batch/index.js';
+import { ConcurrencyConfig, DeadlineConfig } from '../../lib/config/index.js';
+import { LaneTable } from '../../lib/lanes/index.js';
+import { brief, briefly, call } from './helpers.js';
+
+describe('runBatch', () => {
+  let testScheduler: TestScheduler;
+  beforeEach(() => {
+    testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
+  });
+
+  describe('fan-out inside lanes', () => {
+    it('runs four calls at once, finishing in one call\'s time', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const bodies = ['a', 'b', 'c', 'd'].map((x) => cold(`----(${x}|)`));
+        const calls = bodies.map((body, i) => call('abcd'[i]!, body));
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('----(abcd|)', { a: 'a=a', b: 'b=b', c: 'c=c', d: 'd=d' });
+        for (const body of bodies) expectSubscriptions(body.subscriptions).toBe('^---!');
+      });
+    });
+
+    it('runs two at a time when the turn lane is 2', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const bodies = ['a', 'b', 'c', 'd'].map((x) => cold(`----(${x}|)`));
+        const calls = bodies.map((body, i) => call('abcd'[i]!, body));
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2 });
+        expectObservable(runBatch(calls, { concurrency }).pipe(briefly)).toBe('----(ab)(cd|)', { a: 'a=a', b: 'b=b', c: 'c=c', d: 'd=d' });
+        expectSubscriptions(bodies[0]!.subscriptions).toBe('^---!');
+        expectSubscriptions(bodies[1]!.subscriptions).toBe('^---!');
+        expectSubscriptions(bodies[2]!.subscriptions).toBe('----^---!');
+        expectSubscriptions(bodies[3]!.subscriptions).toBe('----^---!');
+      });
+    });
+
+    it('shares a per-tool lane between two batches', () => {
+      const lanes = new LaneTable();
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const concurrency = new ConcurrencyConfig({ perTool: { search: 1 } });
+        const shared = { lanes, concurrency };
+        const s1 = cold('-----(x|)');
+        const s2 = cold('-----(y|)');
+        const other = cold('-----(z|)');
+        const first = runBatch([call('s1', s1, { tool: 'search' }), call('o', other, { tool: 'fetch' })], { concurrency, shared });
+        const second = runBatch([call('s2', s2, { tool: 'search' })], { concurrency, shared });
+        expectObservable(merge(first, second).pipe(briefly)).toBe('-----(ab)-(c|)', { a: 's1=x', b: 'o=z', c: 's2=y' });
+        expectSubscriptions(s1.subscriptions).toBe('^----!');
+        expectSubscriptions(other.subscriptions).toBe('^----!');
+        expectSubscriptions(s2.subscriptions).toBe('-----^----!');
+      });
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('shares a tenant lane across batches while another tenant runs freely', () => {
+      const lanes = new LaneTable();
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const concurrency = new ConcurrencyConfig({ perTenant: 1 });
+        const shared = { lanes, concurrency };
+        const a1 = cold('----(1|)');
+        const a2 = cold('----(2|)');
+        const b1 = cold('----(3|)');
+        const b2 = cold('----(4|)');
+        const acme1 = runBatch([call('a1', a1)], { concurrency, shared, tenant: 'acme' });
+        const acme2 = runBatch([call('a2', a2)], { concurrency, shared, tenant: 'acme' });
+        const globex = runBatch([call('b1', b1), call('b2', b2)], { concurrency, shared, tenant: 'globex' });
+        expectObservable(merge(acme1, acme2, globex).pipe(briefly)).toBe('----(ab)(cd|)', { a: 'a1=1', b: 'b1=3', c: 'a2=2', d: 'b2=4' });
+        expectSubscriptions(a1.subscriptions).toBe('^---!');
+        expectSubscriptions(a2.subscriptions).toBe('----^---!');
+        expectSubscriptions(b1.subscriptions).toBe('^---!');
+        expectSubscriptions(b2.subscriptions).toBe('----^---!');
+      });
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('takes lanes tenant, turn, tool, so crossing calls cannot deadlock', () => {
+      // Two tenants, each limited to one call, both calling two tools limited to one call each,
+      // in opposite orders. Taking the tool first could leave each call holding what the other needs.
+      const lanes = new LaneTable();
+      const order: string[] = [];
+      lanes.changes$.subscribe((c) => c.change === 'granted' && order.push(c.key));
+      testScheduler.run(({ cold, expectObservable }) => {
+        const concurrency = new ConcurrencyConfig({ perTenant: 1, perTool: { x: 1, y: 1 } });
+        const shared = { lanes, concurrency };
+        const acme = runBatch([call('a1', cold('----(1|)'), { tool: 'x' }), call('a2', cold('----(2|)'), { tool: 'y' })], { concurrency, shared, tenant: 'acme' });
+        const globex = runBatch([call('g1', cold('----(3|)'), { tool: 'y' }), call('g2', cold('----(4|)'), { tool: 'x' })], { concurrency, shared, tenant: 'globex' });
+        expectObservable(merge(acme, globex).pipe(briefly)).toBe('----(ab)(cd|)', { a: 'a1=1', b: 'g1=3', c: 'a2=2', d: 'g2=4' });
+      });
+      // every grant of a tool lane comes right after its tenant's
+      expect(order.slice(0, 4)).to.deep.equal(['tenant:acme', 'tool:x', 'tenant:globex', 'tool:y']);
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('adds the agent\'s narrower per-tool bound inside its own turn only', () => {
+      const lanes = new LaneTable();
+      testScheduler.run(({ cold, expectObservable }) => {
+        const runner = new ConcurrencyConfig({ perTool: { search: 4 } });
+        const turn = runner.narrowedTo({ perTool: { search: 1 } });
+        const narrowed = runBatch([call('n1', cold('-----(1|)'), { tool: 'search' }), call('n2', cold('-----(2|)'), { tool: 'search' })], { concurrency: turn, shared: { lanes, concurrency: runner } });
+        const other = runBatch([call('o1', cold('-----(3|)'), { tool: 'search' }), call('o2', cold('-----(4|)'), { tool: 'search' })], { concurrency: runner, shared: { lanes, concurrency: runner } });
+        expectObservable(merge(narrowed, other).pipe(briefly)).toBe('-----(abc)(d|)', { a: 'n1=1', b: 'o1=3', c: 'o2=4', d: 'n2=2' });
+      });
+    });
+  });
+
+  describe('phases', () => {
+    it('gives a parallelSafe:false call a phase alone', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const a = cold('--(a|)');
+        const b = cold('----(b|)');
+        const booking = cold('---(k|)');
+        const d = cold('-(d|)');
+        const e = cold('-(e|)');
+        const calls = [call('a', a), call('b', b), call('k', booking, { tool: 'booking', parallelSafe: false }), call('d', d), call('e', e)];
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('--a-b--k(de|)', { a: 'a=a', b: 'b=b', k: 'k=k', d: 'd=d', e: 'e=e' });
+        expectSubscriptions(a.subscriptions).toBe('^-!');
+        expectSubscriptions(b.subscriptions).toBe('^---!');
+        expectSubscriptions(booking.subscriptions).toBe('----^--!');
+        expectSubscriptions(d.subscriptions).toBe('-------^!');
+        expectSubscriptions(e.subscriptions).toBe('-------^!');
+      });
+    });
+
+    it('serialises calls to a parallelSafe:false tool with identical arguments across batches', () => {
+      const lanes = new LaneTable();
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const concurrency = new ConcurrencyConfig();
+        const shared = { lanes, concurrency };
+        const first = cold('----(1|)');
+        const same = cold('----(2|)');
+        const different = cold('----(3|)');
+        const book = (id: string, body: Observable<string>, args: unknown) => call(id, body, { tool: 'booking', parallelSafe: false, args });
+        const run1 = runBatch([book('b1', first, { room: 7, night: 'fri' })], { shared });
+        const run2 = runBatch([book('b2', same, { night: 'fri', room: 7 })], { shared });
+        const run3 = runBatch([book('b3', different, { room: 8, night: 'fri' })], { shared });
+        expectObservable(merge(run1, run2, run3).pipe(briefly)).toBe('----(ac)(b|)', { a: 'b1=1', b: 'b2=2', c: 'b3=3' });
+        expectSubscriptions(same.subscriptions).toBe('----^---!');
+      });
+      expect(lanes.size).to.equal(0);
+    });
+  });
+
+  describe('call order', () => {
+    it('emits in call order although the calls finish in reverse', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const calls = [call('a', cold('----(1|)')), call('b', cold('---(2|)')), call('c', cold('--(3|)')), call('d', cold('-(4|)'))];
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('----(abcd|)', { a: 'a=1', b: 'b=2', c: 'c=3', d: 'd=4' });
+      });
+    });
+
+    it('still streams: releases each outcome once every earlier call has settled', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const calls = [call('a', cold('-(1|)')), call('b', cold('-----(2|)')), call('c', cold('--(3|)'))];
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('-a---(bc|)', { a: 'a=1', b: 'b=2', c: 'c=3' });
+      });
+    });
+
+    it('handles synchronous bodies and an empty batch', async () => {
+      const outcomes = await lastValueFrom(runBatch([call('a', () => 1), call('b', () => Promise.resolve(2)), call('c', of(3))]).pipe(briefly, toArray()));
+      expect(outcomes).to.deep.equal(['a=1', 'b=2', 'c=3']);
+      expect(await lastValueFrom(runBatch([]).pipe(toArray()))).to.deep.equal([]);
+    });
+  });
+
+  describe('per-call failure', () => {
+    it('fails a throwing, rejecting or erroring body alone, keeping its siblings', async () => {
+      const outcomes = await lastValueFrom(
+        runBatch([
+          call('ok', () => 'fine'),
+          call('throws', () => {
+            throw new RangeError('sync');
+          }),
+          call('rejects', () => Promise.reject(new Error('async'))),
+          call('errors', throwError(() => new TypeError('stream'))),
+          call('odd', () => Promise.reject('a bare string')),
+        ]).pipe(toArray()),
+      );
+      expect(outcomes.map(brief)).to.deep.equal(['ok=fine', 'throws!RangeError', 'rejects!Error', 'errors!TypeError', 'odd!Error']);
+      const odd = outcomes[4]!;
+      expect(odd.kind === 'error' && odd.error.message).to.equal('a bare string');
+    });
+
+    it('fails a call that outran its perToolSeconds, counted from dispatch, while its siblings finish', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const slow = cold('----------(s|)');
+        const quick = cold('---(q|)');
+        const queued = cold('------(w|)');
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2, perToolSeconds: { slow: 0.005, lookup: 0.007 } });
+        const calls = [call('s', slow, { tool: 'slow' }), call('q', quick), call('w', queued)];
+        // w queues 3ms behind q, then runs 6ms: within its 7ms counted from dispatch
+        expectObservable(runBatch(calls, { concurrency }).pipe(briefly)).toBe('-----(ab)(c|)', { a: 's!ToolTimedOutError', b: 'q=q', c: 'w=w' });
+        expectSubscriptions(slow.subscriptions).toBe('^----!');
+        expectSubscriptions(queued.subscriptions).toBe('---^-----!');
+      });
+    });
+
+    it('names the tool and its ceiling in ToolTimedOutError, and warns when not idempotent', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const concurrency = new ConcurrencyConfig({ perToolSeconds: { charge: 0.002, lookup: 0.002 } });
+        const calls = [call('c', cold('-----(x|)'), { tool: 'charge' }), call('l', cold('-----(x|)'), { idempotent: true })];
+        expectObservable(runBatch(calls, { concurrency }).pipe(map((o) => (o.kind === 'error' ? o.error.message : brief(o))))).toBe('--(ab|)', {
+          a: 'charge timed out after 0.002s (its perToolSeconds ceiling). The side effect may have landed',
+          b: 'lookup timed out after 0.002s (its perToolSeconds ceiling). Safe to call again',
+        });
+      });
+    });
+
+    it('aborts the body\'s signal when its call times out', () => {
+      const signals: AbortSignal[] = [];
+      testScheduler.run(({ cold, flush }) => {
+        const concurrency = new ConcurrencyConfig({ perToolSeconds: { lookup: 0.001 } });
+        runBatch([call('a', ({ signal }: { signal: AbortSignal }) => (signals.push(signal), cold('---x')))], { concurrency }).subscribe();
+        flush();
+      });
+      expect(signals[0]!.aborted).to.equal(true);
+    });
+
+    it('does not dispatch a call with rejected arguments, and fails it alone', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const calls = [call('bad', cold('-(x|)'), { rejected: { name: 'ToolArgumentsError', message: 'args.q: expected string, got 42' } }), call('good', cold('-(y|)'))];
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('a(b|)', { a: 'bad!ToolArgumentsError', b: 'good=y' });
+      });
+    });
+  });
+
+  describe('stopping', () => {
+    const stopAt = (marble: string, reason: StopReason, hot: TestScheduler['createHotObservable']) => hot(marble, { s: reason });
+
+    it('classifies each call by what it had done when the batch stopped', () => {
+      testScheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+        const done = cold('-(d|)');
+        const idem = cold('-----(i|)');
+        const sideEffect = cold('-----(e|)');
+        const queued = cold('-(q|)');
+        const stop$ = stopAt('---s', { kind: 'cancelled', why: 'the run was cancelled' }, hot.bind(testScheduler) as never);
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2 });
+        const calls = [
+          call('d', done),
+          call('i', idem, { idempotent: true }),
+          call('e', sideEffect, { tool: 'charge' }),
+          call('q', queued),
+        ];
+        const outcomes$ = runBatch(calls, { concurrency, stop$ });
+        expectObservable(outcomes$.pipe(briefly)).toBe('-a-(bcd|)', { a: 'd=d', b: 'i!CallStoppedError', c: 'e?', d: 'q!CallStoppedError' });
+        expectSubscriptions(idem.subscriptions).toBe('^--!');
+        expectSubscriptions(sideEffect.subscriptions).toBe('-^-!');
+        expectSubscriptions(queued.subscriptions).toBe([]);
+      });
+    });
+
+    it('says never dispatched, safe to call again, or the side effect may have landed', async () => {
+      const stop$ = new Subject<StopReason>();
+      const calls = [
+        call('i', NEVER, { idempotent: true, tool: 'search' }),
+        call('e', NEVER, { tool: 'charge' }),
+        call('q', NEVER),
+      ];
+      const outcomes = lastValueFrom(runBatch(calls, { concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }), stop$ }).pipe(toArray()));
+      stop$.next({ kind: 'cancelled', why: 'the user pressed stop' });
+      const [i, e, q] = await outcomes;
+      expect(i).to.deep.include({ kind: 'error', dispatched: true });
+      expect(i!.kind === 'error' && i!.error.message).to.equal('search was in flight when the batch stopped (the user pressed stop). Safe to call again');
+      expect(e).to.deep.include({ kind: 'indeterminate', dispatched: true, message: 'charge was in flight when the batch stopped (the user pressed stop). The side effect may have landed' });
+      expect(q).to.deep.include({ kind: 'error', dispatched: false });
+      expect(q!.kind === 'error' && q!.error.message).to.equal('never dispatched: the user pressed stop');
+    });
+
+    it('stops the siblings at the first failure under failFast (FAIL_RUN)', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const failing = cold('--#', undefined, new Error('partner down'));
+        const sibling = cold('-----(s|)');
+        const queued = cold('-(q|)');
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2 });
+        const calls = [call('f', failing), call('s', sibling, { tool: 'charge' }), call('q', queued)];
+        expectObservable(runBatch(calls, { concurrency, failFast: true }).pipe(briefly)).toBe('--(abc|)', { a: 'f!Error', b: 's?', c: 'q!CallStoppedError' });
+        expectSubscriptions(sibling.subscriptions).toBe('^-!');
+        expectSubscriptions(queued.subscriptions).toBe([]);
+      });
+    });
+
+    it('names the failed sibling in the classification', async () => {
+      const outcomes = await lastValueFrom(
+        runBatch([call('f', () => Promise.reject(new Error('partner down'))), call('w', NEVER, { idempotent: true })], { failFast: true }).pipe(toArray()),
+      );
+      const w = outcomes[1]!;
+      expect(w.kind === 'error' && w.error.message).to.equal('lookup was in flight when the batch stopped (call f (lookup) failed: partner down). Safe to call again');
+      expect(w.kind === 'error' && w.stopped).to.deep.include({ kind: 'failed', callId: 'f' });
+    });
+
+    it('keeps the siblings when failFast is off', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const calls = [call('f', cold('--#')), call('s', cold('-----(s|)'))];
+        expectObservable(runBatch(calls).pipe(briefly)).toBe('--a--(b|)', { a: 'f!Error', b: 's=s' });
+      });
+    });
+
+    it('stops the batch when one call runs past DeadlineConfig.toolCallSeconds', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const hang = cold('-------(h|)');
+        const quick = cold('-(q|)');
+        const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
+        const outcomes$ = runBatch([call('q', quick), call('h', hang, { tool: 'charge' }), call('n', cold('-------(n|)'), { idempotent: true })], { deadline });
+        expectObservable(outcomes$.pipe(briefly)).toBe('-a--(bc|)', { a: 'q=q', b: 'h?', c: 'n!CallStoppedError' });
+      });
+    });
+
+    it('says which call passed the deadline', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const deadline = new DeadlineConfig({ toolCallSeconds: 0.002 });
+        const outcomes$ = runBatch([call('h', cold('-----(h|)'), { tool: 'charge' })], { deadline });
+        expectObservable(outcomes$.pipe(map((o) => (o.kind === 'indeterminate' ? o.message : brief(o))))).toBe('--(a|)', {
+          a: 'charge was in flight when the batch stopped (charge (call h) ran longer than DeadlineConfig.toolCallSeconds = 0.002s). The side effect may have landed',
+        });
+      });
+    });
+
+    it('aborts the signal of every body stopped in flight, and of none that finished', async () => {
+      const signals = new Map<string, AbortSignal>();
+      const keep = (id: string, body: () => unknown) => call(id, ({ signal }: { signal: AbortSignal }) => (signals.set(id, signal), body()));
+      const stop$ = new Subject<StopReason>();
+      const done = lastValueFrom(runBatch([keep('done', () => 1), keep('hang', () => new Promise(() => undefined))], { stop$ }).pipe(toArray()));
+      await Promise.resolve();
+      stop$.next({ kind: 'cancelled', why: 'stop' });
+      await done;
+      expect(signals.get('done')!.aborted).to.equal(false);
+      expect(signals.get('hang')!.aborted).to.equal(true);
+    });
+
+    it('stops at once, dispatching nothing, when the stop came before the batch', async () => {
+      const invoked: string[] = [];
+      const outcomes = await lastValueFrom(
+        runBatch([call('a', () => invoked.push('a'))], { stop$: of<StopReason>({ kind: 'cancelled', why: 'already cancelled' }) }).pipe(toArray()),
+      );
+      expect(invoked).to.deep.equal([]);
+      expect(outcomes.map(brief)).to.deep.equal(['a!CallStoppedError']);
+    });
+  });
+
+  describe('gate and settle', () => {
+    it('passes the gate one call at a time, in call order, while approved calls fan out', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const bodies = [cold('----(a|)'), cold('----(b|)'), cold('----(c|)')];
+        const gate = () => cold('-(x|)', { x: undefined });
+        const calls = bodies.map((body, i) => call('abc'[i]!, body));
+        expectObservable(runBatch(calls, { gate }).pipe(briefly)).toBe('-----ab(c|)', { a: 'a=a', b: 'b=b', c: 'c=c' });
+        expectSubscriptions(bodies[0]!.subscriptions).toBe('-^---!');
+        expectSubscriptions(bodies[1]!.subscriptions).toBe('--^---!');
+        expectSubscriptions(bodies[2]!.subscriptions).toBe('---^---!');
+      });
+    });
+
+    it('does not dispatch a call the gate refused, or one whose gate threw', async () => {
+      const invoked: string[] = [];
+      const calls = ['a', 'b', 'c'].map((id) => call(id, () => (invoked.push(id), id)));
+      const gate = (c: { callId: string }) => {
+        if (c.callId === 'b') return 'not approved';
+        if (c.callId === 'c') throw new Error('policy crashed');
+        return undefined;
+      };
+      const outcomes = await lastValueFrom(runBatch(calls, { gate }).pipe(toArray()));
+      expect(invoked).to.deep.equal(['a']);
+      expect(outcomes.map((o) => (o.kind === 'error' ? `${o.callId}: ${o.error.message}` : brief(o)))).to.deep.equal(['a=a', 'b: not approved', 'c: policy crashed']);
+    });
+
+    it('settles in call order, one at a time, and may replace the outcome', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        const calls = [call('a', cold('---(1|)')), call('b', cold('-(2|)'))];
+        const settle = (o: Outcome) =>
+          cold('--(x|)', { x: o.callId === 'b' ? ({ ...o, kind: 'error', error: { name: 'ToolRejectedError', message: 'no' } } as Outcome) : o });
+        expectObservable(runBatch(calls, { settle }).pipe(briefly)).toBe('-----a-(b|)', { a: 'a=1', b: 'b!ToolRejectedError' });
+      });
+    });
+  });
+
+  describe('deltas', () => {
+    it('keeps each call\'s delta apart, and merges those of calls that succeeded in call order', async () => {
+      const calls = [
+        call('a', ({ record }: InvokeContext) => (record({ x: 'a', a: 1 }), Promise.resolve('a'))),
+        call('b', ({ record }: InvokeContext) => (record({ x: 'b', b: 2 }), 'b')),
+        call('c', ({ record }: InvokeContext) => {
+          record({ x: 'c', c: 3 });
+          throw new Error('lost');
+        }),
+      ];
+      const outcomes = await lastValueFrom(runBatch(calls).pipe(toArray()));
+      expect(outcomes.map((o) => (o.kind === 'result' ? o.delta : undefined))).to.deep.equal([{ x: 'a', a: 1 }, { x: 'b', b: 2 }, undefined]);
+      expect(mergeDeltas(outcomes)).to.deep.equal({ x: 'b', a: 1, b: 2 });
+    });
+
+    it('does not let a __proto__ key in a delta pollute anything', async () => {
+      const patch = JSON.parse('{"__proto__": {"polluted": true}, "ok": 1}') as Record<string, unknown>;
+      const outcomes = await lastValueFrom(runBatch([call('a', ({ record }: InvokeContext) => (record(patch), 1))]).pipe(toArray()));
+      const merged = mergeDeltas(outcomes);
+      expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+      expect(Object.getPrototypeOf(merged)).to.equal(Object.prototype);
+      expect(Object.keys(merged)).to.deep.equal(['__proto__', 'ok']);
+    });
+  });
+
+  describe('occupancy', () => {
+    const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2, perTenant: 3, perTool: { lookup: 2 }, perToolSeconds: { lookup: 0.003 } });
+    const endings: Array<{ title: string; body: string; unsubscribeAt?: string; stopAt?: string; failFast?: boolean }> = [
+      { title: 'results', body: '-(r|)' },
+      { title: 'errors', body: '-#' },
+      { title: 'timeouts', body: '------(r|)' },
+      { title: 'a stop', body: '------(r|)', stopAt: '--s' },
+      { title: 'a sibling failure under failFast', body: '-#', failFast: true },
+      { title: 'unsubscribe', body: '------(r|)', unsubscribeAt: '^-!' },
+    ];
+    for (const ending of endings) {
+      it(`returns to zero after ${ending.title}`, () => {
+        const lanes = new LaneTable();
+        const peak = { holders: 0 };
+        lanes.changes$.subscribe((c) => (peak.holders = Math.max(peak.holders, c.holders)));
+        testScheduler.run(({ cold, hot, expectObservable }) => {
+          const calls = ['a', 'b', 'c', 'd'].map((id) => call(id, cold(ending.body)));
+          const stop$ = ending.stopAt === undefined ? undefined : hot(ending.stopAt, { s: { kind: 'cancelled', why: 'stop' } as StopReason });
+          const outcomes$ = runBatch(calls, { concurrency, shared: { lanes, concurrency }, ...(stop$ && { stop$ }), failFast: ending.failFast === true });
+          if (ending.unsubscribeAt !== undefined) expectObservable(outcomes$.pipe(briefly), ending.unsubscribeAt).toBe('--');
+          else outcomes$.subscribe();
+        });
+        expect(peak.holders).to.be.greaterThan(0);
+        expect(lanes.size).to.equal(0);
+        expect(lanes.occupancy()).to.deep.equal([]);
+      });
+    }
+  });
+
+  describe('activity', () => {
+    it('reports queued (and on which lane), started and settled, with virtual times', () => {
+      const seen: string[] = [];
+      const onActivity = (a: CallActivity) => seen.push(`${a.at} ${a.type} ${a.callId}${a.type === 'queued' ? ` ${a.lane}` : ''}${a.type === 'settled' ? ` ${a.outcome}` : ''}`);
+      testScheduler.run(({ cold, flush }) => {
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });
+        runBatch([call('a', cold('--(a|)')), call('b', cold('--(b|)'))], { concurrency, onActivity }).subscribe();
+        flush();
+      });
+      expect(seen).to.deep.equal(['0 started a', '0 queued b turn', '2 settled a result', '2 started b', '4 settled b result']);
+    });
+  });
+
+  describe('nested runs', () => {
+    it('does not take again a shared lane the caller already holds', () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTenant: 1, perTool: { delegate: 1 } });
+      const shared = { lanes, concurrency };
+      const seen: string[] = [];
+      let inner: Promise<Outcome[]> | undefined;
+      const outer = lastValueFrom(
+        runBatch(
+          [
+            call(
+              'outer',
+              ({ held }: { held: ReadonlySet<string> }) => {
+                seen.push([...held].sort().join(','));
+                inner = lastValueFrom(runBatch([call('inner', () => 'deep', { tool: 'delegate' })], { shared, held, tenant: 'acme' }).pipe(toArray()));
+                return inner;
+              },
+              { tool: 'delegate' },
+            ),
+          ],
+          { shared, tenant: 'acme' },
+        ).pipe(toArray()),
+      );
+      return outer.then(async (outcomes) => {
+        expect(seen).to.deep.equal(['tenant:acme,tool:delegate']);
+        expect((await inner)!.map(brief)).to.deep.equal(['inner=deep']);
+        expect(outcomes[0]!.kind).to.equal('result');
+        expect(lanes.size).to.equal(0);
+      });
+    });
+  });
+});
