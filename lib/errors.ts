@@ -146,9 +146,11 @@ export class CallStoppedError extends AgentLanesError {
 }
 
 /** A policy (approval, guardrail) refused a call or its result. */
+export type PolicyName = 'approval' | 'input guardrail' | 'output guardrail' | 'onToolStart hook' | 'onToolEnd hook';
+
 export class ToolRejectedError extends AgentLanesError {
-  readonly policy: 'approval' | 'input guardrail' | 'output guardrail';
-  constructor(policy: 'approval' | 'input guardrail' | 'output guardrail', reason: string) {
+  readonly policy: PolicyName;
+  constructor(policy: PolicyName, reason: string) {
     super(`${policy} rejected the call: ${reason}`);
     this.policy = policy;
   }

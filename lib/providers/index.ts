@@ -1,0 +1,1 @@
+export { ScriptedProvider, type Script, type ScriptStep } from './ScriptedProvider.js';

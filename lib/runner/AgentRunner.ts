@@ -1,0 +1,536 @@
+// AgentRunner: the turn loop. Each turn asks the provider for a response, runs its
+// tool calls as one batch inside the runner's shared lanes, appends the results as
+// tool messages in call order, merges the calls' deltas, and goes round again until
+// the model answers without calls. Everything is an Observable: run$ is cold, and
+// the transcript it emits does not depend on which call finished first.
+import { randomUUID } from 'node:crypto';
+import { isLeft } from 'fp-ts/lib/Either.js';
+import {
+  asyncScheduler,
+  catchError,
+  concat,
+  defer,
+  from,
+  isObservable,
+  map,
+  merge,
+  mergeMap,
+  Observable,
+  of,
+  ReplaySubject,
+  Subject,
+  take,
+  tap,
+  type SchedulerLike,
+} from 'rxjs';
+import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue } from '../config/index.js';
+import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { LaneTable, type LaneStore } from '../lanes/index.js';
+import { decodeArguments, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
+import { Agent, OnToolError } from './Agent.js';
+import type { RunEvent, ToolOutcomeEvent } from './events.js';
+import { ModelResponseCodec, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
+import { policySteps, type Approve, type Guardrails, type Hooks, type PolicyTarget } from './policies.js';
+
+export interface RunnerOptions {
+  readonly provider: ModelProvider;
+  readonly tools: ToolRegistry;
+  /** The runner's lanes: the turn cap every agent starts from, and the shared tool and tenant lanes. */
+  readonly concurrency?: ConcurrencyConfig;
+  readonly deadline?: DeadlineConfig;
+  /** Asked, one call at a time in call order, for every call to a tool declared `needsApproval`. */
+  readonly approve?: Approve;
+  readonly guardrails?: Guardrails;
+  readonly hooks?: Hooks;
+  /** A tool body holding the event loop longer than this fails its own call. Default 200. */
+  readonly loopStallMs?: number;
+  /** For time: timeouts, deadlines, activity stamps. Default `asyncScheduler` (virtual inside `TestScheduler.run`). */
+  readonly scheduler?: SchedulerLike;
+  /** The store of shared lanes. Default: an in-memory LaneTable of this runner's own. */
+  readonly lanes?: LaneStore;
+}
+
+export interface RunOptions {
+  /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */
+  readonly tenant?: string;
+  /** Aborting cancels the run: stopped calls are classified, then RUN_CANCELLED. */
+  readonly signal?: AbortSignal;
+  /** The run's starting state; tools read a snapshot and record deltas. */
+  readonly state?: Readonly<Record<string, unknown>>;
+  /** Model turns allowed before the run fails. Default 20. */
+  readonly maxTurns?: number;
+}
+
+export type RunStatus = 'completed' | 'failed' | 'cancelled';
+
+export interface RunResult {
+  readonly status: RunStatus;
+  readonly output?: unknown;
+  readonly error?: ErrorInfo;
+  readonly events: readonly RunEvent[];
+  readonly state: RunState;
+  readonly messages: readonly Message[];
+}
+
+/** Where a nested run sits: the run and call that started it. */
+export interface RunParent {
+  readonly runId: string;
+  readonly callId: string;
+}
+
+/** Live scheduling events of every run on the runner (not part of any transcript). */
+export type RunnerActivity =
+  | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
+  | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
+  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
+
+interface Nesting {
+  readonly held: ReadonlySet<string>;
+  readonly parent: RunParent;
+}
+
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes'];
+const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
+
+function checkFields(options: object, fields: readonly string[], what: string): void {
+  for (const key of Object.keys(options)) {
+    if (!fields.includes(key)) throw new ConfigError(key, `${what} has no field ${key}; its fields are ${fields.join(', ')}`);
+  }
+}
+
+function checkFunction(value: unknown, field: string): void {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new ConfigError(field, `${field} must be a function, got ${describeValue(value)}`);
+  }
+}
+
+function checkObject(value: unknown, field: string): void {
+  if (value !== undefined && (value === null || typeof value !== 'object')) {
+    throw new ConfigError(field, `${field} must be an object, got ${describeValue(value)}`);
+  }
+}
+
+/** What the model reads for an outcome: the result as JSON (a string as itself), or the failure. */
+function toolMessage(outcome: Outcome, content: string | undefined): Message {
+  switch (outcome.kind) {
+    case 'result':
+      return { role: 'tool', toolCallId: outcome.callId, content: content ?? '' };
+    case 'error':
+      return { role: 'tool', toolCallId: outcome.callId, content: `${outcome.error.name}: ${outcome.error.message}`, isError: true };
+    case 'indeterminate':
+      return { role: 'tool', toolCallId: outcome.callId, content: outcome.message, isError: true };
+  }
+}
+
+/** The JSON text a result goes back to the model as; throws for what JSON cannot hold. */
+function serialise(result: unknown): string {
+  if (typeof result === 'string') return result;
+  const text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  return text ?? 'null';
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
+// A frozen copy tools can read while other calls of the batch record deltas.
+function snapshot(state: Readonly<Record<string, unknown>>): RunState {
+  try {
+    return deepFreeze(structuredClone(state));
+  } catch {
+    return Object.freeze({ ...state });
+  }
+}
+
+/**
+ * Runs agents: model turn, then the turn's tool calls as one batch inside the declared lanes,
+ * results back to the model in call order, until the model answers.
+ *
+ * ## Example
+ * ```ts
+ * const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 8 }) });
+ * const result = await runner.run(agent, 'Compare these four hotels', { tenant: 'acme' });
+ * result.status; // 'completed'
+ * ```
+ */
+export class AgentRunner {
+  readonly provider: ModelProvider;
+  readonly tools: ToolRegistry;
+  readonly concurrency: ConcurrencyConfig;
+  readonly deadline: DeadlineConfig;
+  readonly loopStallMs: number;
+  /** The shared lanes (per tool, per tenant, identical arguments) of every run on this runner. */
+  readonly lanes: LaneStore;
+  private readonly approve: Approve | undefined;
+  private readonly guardrails: Guardrails | undefined;
+  private readonly hooks: Hooks | undefined;
+  private readonly scheduler: SchedulerLike;
+  private readonly activity = new Subject<RunnerActivity>();
+  /** Live scheduling events of every run on this runner: runs starting and ending, calls queued (on which lane), started, settled. */
+  readonly activity$: Observable<RunnerActivity> = this.activity.asObservable();
+
+  constructor(options: RunnerOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigError('AgentRunner', `AgentRunner options must be an object, got ${describeValue(options)}`);
+    }
+    checkFields(options, runnerFields, 'AgentRunner');
+    const { provider, tools, concurrency, deadline, approve, guardrails, hooks, loopStallMs = 200 } = options;
+    if (provider === null || typeof provider !== 'object' || typeof provider.respond !== 'function') {
+      throw new ConfigError('provider', `provider must have a respond(request, signal) method, got ${describeValue(provider)}`);
+    }
+    if (!(tools instanceof ToolRegistry)) throw new ConfigError('tools', `tools must be a ToolRegistry, got ${describeValue(tools)}`);
+    if (concurrency !== undefined && !(concurrency instanceof ConcurrencyConfig)) {
+      throw new ConfigError('concurrency', `concurrency must be a ConcurrencyConfig, got ${describeValue(concurrency)}`);
+    }
+    if (deadline !== undefined && !(deadline instanceof DeadlineConfig)) {
+      throw new ConfigError('deadline', `deadline must be a DeadlineConfig, got ${describeValue(deadline)}`);
+    }
+    checkFunction(approve, 'approve');
+    checkObject(guardrails, 'guardrails');
+    checkObject(hooks, 'hooks');
+    checkFunction(guardrails?.input, 'guardrails.input');
+    checkFunction(guardrails?.output, 'guardrails.output');
+    checkFunction(hooks?.onToolStart, 'hooks.onToolStart');
+    checkFunction(hooks?.onToolEnd, 'hooks.onToolEnd');
+    if (typeof loopStallMs !== 'number' || !(loopStallMs > 0)) {
+      throw new ConfigError('loopStallMs', `loopStallMs must be a positive number of milliseconds, got ${describeValue(loopStallMs)}`);
+    }
+    this.provider = provider;
+    this.tools = tools;
+    this.concurrency = concurrency ?? new ConcurrencyConfig();
+    this.deadline = deadline ?? new DeadlineConfig();
+    this.approve = approve;
+    this.guardrails = guardrails;
+    this.hooks = hooks;
+    this.loopStallMs = loopStallMs;
+    this.scheduler = options.scheduler ?? asyncScheduler;
+    this.lanes = options.lanes ?? new LaneTable();
+  }
+
+  /**
+   * The run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE and
+   * one TOOL_RESULT / TOOL_ERROR / TOOL_INDETERMINATE per call in call order, then RUN_COMPLETED,
+   * RUN_FAILED or RUN_CANCELLED. Unsubscribing stops the run (permits back, bodies aborted).
+   * Bad options throw a ConfigError at once.
+   */
+  run$(agent: Agent, input: string, options: RunOptions = {}): Observable<RunEvent> {
+    return this.start(agent, input, options, undefined, undefined);
+  }
+
+  /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
+  async run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
+    return this.collect(agent, input, options, undefined);
+  }
+
+  private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
+    return new Promise<RunResult>((resolve) => {
+      const events: RunEvent[] = [];
+      let state: RunState = {};
+      let messages: readonly Message[] = [];
+      const finish = (final: { state: RunState; messages: readonly Message[] }) => {
+        state = final.state;
+        messages = final.messages;
+      };
+      this.start(agent, input, options, nesting, finish).subscribe({
+        next: (event) => events.push(event),
+        complete: () => {
+          const last = events[events.length - 1];
+          const base = { events, state, messages };
+          if (last?.type === 'RUN_COMPLETED') resolve({ status: 'completed', output: last.output, ...base });
+          else if (last?.type === 'RUN_CANCELLED') resolve({ status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base });
+          else resolve({ status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base });
+        },
+      });
+    });
+  }
+
+  private start(
+    agent: Agent,
+    input: string,
+    options: RunOptions,
+    nesting: Nesting | undefined,
+    onFinish: ((final: { state: RunState; messages: readonly Message[] }) => void) | undefined,
+  ): Observable<RunEvent> {
+    if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
+    if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);
+    if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
+    checkFields(options, runFields, 'run options');
+    const { tenant = 'default', signal, state = {}, maxTurns = 20 } = options;
+    if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
+    if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
+    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
+    const allowed = agent.tools ?? this.tools.names;
+    const missing = allowed.filter((name) => !this.tools.has(name));
+    if (missing.length > 0) {
+      throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
+    }
+    return defer(() => this.loop({ agent, input, tenant, signal, initial: state, maxTurns, allowed, nesting, onFinish }));
+  }
+
+  private loop(run: {
+    agent: Agent;
+    input: string;
+    tenant: string;
+    signal: AbortSignal | undefined;
+    initial: Readonly<Record<string, unknown>>;
+    maxTurns: number;
+    allowed: readonly string[];
+    nesting: Nesting | undefined;
+    onFinish: ((final: { state: RunState; messages: readonly Message[] }) => void) | undefined;
+  }): Observable<RunEvent> {
+    const { agent, input, tenant, signal, maxTurns, allowed, nesting } = run;
+    const runId = randomUUID();
+    const parent = nesting?.parent;
+    const scheduler = this.scheduler;
+    const turnConcurrency = this.concurrency.narrowedTo(agent.concurrency);
+    const specs = this.tools.specs(allowed);
+    const allowedSet = new Set(allowed);
+    const failFast = agent.onToolError === OnToolError.FAIL_RUN;
+    // The run's state, replaced (never mutated) as each batch's deltas are merged.
+    let state: Record<string, unknown> = assignDelta({}, snapshot(run.initial));
+    // The conversation so far, as the provider will see it next turn.
+    const messages: Message[] = [{ role: 'user', content: input }];
+    // The first stop of the run (cancel, runSeconds); later ones change nothing.
+    let stopReason: StopReason | undefined;
+    const stop$ = new ReplaySubject<StopReason>(1);
+    const stop = (reason: StopReason): void => {
+      if (stopReason !== undefined) return;
+      stopReason = reason;
+      stop$.next(reason);
+    };
+    const emitActivity = (activity: RunnerActivity): void => {
+      if (this.activity.observed) this.activity.next(activity);
+    };
+
+    const ending = (reason: StopReason): RunEvent =>
+      reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
+    const failed = (error: Error): RunEvent => ({ type: 'RUN_FAILED', error: toErrorInfo(error) });
+
+    const finalAnswer = (text: string | undefined): RunEvent => {
+      if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text ?? '');
+      } catch (error) {
+        return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
+      }
+      const decoded = agent.output.decode(parsed);
+      if (isLeft(decoded)) return failed(new RunError(`the final answer of ${agent.name} does not decode: ${describeFailures(decoded.left, 'output')}`));
+      return { type: 'RUN_COMPLETED', output: decoded.right };
+    };
+
+    const respond = (request: ModelRequest, turn: number): Observable<{ response: ModelResponse } | { stopped: StopReason } | { error: Error }> =>
+      new Observable<{ response: ModelResponse } | { stopped: StopReason } | { error: Error }>((subscriber) => {
+        const controller = new AbortController();
+        // True once the provider answered, so the teardown does not abort a finished request.
+        let answered = false;
+        const reply$ = defer(() => {
+          const produced = this.provider.respond(request, controller.signal);
+          return isObservable(produced) ? produced.pipe(take(1)) : from(produced);
+        }).pipe(
+          map((raw) => {
+            const decoded = ModelResponseCodec.decode(raw);
+            if (isLeft(decoded)) return { error: new ProviderError(turn, `the reply does not decode: ${describeFailures(decoded.left, 'response')}`) };
+            const { text, toolCalls } = decoded.right;
+            const response: ModelResponse = {
+              ...(typeof text === 'string' ? { text } : {}),
+              ...(toolCalls ? { toolCalls: toolCalls as readonly ToolCall[] } : {}),
+            };
+            return { response };
+          }),
+          catchError((error: unknown) => of({ error: new ProviderError(turn, toErrorInfo(error).message) })),
+        );
+        const subscription = merge(reply$, stop$.pipe(map((stopped) => ({ stopped }))))
+          .pipe(take(1))
+          .subscribe({
+            next: (value) => {
+              answered = true;
+              subscriber.next(value);
+            },
+            complete: () => {
+              if (!answered) subscriber.next({ error: new ProviderError(turn, 'the provider completed without a response') });
+              subscriber.complete();
+            },
+          });
+        return () => {
+          subscription.unsubscribe();
+          if (!answered) controller.abort(new Error('the run stopped'));
+        };
+      });
+
+    const batch$ = (turn: number, toolCalls: readonly ToolCall[]): Observable<RunEvent> =>
+      defer(() => {
+        const view = snapshot(state);
+        const seen = new Set<string>();
+        const targets: PolicyTarget[] = [];
+        const calls: BatchCall[] = toolCalls.map((toolCall): BatchCall => {
+          const { id: callId, name } = toolCall;
+          const base = { callId, tool: name };
+          const target = (args: unknown, needsApproval: boolean) => targets.push({ call: { runId, callId, tool: name, args, tenant }, needsApproval });
+          if (seen.has(callId)) {
+            target(toolCall.arguments, false);
+            return { ...base, rejected: { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` } };
+          }
+          seen.add(callId);
+          const registered = allowedSet.has(name) ? this.tools.get(name) : undefined;
+          if (registered === undefined) {
+            target(toolCall.arguments, false);
+            return { ...base, rejected: toErrorInfo(new UnknownToolError(name, allowed)) };
+          }
+          const { declaration, body } = registered;
+          const decoded = decodeArguments(declaration, toolCall.arguments);
+          if (isLeft(decoded)) {
+            target(toolCall.arguments, false);
+            return { ...base, rejected: toErrorInfo(decoded.left), parallelSafe: declaration.parallelSafe, idempotent: declaration.idempotent };
+          }
+          const args = decoded.right;
+          target(args, declaration.needsApproval);
+          return {
+            ...base,
+            args,
+            parallelSafe: declaration.parallelSafe,
+            idempotent: declaration.idempotent,
+            invoke: ({ signal: callSignal, record, held }) => {
+              const ctx: ToolContext = {
+                callId,
+                tool: name,
+                tenant,
+                runId,
+                idempotencyKey: `${runId}:${callId}`,
+                signal: callSignal,
+                state: view,
+                record,
+                runAgent: (sub: AgentRef, subInput: string) =>
+                  this.collect(sub as Agent, subInput, { tenant, signal: callSignal }, { held, parent: { runId, callId } }),
+              };
+              return body(args, ctx);
+            },
+          };
+        });
+
+        // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
+        const contents = new Map<number, string>();
+        const toEvent = (outcome: Outcome): ToolOutcomeEvent => {
+          const { callId, tool } = outcome;
+          switch (outcome.kind) {
+            case 'result':
+              return { type: 'TOOL_RESULT', turn, callId, tool, result: outcome.result };
+            case 'error':
+              return { type: 'TOOL_ERROR', turn, callId, tool, error: outcome.error };
+            case 'indeterminate':
+              return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
+          }
+        };
+        const { gate, settle: policySettle } = policySteps({ approve: this.approve, guardrails: this.guardrails, hooks: this.hooks }, targets, toEvent);
+        const settle = (outcome: Outcome) => {
+          if (outcome.kind === 'result') {
+            try {
+              contents.set(outcome.index, serialise(outcome.result));
+            } catch (error) {
+              const { index, callId, tool, dispatched } = outcome;
+              return policySettle({
+                kind: 'error',
+                index,
+                callId,
+                tool,
+                dispatched,
+                error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${toErrorInfo(error).message})` },
+              });
+            }
+          }
+          return policySettle(outcome);
+        };
+
+        const outcomes: Outcome[] = [];
+        const events$ = runBatch(calls, {
+          concurrency: turnConcurrency,
+          shared: { lanes: this.lanes, concurrency: this.concurrency },
+          tenant,
+          ...(nesting ? { held: nesting.held } : {}),
+          deadline: this.deadline,
+          failFast,
+          ...(gate ? { gate } : {}),
+          settle,
+          stop$,
+          scheduler,
+          onActivity: (activity) => emitActivity({ ...activity, runId, turn, ...(parent ? { parent } : {}) }),
+        }).pipe(
+          map((outcome): RunEvent => {
+            outcomes.push(outcome);
+            messages.push(toolMessage(outcome, contents.get(outcome.index)));
+            return toEvent(outcome);
+          }),
+        );
+
+        const after$ = defer((): Observable<RunEvent> => {
+          state = assignDelta({ ...state }, mergeDeltas(outcomes));
+          const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
+          const reason = stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
+          if (reason !== undefined) return of(ending(reason));
+          const failure = failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
+          if (failure !== undefined && failure.kind === 'error') return of<RunEvent>({ type: 'RUN_FAILED', error: failure.error });
+          return turn$(turn + 1);
+        });
+        return concat(events$, after$);
+      });
+
+    const turn$ = (turn: number): Observable<RunEvent> =>
+      defer(() => {
+        if (turn > maxTurns) {
+          return of(failed(new RunError(`${agent.name} reached maxTurns (${maxTurns}) without a final answer`)));
+        }
+        const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...messages], tools: specs };
+        return respond(request, turn).pipe(
+          mergeMap((reply): Observable<RunEvent> => {
+            if ('stopped' in reply) return of(ending(reply.stopped));
+            if ('error' in reply) return of(failed(reply.error));
+            const { text, toolCalls = [] } = reply.response;
+            messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
+            const responded: RunEvent = { type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls };
+            return concat(of(responded), toolCalls.length === 0 ? of(finalAnswer(text)) : batch$(turn, toolCalls));
+          }),
+        );
+      });
+
+    const started: RunEvent = { type: 'RUN_STARTED', runId, agent: agent.name, tenant, input };
+    const transcript$ = concat(of(started), turn$(1)).pipe(
+      catchError((error: unknown) => of<RunEvent>({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
+      tap((event) => {
+        if (event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED') {
+          run.onFinish?.({ state: Object.freeze({ ...state }), messages: [...messages] });
+          const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
+          emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
+        }
+      }),
+    );
+
+    return new Observable<RunEvent>((subscriber) => {
+      emitActivity({ type: 'run-started', runId, agent: agent.name, tenant, ...(parent ? { parent } : {}), at: scheduler.now() });
+      const onAbort = () => stop({ kind: 'cancelled', why: 'the run was cancelled' });
+      const runSeconds = this.deadline.runSeconds;
+      const timer =
+        runSeconds === undefined
+          ? undefined
+          : scheduler.schedule(() => {
+              const error = new DeadlineExceededError('runSeconds', runSeconds);
+              stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
+            }, runSeconds * 1000);
+      if (signal !== undefined) {
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      }
+      const subscription = transcript$.subscribe(subscriber);
+      return () => {
+        subscription.unsubscribe();
+        timer?.unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+      };
+    });
+  }
+}

@@ -1,0 +1,85 @@
+// RunEvent: the transcript of a run. For the same script it is the same sequence of
+// events whatever order the calls finished in: no times, and tool events in call order.
+// Live progress (queued, started, settled, with times) is runner.activity$, not this.
+import type { ErrorInfo } from '../errors.js';
+import type { ToolCall } from './model.js';
+
+export type RunEventType =
+  | 'RUN_STARTED'
+  | 'MODEL_RESPONSE'
+  | 'TOOL_RESULT'
+  | 'TOOL_ERROR'
+  | 'TOOL_INDETERMINATE'
+  | 'RUN_COMPLETED'
+  | 'RUN_FAILED'
+  | 'RUN_CANCELLED';
+
+/** The names of the event types, for comparisons without string literals. */
+export const RunEventType = {
+  RUN_STARTED: 'RUN_STARTED',
+  MODEL_RESPONSE: 'MODEL_RESPONSE',
+  TOOL_RESULT: 'TOOL_RESULT',
+  TOOL_ERROR: 'TOOL_ERROR',
+  TOOL_INDETERMINATE: 'TOOL_INDETERMINATE',
+  RUN_COMPLETED: 'RUN_COMPLETED',
+  RUN_FAILED: 'RUN_FAILED',
+  RUN_CANCELLED: 'RUN_CANCELLED',
+} as const satisfies Record<RunEventType, RunEventType>;
+
+export interface RunStartedEvent {
+  readonly type: 'RUN_STARTED';
+  readonly runId: string;
+  readonly agent: string;
+  readonly tenant: string;
+  readonly input: string;
+}
+export interface ModelResponseEvent {
+  readonly type: 'MODEL_RESPONSE';
+  readonly turn: number;
+  readonly text?: string;
+  readonly toolCalls: readonly ToolCall[];
+}
+export interface ToolResultEvent {
+  readonly type: 'TOOL_RESULT';
+  readonly turn: number;
+  readonly callId: string;
+  readonly tool: string;
+  readonly result: unknown;
+}
+export interface ToolErrorEvent {
+  readonly type: 'TOOL_ERROR';
+  readonly turn: number;
+  readonly callId: string;
+  readonly tool: string;
+  readonly error: ErrorInfo;
+}
+export interface ToolIndeterminateEvent {
+  readonly type: 'TOOL_INDETERMINATE';
+  readonly turn: number;
+  readonly callId: string;
+  readonly tool: string;
+  readonly message: string;
+}
+export interface RunCompletedEvent {
+  readonly type: 'RUN_COMPLETED';
+  readonly output: unknown;
+}
+export interface RunFailedEvent {
+  readonly type: 'RUN_FAILED';
+  readonly error: ErrorInfo;
+}
+export interface RunCancelledEvent {
+  readonly type: 'RUN_CANCELLED';
+  readonly reason: string;
+}
+
+/** How one tool call ended, as the transcript (and `hooks.onToolEnd`) sees it. */
+export type ToolOutcomeEvent = ToolResultEvent | ToolErrorEvent | ToolIndeterminateEvent;
+
+export type RunEvent =
+  | RunStartedEvent
+  | ModelResponseEvent
+  | ToolOutcomeEvent
+  | RunCompletedEvent
+  | RunFailedEvent
+  | RunCancelledEvent;

@@ -1,0 +1,17 @@
+export { Agent, OnToolError, type AgentOptions } from './Agent.js';
+export { AgentRunner, type RunnerActivity, type RunnerOptions, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
+export { RunEventType } from './events.js';
+export type {
+  ModelResponseEvent,
+  RunCancelledEvent,
+  RunCompletedEvent,
+  RunEvent,
+  RunFailedEvent,
+  RunStartedEvent,
+  ToolErrorEvent,
+  ToolIndeterminateEvent,
+  ToolOutcomeEvent,
+  ToolResultEvent,
+} from './events.js';
+export { ModelResponseCodec, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
+export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';

@@ -1,0 +1,47 @@
+// What a tool body is handed besides its arguments: who is calling, a signal that
+// aborts when the call is stopped, a read-only view of the run's state, a way to
+// record what it changed, and a way to start a sub-agent inside its own lanes.
+import type { ErrorInfo } from '../errors.js';
+
+/** The run's state as tools see it: a read-only snapshot taken when the batch started. */
+export type RunState = Readonly<Record<string, unknown>>;
+
+/** An agent, as far as a tool needs to know one to start it. */
+export interface AgentRef {
+  readonly name: string;
+}
+
+/** What a nested run gives back to the tool that started it. */
+export interface NestedRunResult {
+  readonly status: 'completed' | 'failed' | 'cancelled';
+  readonly output?: unknown;
+  readonly error?: ErrorInfo;
+  readonly state: RunState;
+}
+
+export interface ToolContext {
+  /** The call's id, as the model gave it. */
+  readonly callId: string;
+  /** The tool's name. */
+  readonly tool: string;
+  /** The tenant the run is for. */
+  readonly tenant: string;
+  /** The run this call belongs to. */
+  readonly runId: string;
+  /** Stable for this call of this run (`runId:callId`): pass it downstream to deduplicate a retried side effect. */
+  readonly idempotencyKey: string;
+  /** Aborts when the call is stopped in flight or outruns its ceiling. */
+  readonly signal: AbortSignal;
+  /** The run's state when the batch started; deeply frozen. */
+  readonly state: RunState;
+  /** Records what this call changed; merged into the run's state in call order once the batch resolves, if the call succeeds. */
+  record(delta: Readonly<Record<string, unknown>>): void;
+  /**
+   * Runs a sub-agent under the same runner and tenant. It spends the lanes this call already
+   * stands in rather than queueing behind itself, and is stopped if this call is.
+   */
+  runAgent(agent: AgentRef, input: string): Promise<NestedRunResult>;
+}
+
+/** A tool body: returns the result, a Promise of it, or an Observable whose first value is it. */
+export type ToolBody<A = unknown> = (args: A, ctx: ToolContext) => unknown;

@@ -1,0 +1,67 @@
+// The runner's tools by name: each declaration (checked once, defaults filled in),
+// its body, and what a model provider is shown of it (name, description, JSON Schema).
+import type * as t from 'io-ts';
+import { ConfigError } from '../errors.js';
+import { toJsonSchema, type JsonSchema } from './jsonSchema.js';
+import type { ToolBody } from './ToolContext.js';
+import { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration } from './ToolDeclaration.js';
+
+/** What a model provider sees of a tool. `parallelSafe` and `idempotent` are never part of it. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+}
+
+export interface RegisteredTool {
+  readonly declaration: ResolvedDeclaration;
+  readonly body: ToolBody<unknown>;
+  readonly spec: ToolSpec;
+}
+
+/**
+ * The tools a runner can dispatch.
+ *
+ * ## Example
+ * ```ts
+ * const tools = new ToolRegistry()
+ *   .register({ name: 'search', args: t.type({ q: t.string }), idempotent: true }, ({ q }) => search(q))
+ *   .register({ name: 'booking', args: Booking, parallelSafe: false }, (booking, ctx) => book(booking, ctx.idempotencyKey));
+ * ```
+ */
+export class ToolRegistry {
+  private readonly tools = new Map<string, RegisteredTool>();
+
+  /** Adds a tool; chainable. A second tool with the same name throws ConfigError. */
+  register<C extends t.Decoder<unknown, unknown> | undefined = undefined>(declaration: ToolDeclaration<C>, body: ToolBody<ArgsOf<C>>): this {
+    const resolved = resolveDeclaration(declaration);
+    if (typeof body !== 'function') {
+      throw new ConfigError('body', `the body of tool ${resolved.name} must be a function, got ${typeof body}`);
+    }
+    if (this.tools.has(resolved.name)) {
+      throw new ConfigError('name', `a tool named ${resolved.name} is already registered`);
+    }
+    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: toJsonSchema(resolved.args) };
+    this.tools.set(resolved.name, { declaration: resolved, body: body as ToolBody<unknown>, spec });
+    return this;
+  }
+
+  get(name: string): RegisteredTool | undefined {
+    return this.tools.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.tools.has(name);
+  }
+
+  /** The registered names, in registration order. */
+  get names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** What a provider is shown: every tool, or only those named (in that order). */
+  specs(names?: readonly string[]): ToolSpec[] {
+    if (names === undefined) return [...this.tools.values()].map((tool) => tool.spec);
+    return names.map((name) => this.tools.get(name)?.spec).filter((spec): spec is ToolSpec => spec !== undefined);
+  }
+}
