@@ -105,7 +105,9 @@ export class WorkerPoolFullError extends AgentLanesError {
   readonly threads: number;
   readonly queue: number;
   constructor(threads: number, queue: number) {
-    super(`the worker pool is full: ${threads} threads busy and ${queue} calls queued; it refuses rather than grows`);
+    super(
+      `the worker pool is full: ${threads} ${threads === 1 ? 'thread' : 'threads'} busy and ${queue} ${queue === 1 ? 'call' : 'calls'} queued; it refuses rather than grows`,
+    );
     this.threads = threads;
     this.queue = queue;
   }

@@ -19,7 +19,9 @@ export {
 } from './errors.js';
 export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type LaneStore, type Permit } from './lanes/index.js';
 export {
+  LoopMonitor,
   ToolRegistry,
+  WorkerPool,
   toJsonSchema,
   type AgentRef,
   type JsonSchema,
@@ -29,6 +31,7 @@ export {
   type ToolContext,
   type ToolDeclaration,
   type ToolSpec,
+  type WorkerPoolOptions,
 } from './tools/index.js';
 export {
   runBatch,

@@ -7,6 +7,17 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
+/**
+ * What a body returned, as an Observable of its one result: a value as itself, a Promise's
+ * value, or an Observable's first value (`undefined` if it completes empty).
+ */
+export function fromResult(produced: unknown): Observable<unknown> {
+  if (isObservable(produced)) return produced.pipe(take(1), defaultIfEmpty(undefined));
+  // `from` handles the rejection, so a body that fails after being torn down leaves no unhandled rejection.
+  if (isPromiseLike(produced)) return from(produced);
+  return of(produced);
+}
+
 /** Why a body's signal aborted: it was torn down before it settled. */
 export class InvocationAbortedError extends Error {
   override readonly name = 'AbortError';
@@ -30,13 +41,7 @@ export function invocation(body: (signal: AbortSignal) => unknown): Observable<u
       subscriber.error(error);
       return;
     }
-    const result$ = isObservable(produced)
-      ? produced.pipe(take(1), defaultIfEmpty(undefined))
-      : isPromiseLike(produced)
-        ? // `from` handles the rejection, so a body that fails after being torn down leaves no unhandled rejection.
-          from(produced)
-        : of(produced);
-    const subscription = result$.subscribe({
+    const subscription = fromResult(produced).subscribe({
       next: (value) => {
         settled = true;
         subscriber.next(value);

@@ -278,11 +278,11 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       thenStopIfFailed,
     );
     return new Observable<Outcome>((subscriber) => {
-      const subscription = outcomes$.subscribe(subscriber);
-      return () => {
+      // Registered before subscribing, so it runs before the dispatches are torn down.
+      subscriber.add(() => {
         closing = true;
-        subscription.unsubscribe();
-      };
+      });
+      outcomes$.subscribe(subscriber);
     });
   });
 }

@@ -9,7 +9,9 @@ import {
   asyncScheduler,
   catchError,
   concat,
+  defaultIfEmpty,
   defer,
+  finalize,
   from,
   isObservable,
   map,
@@ -23,11 +25,11 @@ import {
   tap,
   type SchedulerLike,
 } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, fromResult, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { decodeArguments, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
+import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
 import type { RunEvent, ToolOutcomeEvent } from './events.js';
 import { ModelResponseCodec, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
@@ -43,8 +45,8 @@ export interface RunnerOptions {
   readonly approve?: Approve;
   readonly guardrails?: Guardrails;
   readonly hooks?: Hooks;
-  /** A tool body holding the event loop longer than this fails its own call. Default 200. */
-  readonly loopStallMs?: number;
+  /** A tool body holding the event loop longer than this (ms) fails its own call. Default 200; `false` turns the monitor off. */
+  readonly loopStallMs?: number | false;
   /** For time: timeouts, deadlines, activity stamps. Default `asyncScheduler` (virtual inside `TestScheduler.run`). */
   readonly scheduler?: SchedulerLike;
   /** The store of shared lanes. Default: an in-memory LaneTable of this runner's own. */
@@ -163,7 +165,9 @@ export class AgentRunner {
   readonly tools: ToolRegistry;
   readonly concurrency: ConcurrencyConfig;
   readonly deadline: DeadlineConfig;
-  readonly loopStallMs: number;
+  /** The loop monitor's limit in ms, or false when it is off. */
+  readonly loopStallMs: number | false;
+  private readonly monitor: LoopMonitor | undefined;
   /** The shared lanes (per tool, per tenant, identical arguments) of every run on this runner. */
   readonly lanes: LaneStore;
   private readonly approve: Approve | undefined;
@@ -197,8 +201,8 @@ export class AgentRunner {
     checkFunction(guardrails?.output, 'guardrails.output');
     checkFunction(hooks?.onToolStart, 'hooks.onToolStart');
     checkFunction(hooks?.onToolEnd, 'hooks.onToolEnd');
-    if (typeof loopStallMs !== 'number' || !(loopStallMs > 0)) {
-      throw new ConfigError('loopStallMs', `loopStallMs must be a positive number of milliseconds, got ${describeValue(loopStallMs)}`);
+    if (loopStallMs !== false && (typeof loopStallMs !== 'number' || !(loopStallMs > 0) || !Number.isFinite(loopStallMs))) {
+      throw new ConfigError('loopStallMs', `loopStallMs must be a positive number of milliseconds or false, got ${describeValue(loopStallMs)}`);
     }
     this.provider = provider;
     this.tools = tools;
@@ -208,6 +212,7 @@ export class AgentRunner {
     this.guardrails = guardrails;
     this.hooks = hooks;
     this.loopStallMs = loopStallMs;
+    this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.lanes = options.lanes ?? new LaneTable();
   }
@@ -220,6 +225,18 @@ export class AgentRunner {
    */
   run$(agent: Agent, input: string, options: RunOptions = {}): Observable<RunEvent> {
     return this.start(agent, input, options, undefined, undefined);
+  }
+
+  // Runs a body under the loop monitor: a stretch that holds the loop too long fails this call.
+  private invoke(tool: string, body: () => unknown): unknown {
+    const monitor = this.monitor;
+    if (monitor === undefined) return body();
+    return defer(() => {
+      const stalls = new Subject<never>();
+      const watched = monitor.watch(tool, body, (error) => stalls.error(error));
+      // The stall first: a body that stalled synchronously must fail even though its value is ready.
+      return merge(stalls, fromResult(watched.value)).pipe(take(1), finalize(watched.release));
+    });
   }
 
   /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
@@ -344,19 +361,16 @@ export class AgentRunner {
             };
             return { response };
           }),
+          defaultIfEmpty({ error: new ProviderError(turn, 'the provider completed without a response') }),
           catchError((error: unknown) => of({ error: new ProviderError(turn, toErrorInfo(error).message) })),
         );
-        const subscription = merge(reply$, stop$.pipe(map((stopped) => ({ stopped }))))
+        // The stop first: a run stopped before this turn must not take even a synchronous reply.
+        const subscription = merge(stop$.pipe(map((stopped) => ({ stopped }))), reply$)
           .pipe(take(1))
-          .subscribe({
-            next: (value) => {
-              answered = true;
-              subscriber.next(value);
-            },
-            complete: () => {
-              if (!answered) subscriber.next({ error: new ProviderError(turn, 'the provider completed without a response') });
-              subscriber.complete();
-            },
+          .subscribe((value) => {
+            answered = !('stopped' in value);
+            subscriber.next(value);
+            subscriber.complete();
           });
         return () => {
           subscription.unsubscribe();
@@ -409,7 +423,7 @@ export class AgentRunner {
                 runAgent: (sub: AgentRef, subInput: string) =>
                   this.collect(sub as Agent, subInput, { tenant, signal: callSignal }, { held, parent: { runId, callId } }),
               };
-              return body(args, ctx);
+              return this.invoke(name, () => body(args, ctx));
             },
           };
         });

@@ -1,7 +1,8 @@
 // The runner's policies as the batch's serial steps. Before dispatch, in call order:
 // onToolStart, the input guardrail, then approval (so nobody is asked about a call a
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
-// onToolEnd. A policy that throws refuses, with its message; it never crashes the run.
+// onToolEnd (for every call). A policy that throws refuses, with its message; it never
+// crashes the run.
 import type { BatchCall, GateVerdict, Outcome } from '../batch/index.js';
 import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../errors.js';
 import type { ToolOutcomeEvent } from './events.js';
@@ -86,8 +87,9 @@ function guardrailRefusal(policy: PolicyName, verdict: GuardrailVerdict | ErrorI
 }
 
 /**
- * The gate and settle steps of one turn's batch. `started` remembers which calls
- * onToolStart saw, so that exactly those get onToolEnd.
+ * The gate and settle steps of one turn's batch. onToolStart sees every call that reaches
+ * the gate; onToolEnd sees every call of the batch, with its final outcome (bad arguments
+ * and stopped calls included), so a log built from it is complete.
  */
 export function policySteps(
   policies: Policies,
@@ -98,7 +100,6 @@ export function policySteps(
   settle: (outcome: Outcome) => Step<Outcome>;
 } {
   const { approve, guardrails, hooks } = policies;
-  const started = new Set<number>();
   const onToolStart = hooks?.onToolStart;
   const input = guardrails?.input;
   const output = guardrails?.output;
@@ -110,10 +111,7 @@ export function policySteps(
     const started$ =
       onToolStart === undefined
         ? undefined
-        : attempt('onToolStart hook', () => {
-            started.add(index);
-            return onToolStart.call(hooks, call);
-          });
+        : attempt('onToolStart hook', () => onToolStart.call(hooks, call));
     return then(started$, (refusal): Step<GateVerdict> => {
       if (isRefusal(refusal)) return refusal;
       const verdict = input === undefined ? undefined : attempt('input guardrail', () => input.call(guardrails, call));
@@ -139,7 +137,7 @@ export function policySteps(
             return refusal === undefined ? outcome : refused(outcome, refusal);
           })
         : outcome;
-    if (onToolEnd === undefined || !started.has(outcome.index)) return checked;
+    if (onToolEnd === undefined) return checked;
     return then(checked, (final) =>
       then(attempt('onToolEnd hook', () => onToolEnd.call(hooks, call, toEvent(final))), (refusal): Outcome =>
         isRefusal(refusal) ? refused(final, refusal) : final,

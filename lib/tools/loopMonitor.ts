@@ -1,0 +1,76 @@
+// The loop monitor: names the tool body that held the event loop. Each watched body
+// runs inside an AsyncLocalStorage context; async_hooks `before`/`after` time every
+// callback that runs in such a context, so a stall after the body's first `await` is
+// charged to the right call even with several in flight. It cannot pre-empt a body
+// (nothing in one thread can); it fails the call once the body yields.
+import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
+import { performance } from 'node:perf_hooks';
+import { EventLoopStalledError } from '../errors.js';
+
+interface Watched {
+  readonly tool: string;
+  readonly onStall: (error: EventLoopStalledError) => void;
+  // Set once a stall was reported, so a call is failed once at most.
+  stalled: boolean;
+  // Set once the call ended; later callbacks of its body are no longer charged to it.
+  released: boolean;
+}
+
+/** What `watch` gives back: the body's return value, and the release to call when the call ends. */
+export interface WatchedCall<T> {
+  readonly value: T;
+  readonly release: () => void;
+}
+
+export class LoopMonitor {
+  private readonly storage = new AsyncLocalStorage<Watched>();
+  // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
+  private readonly stack: Array<{ watched: Watched | undefined; start: number }> = [];
+  // Watched calls not yet released; the hook is enabled only while there are some.
+  private active = 0;
+  private readonly hook: AsyncHook;
+
+  /** @param limitMs a synchronous stretch longer than this fails the call */
+  constructor(readonly limitMs: number) {
+    if (!(limitMs > 0)) throw new TypeError(`Expected loopStallMs to be a positive number, got ${limitMs}`);
+    this.hook = createHook({
+      before: () => {
+        this.stack.push({ watched: this.storage.getStore(), start: performance.now() });
+      },
+      after: () => {
+        const frame = this.stack.pop();
+        if (frame?.watched !== undefined) this.check(frame.watched, performance.now() - frame.start);
+      },
+    });
+  }
+
+  /**
+   * Runs `body` as call of `tool`: its synchronous part is timed now, every later callback
+   * it schedules as it runs. `onStall` is told (once) if any stretch passes the limit.
+   */
+  watch<T>(tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): WatchedCall<T> {
+    const watched: Watched = { tool, onStall, stalled: false, released: false };
+    if (this.active++ === 0) this.hook.enable();
+    const release = (): void => {
+      if (watched.released) return;
+      watched.released = true;
+      if (--this.active === 0) this.hook.disable();
+    };
+    const start = performance.now();
+    let value: T;
+    try {
+      value = this.storage.run(watched, body);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    this.check(watched, performance.now() - start);
+    return { value, release };
+  }
+
+  private check(watched: Watched, elapsed: number): void {
+    if (elapsed <= this.limitMs || watched.stalled || watched.released) return;
+    watched.stalled = true;
+    watched.onStall(new EventLoopStalledError(watched.tool, elapsed, this.limitMs));
+  }
+}
