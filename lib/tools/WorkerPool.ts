@@ -51,10 +51,16 @@ export class WorkerPool {
     this.piscina = new Piscina({
       minThreads: 0,
       maxThreads: this.threads,
-      maxQueue: this.queue,
+      // The bound is kept by this class (`inPool`); piscina's own queue must also hold calls waiting for a thread to start.
+      maxQueue: this.threads + this.queue,
       // Idle threads end soon, so a pool nobody closed does not hold the process open for long.
       idleTimeout: 1000,
     });
+  }
+
+  /** Worker threads alive now (never more than `threads`; zero after `close`). */
+  get liveThreads(): number {
+    return this.piscina.threads.length;
   }
 
   /** Calls running or waiting in the pool now. */

@@ -1,0 +1,121 @@
+// The loop monitor: a body that holds the event loop longer than loopStallMs fails its
+// own call with EventLoopStalledError naming the tool, whether it blocks at once or after
+// an await, while its siblings' results are kept. Blocking is real CPU time here; the
+// assertions are about which call failed, never about how long anything took.
+import { expect } from 'chai';
+import * as t from 'io-ts';
+import {
+  Agent,
+  AgentRunner,
+  EventLoopStalledError,
+  LoopMonitor,
+  ScriptedProvider,
+  ToolRegistry,
+  type ModelResponse,
+  type RunEvent,
+} from '../../lib/index.js';
+
+function block(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // holding the loop, as a CPU-bound body does
+  }
+}
+
+const agent = new Agent({ name: 'worker', instructions: '', model: 'm' });
+const call = (id: string, name: string): ModelResponse['toolCalls'] => [{ id, name, arguments: {} }];
+
+async function outcomes(tools: ToolRegistry, turn: ModelResponse, loopStallMs: number | false = 50): Promise<RunEvent[]> {
+  const result = await new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, loopStallMs }).run(agent, 'go');
+  return result.events.filter((e) => e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR');
+}
+
+describe('loop monitor', () => {
+  it('fails a body that blocks synchronously, naming the tool, and keeps an async sibling\'s result', async () => {
+    const tools = new ToolRegistry()
+      .register({ name: 'crunch' }, () => {
+        block(120);
+        return 'crunched';
+      })
+      .register({ name: 'fetch' }, () => new Promise((resolve) => setTimeout(resolve, 20, 'fetched')));
+    const [crunch, fetch] = await outcomes(tools, { toolCalls: [...call('c1', 'crunch')!, ...call('c2', 'fetch')!] });
+    expect(crunch!.type).to.equal('TOOL_ERROR');
+    if (crunch!.type === 'TOOL_ERROR') {
+      expect(crunch!.error.name).to.equal('EventLoopStalledError');
+      expect(crunch!.error.message).to.match(/^crunch blocked the event loop for \d+ms \(loopStallMs is 50\); run a blocking body on a WorkerPool$/);
+    }
+    expect(fetch).to.deep.include({ type: 'TOOL_RESULT', callId: 'c2', result: 'fetched' });
+  });
+
+  it('charges a stall after the body\'s first await to that call, not to a sibling in flight', async () => {
+    const tools = new ToolRegistry()
+      .register({ name: 'late_blocker' }, async () => {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        block(120);
+        return 'late';
+      })
+      .register({ name: 'waiter' }, async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return 'waited';
+      });
+    const [waiter, blocker] = await outcomes(tools, { toolCalls: [...call('c1', 'waiter')!, ...call('c2', 'late_blocker')!] });
+    expect(waiter).to.deep.include({ type: 'TOOL_RESULT', callId: 'c1', result: 'waited' });
+    expect(blocker!.type === 'TOOL_ERROR' && blocker!.error.name).to.equal('EventLoopStalledError');
+    expect(blocker!.type === 'TOOL_ERROR' && blocker!.error.message).to.match(/^late_blocker blocked/);
+  });
+
+  it('lets short synchronous stretches through', async () => {
+    const tools = new ToolRegistry().register({ name: 'quick', args: t.unknown }, () => {
+      block(2);
+      return 'ok';
+    });
+    const [quick] = await outcomes(tools, { toolCalls: call('c1', 'quick') });
+    expect(quick).to.deep.include({ type: 'TOOL_RESULT', result: 'ok' });
+  });
+
+  it('does nothing when turned off with loopStallMs: false', async () => {
+    const tools = new ToolRegistry().register({ name: 'crunch' }, () => {
+      block(80);
+      return 'crunched';
+    });
+    const [crunch] = await outcomes(tools, { toolCalls: call('c1', 'crunch') }, false);
+    expect(crunch).to.deep.include({ type: 'TOOL_RESULT', result: 'crunched' });
+  });
+
+  describe('LoopMonitor', () => {
+    it('reports a stall once, with the tool and how long it held the loop', () => {
+      const monitor = new LoopMonitor(20);
+      const stalls: EventLoopStalledError[] = [];
+      const watched = monitor.watch('crunch', () => block(40), (error) => stalls.push(error));
+      watched.release();
+      expect(stalls).to.have.length(1);
+      expect(stalls[0]).to.be.instanceOf(EventLoopStalledError);
+      expect(stalls[0]!.tool).to.equal('crunch');
+      expect(stalls[0]!.stalledMs).to.be.at.least(20);
+    });
+
+    it('stops charging a call once it is released', async () => {
+      const monitor = new LoopMonitor(20);
+      const stalls: EventLoopStalledError[] = [];
+      let later: Promise<void> | undefined;
+      const watched = monitor.watch('tool', () => {
+        later = new Promise<void>((resolve) => setTimeout(resolve, 5)).then(() => block(40));
+      }, (error) => stalls.push(error));
+      watched.release();
+      await later;
+      expect(stalls).to.deep.equal([]);
+    });
+
+    it('rethrows what the body throws', () => {
+      const monitor = new LoopMonitor(20);
+      expect(() => monitor.watch('tool', () => {
+        throw new RangeError('sync');
+      }, () => undefined)).to.throw(RangeError, 'sync');
+    });
+
+    it('refuses a limit that is not positive', () => {
+      expect(() => new LoopMonitor(0)).to.throw(TypeError, 'Expected loopStallMs to be a positive number, got 0');
+    });
+  });
+});
