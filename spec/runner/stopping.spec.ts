@@ -1,0 +1,532 @@
+// How a run stops, through AgentRunner + ScriptedProvider in virtual time: cancelling by
+// AbortSignal (during a batch, before the run, while the model is asked), unsubscribing,
+// the run-wide deadlines (toolCallSeconds, runSeconds) and a tool's own perToolSeconds.
+// Each scenario checks the transcript, what the bodies saw, that the shared lanes are idle
+// afterwards, and that every call of a batch ended in exactly one outcome event.
+import { expect } from 'chai';
+import { map, type Observable } from 'rxjs';
+import { TestScheduler, type RunHelpers } from 'rxjs/testing';
+import {
+  Agent,
+  AgentRunner,
+  ConcurrencyConfig,
+  DeadlineConfig,
+  ScriptedProvider,
+  ToolRegistry,
+  type LaneOccupancy,
+  type ModelResponse,
+  type RunEvent,
+  type RunResult,
+  type ScriptStep,
+  type ToolCall,
+} from '../../lib/index.js';
+
+const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
+
+const ask = (id: string, name: string): ToolCall => ({ id, name, arguments: {} });
+
+/** One line per event: `START`, `MODEL 1`, `RESULT a`, `ERROR a CallStoppedError`, `INDET a`, `CANCELLED`, `FAILED Name`, `COMPLETED out`. */
+function summary(event: RunEvent): string {
+  switch (event.type) {
+    case 'RUN_STARTED':
+      return 'START';
+    case 'MODEL_RESPONSE':
+      return `MODEL ${event.turn}`;
+    case 'TOOL_RESULT':
+      return `RESULT ${event.callId}`;
+    case 'TOOL_ERROR':
+      return `ERROR ${event.callId} ${event.error.name}`;
+    case 'TOOL_INDETERMINATE':
+      return `INDET ${event.callId}`;
+    case 'RUN_CANCELLED':
+      return 'CANCELLED';
+    case 'RUN_FAILED':
+      return `FAILED ${event.error.name}`;
+    case 'RUN_COMPLETED':
+      return `COMPLETED ${String(event.output)}`;
+  }
+}
+
+/** For marble expectations on a transcript. */
+const mapSummary = map(summary);
+
+/** Every call each MODEL_RESPONSE asked for ends in exactly one TOOL_RESULT / TOOL_ERROR / TOOL_INDETERMINATE, and nothing else does. */
+function expectOneOutcomePerCall(events: readonly RunEvent[]): void {
+  const asked = new Map<string, number>();
+  for (const event of events) {
+    if (event.type === 'MODEL_RESPONSE') for (const c of event.toolCalls) asked.set(`${event.turn}/${c.id}`, 0);
+  }
+  for (const event of events) {
+    if (event.type === 'TOOL_RESULT' || event.type === 'TOOL_ERROR' || event.type === 'TOOL_INDETERMINATE') {
+      const key = `${event.turn}/${event.callId}`;
+      expect(asked.has(key), `an outcome for ${key}, which no model response asked for`).to.equal(true);
+      asked.set(key, asked.get(key)! + 1);
+    }
+  }
+  for (const [key, count] of asked) expect(count, `outcome events for call ${key}`).to.equal(1);
+}
+
+function messageOf(events: readonly RunEvent[], callId: string): string {
+  const event = events.find((e) => (e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE') && e.callId === callId);
+  if (event?.type === 'TOOL_ERROR') return event.error.message;
+  if (event?.type === 'TOOL_INDETERMINATE') return event.message;
+  throw new Error(`no TOOL_ERROR or TOOL_INDETERMINATE for ${callId}`);
+}
+
+/** Tools whose bodies play `bodies[callId]` and remember the signal and that they ran. */
+function toolsPlaying(bodies: Readonly<Record<string, Observable<unknown>>>, seen: { signals: Map<string, AbortSignal>; invoked: string[] }) {
+  const body = (_args: unknown, ctx: { callId: string; signal: AbortSignal }) => {
+    seen.signals.set(ctx.callId, ctx.signal);
+    seen.invoked.push(ctx.callId);
+    const played = bodies[ctx.callId];
+    if (played === undefined) throw new Error(`no body scripted for ${ctx.callId}`);
+    return played;
+  };
+  return new ToolRegistry()
+    .register({ name: 'search', idempotent: true }, body)
+    .register({ name: 'charge' }, body)
+    .register({ name: 'slow' }, body);
+}
+
+/** Subscribes to a run and records `${frame} ${summary}` for each event, plus the events themselves. */
+function watch(run$: Observable<RunEvent>, scheduler: TestScheduler) {
+  const timeline: string[] = [];
+  const events: RunEvent[] = [];
+  let completed = false;
+  const subscription = run$.subscribe({
+    next: (event) => {
+      events.push(event);
+      timeline.push(`${scheduler.now()} ${summary(event)}`);
+    },
+    complete: () => (completed = true),
+  });
+  return { timeline, events, subscription, done: () => completed };
+}
+
+describe('AgentRunner: stopping', () => {
+  let testScheduler: TestScheduler;
+  beforeEach(() => {
+    testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
+  });
+
+  describe('cancelled by an AbortSignal while calls are in flight and queued', () => {
+    // Turn lane of 2: `done` (5ms) and `idem` start at 0; `done` finishes at 5 and `charge`
+    // takes its place; `queued` is still waiting for the turn lane when the signal aborts at 8.
+    const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2, perTenant: 8, perTool: { search: 4, charge: 4 } });
+    const script = (): ScriptStep[] => [
+      { toolCalls: [ask('done', 'search'), ask('idem', 'search'), ask('charge', 'charge'), ask('queued', 'search')] },
+      { text: 'never asked for' },
+    ];
+
+    function scenario({ cold }: RunHelpers) {
+      const controller = new AbortController();
+      const bodies = {
+        done: cold('-----(d|)'),
+        idem: cold('--------------------(i|)'),
+        charge: cold('--------------------(c|)'),
+        queued: cold('-(q|)'),
+      };
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const provider = new ScriptedProvider(script());
+      const runner = new AgentRunner({ provider, tools: toolsPlaying(bodies, seen), concurrency });
+      let lanesDuring: LaneOccupancy[] = [];
+      testScheduler.schedule(() => (lanesDuring = runner.lanes.occupancy()), 6);
+      testScheduler.schedule(() => controller.abort(), 8);
+      return { controller, bodies, seen, provider, runner, lanesDuring: () => lanesDuring };
+    }
+
+    it('emits the classification events in call order, then RUN_CANCELLED, when the signal aborts', () => {
+      testScheduler.run((helpers) => {
+        const { controller, bodies, runner } = scenario(helpers);
+        const run$ = runner.run$(planner, 'go', { signal: controller.signal });
+        helpers.expectObservable(run$.pipe(mapSummary)).toBe('(ab)-c--(defg|)', {
+          a: 'START',
+          b: 'MODEL 1',
+          c: 'RESULT done',
+          d: 'ERROR idem CallStoppedError',
+          e: 'INDET charge',
+          f: 'ERROR queued CallStoppedError',
+          g: 'CANCELLED',
+        });
+        helpers.expectSubscriptions(bodies.done.subscriptions).toBe('^----!');
+        helpers.expectSubscriptions(bodies.idem.subscriptions).toBe('^-------!');
+        helpers.expectSubscriptions(bodies.charge.subscriptions).toBe('-----^--!');
+        helpers.expectSubscriptions(bodies.queued.subscriptions).toBe([]);
+      });
+    });
+
+    it('says never dispatched, Safe to call again, or The side effect may have landed', async () => {
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        const { controller, runner } = scenario(helpers);
+        pending = runner.run(planner, 'go', { signal: controller.signal });
+        helpers.flush();
+      });
+      const { events } = await pending!;
+      expect(events.map(summary)).to.deep.equal([
+        'START',
+        'MODEL 1',
+        'RESULT done',
+        'ERROR idem CallStoppedError',
+        'INDET charge',
+        'ERROR queued CallStoppedError',
+        'CANCELLED',
+      ]);
+      expect(messageOf(events, 'queued')).to.match(/^never dispatched: /);
+      expect(messageOf(events, 'idem')).to.match(/Safe to call again$/);
+      expect(messageOf(events, 'charge')).to.match(/The side effect may have landed$/);
+    });
+
+    it('resolves run() with status cancelled rather than rejecting', async () => {
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        const { controller, runner } = scenario(helpers);
+        pending = runner.run(planner, 'go', { signal: controller.signal });
+        helpers.flush();
+      });
+      const result = await pending!;
+      expect(result.status).to.equal('cancelled');
+      expect(result.events[result.events.length - 1]!.type).to.equal('RUN_CANCELLED');
+    });
+
+    it('aborts ctx.signal of the bodies stopped in flight, and of none that finished or never ran', async () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        pending = observed.runner.run(planner, 'go', { signal: observed.controller.signal });
+        helpers.flush();
+      });
+      await pending;
+      const { signals, invoked } = observed!.seen;
+      expect(invoked).to.deep.equal(['done', 'idem', 'charge']);
+      expect(signals.get('done')!.aborted).to.equal(false);
+      expect(signals.get('idem')!.aborted).to.equal(true);
+      expect(signals.get('charge')!.aborted).to.equal(true);
+    });
+
+    it('leaves every shared lane idle afterwards', async () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        pending = observed.runner.run(planner, 'go', { signal: observed.controller.signal });
+        helpers.flush();
+      });
+      await pending;
+      // busy while the calls ran (tenant and tool lanes), so the check below means something
+      expect(observed!.lanesDuring().map((lane) => lane.key)).to.include.members(['tenant:default', 'tool:search', 'tool:charge']);
+      expect(observed!.runner.lanes.occupancy()).to.deep.equal([]);
+    });
+
+    it('ends every call of the batch in exactly one outcome event', async () => {
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        const { controller, runner } = scenario(helpers);
+        pending = runner.run(planner, 'go', { signal: controller.signal });
+        helpers.flush();
+      });
+      const { events } = await pending!;
+      expect(events.filter((e) => e.type === 'MODEL_RESPONSE')).to.have.length(1);
+      expectOneOutcomePerCall(events);
+    });
+  });
+
+  describe('a signal already aborted before the run', () => {
+    async function scenario() {
+      const controller = new AbortController();
+      controller.abort();
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const provider = new ScriptedProvider([{ toolCalls: [ask('a', 'search'), ask('b', 'charge')] }, { text: 'done' }]);
+      const runner = new AgentRunner({ provider, tools: toolsPlaying({}, seen), concurrency: new ConcurrencyConfig({ perTenant: 4 }) });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      return { result, seen, runner };
+    }
+
+    it('emits RUN_STARTED then RUN_CANCELLED and nothing between (the model is not asked, or its answer ignored)', async () => {
+      const { result } = await scenario();
+      expect(result.status).to.equal('cancelled');
+      expect(result.events.map(summary)).to.deep.equal(['START', 'CANCELLED']);
+    });
+
+    it('ends RUN_CANCELLED, not RUN_COMPLETED, even when the model would answer at once', async () => {
+      const controller = new AbortController();
+      controller.abort();
+      const runner = new AgentRunner({ provider: new ScriptedProvider([{ text: 'an answer nobody waited for' }]), tools: new ToolRegistry() });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      expect(result.status).to.equal('cancelled');
+      expect(result.events.map(summary)).to.deep.equal(['START', 'CANCELLED']);
+    });
+
+    it('dispatches no tool', async () => {
+      const { seen, runner } = await scenario();
+      expect(seen.invoked).to.deep.equal([]);
+      expect(runner.lanes.occupancy()).to.deep.equal([]);
+    });
+
+    it('ends every call of the batch in exactly one outcome event', async () => {
+      const { result } = await scenario();
+      expectOneOutcomePerCall(result.events);
+    });
+  });
+
+  describe('cancelled while the model is being asked', () => {
+    function scenario({ cold }: RunHelpers) {
+      const controller = new AbortController();
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const reply = cold<ModelResponse>('----------(r|)', { r: { toolCalls: [ask('a', 'search')] } });
+      const asked: { signal?: AbortSignal } = {};
+      const provider = new ScriptedProvider([
+        (_request, signal) => {
+          asked.signal = signal;
+          return reply;
+        },
+        { text: 'never asked for' },
+      ]);
+      const runner = new AgentRunner({ provider, tools: toolsPlaying({ a: cold('-(a|)') }, seen) });
+      testScheduler.schedule(() => controller.abort(), 3);
+      return { controller, seen, reply, asked, provider, runner };
+    }
+
+    it('ends with RUN_CANCELLED when the signal aborts, with no tool events', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      let observed: ReturnType<typeof scenario> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        watched = watch(observed.runner.run$(planner, 'go', { signal: observed.controller.signal }), testScheduler);
+        helpers.flush();
+        helpers.expectSubscriptions(observed.reply.subscriptions).toBe('^--!');
+      });
+      expect(watched!.done()).to.equal(true);
+      expect(watched!.timeline).to.deep.equal(['0 START', '3 CANCELLED']);
+      expect(observed!.seen.invoked).to.deep.equal([]);
+      expect(observed!.provider.requests).to.have.length(1);
+      expectOneOutcomePerCall(watched!.events);
+    });
+
+    it('aborts the signal the provider was given', () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        observed.runner.run$(planner, 'go', { signal: observed.controller.signal }).subscribe();
+        helpers.flush();
+      });
+      expect(observed!.asked.signal, 'the provider was asked').to.be.instanceOf(AbortSignal);
+      expect(observed!.asked.signal!.aborted).to.equal(true);
+    });
+  });
+
+  describe('unsubscribing from run$ mid-batch', () => {
+    function scenario({ cold }: RunHelpers) {
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const bodies = { a: cold('----------(a|)'), b: cold('----------(b|)'), c: cold('----------(c|)') };
+      const provider = new ScriptedProvider([{ toolCalls: [ask('a', 'search'), ask('b', 'charge'), ask('c', 'search')] }, { text: 'done' }]);
+      const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2, perTenant: 4, perTool: { search: 2, charge: 2 } });
+      const runner = new AgentRunner({ provider, tools: toolsPlaying(bodies, seen), concurrency });
+      return { seen, bodies, provider, runner };
+    }
+
+    it('stops the run: the bodies in flight are unsubscribed and their signals abort', () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        helpers.expectObservable(observed.runner.run$(planner, 'go').pipe(mapSummary), '^----!').toBe('(ab)', { a: 'START', b: 'MODEL 1' });
+        helpers.expectSubscriptions(observed.bodies.a.subscriptions).toBe('^----!');
+        helpers.expectSubscriptions(observed.bodies.b.subscriptions).toBe('^----!');
+      });
+      const { signals } = observed!.seen;
+      expect(signals.get('a')!.aborted).to.equal(true);
+      expect(signals.get('b')!.aborted).to.equal(true);
+    });
+
+    it('does not dispatch the call still queued behind the turn lane when it unsubscribes', () => {
+      // Tearing down `a` and `b` gives their turn permits back; `c` must not start on one.
+      let observed: ReturnType<typeof scenario> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        helpers.expectObservable(observed.runner.run$(planner, 'go').pipe(mapSummary), '^----!').toBe('(ab)', { a: 'START', b: 'MODEL 1' });
+        helpers.flush();
+      });
+      expect(observed!.seen.invoked).to.deep.equal(['a', 'b']);
+      expect(observed!.bodies.c.subscriptions).to.deep.equal([]);
+    });
+
+    it('leaves every shared lane idle and asks the model nothing more', () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      let during: LaneOccupancy[] = [];
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        const runner = observed.runner;
+        const subscription = runner.run$(planner, 'go').subscribe();
+        testScheduler.schedule(() => (during = runner.lanes.occupancy()), 2);
+        testScheduler.schedule(() => subscription.unsubscribe(), 5);
+        helpers.flush();
+      });
+      expect(during.map((lane) => lane.key)).to.include.members(['tenant:default', 'tool:search', 'tool:charge']);
+      expect(observed!.runner.lanes.occupancy()).to.deep.equal([]);
+      expect(observed!.provider.requests).to.have.length(1);
+    });
+  });
+
+  describe('DeadlineConfig.toolCallSeconds', () => {
+    // `hang` (charge, 10ms) passes the 4ms deadline; `idem` (search, 10ms) is in flight beside it;
+    // `later` waits behind `hang` in the charge lane of 1; `quick` finished at 1.
+    function overrunning({ cold }: RunHelpers) {
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const bodies = {
+        quick: cold('-(q|)'),
+        hang: cold('----------(h|)'),
+        idem: cold('----------(i|)'),
+        later: cold('-(l|)'),
+      };
+      const provider = new ScriptedProvider([
+        { toolCalls: [ask('quick', 'search'), ask('hang', 'charge'), ask('idem', 'search'), ask('later', 'charge')] },
+        { text: 'never asked for' },
+      ]);
+      const runner = new AgentRunner({
+        provider,
+        tools: toolsPlaying(bodies, seen),
+        concurrency: new ConcurrencyConfig({ perTenant: 8, perTool: { charge: 1 } }),
+        deadline: new DeadlineConfig({ toolCallSeconds: 0.004 }),
+      });
+      return { seen, provider, runner };
+    }
+
+    it('ends the run with RUN_FAILED (DeadlineExceededError) when a call runs longer, siblings classified', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      let observed: ReturnType<typeof overrunning> | undefined;
+      testScheduler.run((helpers) => {
+        observed = overrunning(helpers);
+        watched = watch(observed.runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      const { timeline, events } = watched!;
+      expect(timeline).to.deep.equal([
+        '0 START',
+        '0 MODEL 1',
+        '1 RESULT quick',
+        '4 INDET hang',
+        '4 ERROR idem CallStoppedError',
+        '4 ERROR later CallStoppedError',
+        '4 FAILED DeadlineExceededError',
+      ]);
+      const failed = events[events.length - 1]!;
+      expect(failed.type === 'RUN_FAILED' && failed.error.message).to.include('toolCallSeconds');
+      expect(messageOf(events, 'hang')).to.match(/DeadlineConfig\.toolCallSeconds = 0\.004s.*The side effect may have landed$/);
+      expect(messageOf(events, 'idem')).to.match(/Safe to call again$/);
+      expect(messageOf(events, 'later')).to.match(/^never dispatched: /);
+      expect(observed!.seen.invoked).to.deep.equal(['quick', 'hang', 'idem']);
+      expect(observed!.seen.signals.get('hang')!.aborted).to.equal(true);
+      expect(observed!.runner.lanes.occupancy()).to.deep.equal([]);
+      expect(observed!.provider.requests).to.have.length(1);
+    });
+
+    it('ends every call of the batch in exactly one outcome event when the deadline passes', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      testScheduler.run((helpers) => {
+        watched = watch(overrunning(helpers).runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      expectOneOutcomePerCall(watched!.events);
+    });
+
+    it('completes normally when every call is quicker, even though the run as a whole is longer', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      testScheduler.run(({ cold, flush }) => {
+        const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+        const bodies = { a: cold('---(a|)'), b: cold('---(b|)'), c: cold('---(c|)') };
+        const provider = new ScriptedProvider([
+          { toolCalls: [ask('a', 'search'), ask('b', 'charge')] },
+          { toolCalls: [ask('c', 'charge')] },
+          { text: 'done' },
+        ]);
+        const runner = new AgentRunner({ provider, tools: toolsPlaying(bodies, seen), deadline: new DeadlineConfig({ toolCallSeconds: 0.004 }) });
+        watched = watch(runner.run$(planner, 'go'), testScheduler);
+        flush();
+      });
+      expect(watched!.timeline).to.deep.equal(['0 START', '0 MODEL 1', '3 RESULT a', '3 RESULT b', '3 MODEL 2', '6 RESULT c', '6 MODEL 3', '6 COMPLETED done']);
+      expectOneOutcomePerCall(watched!.events);
+    });
+  });
+
+  describe('DeadlineConfig.runSeconds', () => {
+    function twoTurns({ cold }: RunHelpers) {
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const bodies = { a: cold('---(a|)'), b: cold('---(b|)') };
+      const provider = new ScriptedProvider([{ toolCalls: [ask('a', 'search')] }, { toolCalls: [ask('b', 'search')] }, { text: 'never asked for' }]);
+      const runner = new AgentRunner({ provider, tools: toolsPlaying(bodies, seen), deadline: new DeadlineConfig({ runSeconds: 0.005 }) });
+      return { seen, provider, runner };
+    }
+
+    it('bounds the whole run across turns: RUN_FAILED (DeadlineExceededError) during turn 2', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      let observed: ReturnType<typeof twoTurns> | undefined;
+      testScheduler.run((helpers) => {
+        observed = twoTurns(helpers);
+        watched = watch(observed.runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      expect(watched!.timeline).to.deep.equal(['0 START', '0 MODEL 1', '3 RESULT a', '3 MODEL 2', '5 ERROR b CallStoppedError', '5 FAILED DeadlineExceededError']);
+      const events = watched!.events;
+      const failed = events[events.length - 1]!;
+      expect(failed.type === 'RUN_FAILED' && failed.error.message).to.include('runSeconds = 0.005s');
+      expect(messageOf(events, 'b')).to.match(/runSeconds.*Safe to call again$/);
+      expect(observed!.seen.signals.get('b')!.aborted).to.equal(true);
+      expect(observed!.provider.requests).to.have.length(2);
+      expect(observed!.runner.lanes.occupancy()).to.deep.equal([]);
+    });
+
+    it('ends every call of each batch in exactly one outcome event', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      testScheduler.run((helpers) => {
+        watched = watch(twoTurns(helpers).runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      expect(watched!.events.filter((e) => e.type === 'MODEL_RESPONSE')).to.have.length(2);
+      expectOneOutcomePerCall(watched!.events);
+    });
+  });
+
+  describe('perToolSeconds on the runner', () => {
+    function slowCall({ cold }: RunHelpers) {
+      const seen = { signals: new Map<string, AbortSignal>(), invoked: [] as string[] };
+      const bodies = { s: cold('-----(s|)'), q: cold('-(q|)') };
+      const provider = new ScriptedProvider([{ toolCalls: [ask('s', 'slow'), ask('q', 'search')] }, { text: 'worked around it' }]);
+      const concurrency = new ConcurrencyConfig({ perToolSeconds: { slow: 0.002 } });
+      const runner = new AgentRunner({ provider, tools: toolsPlaying(bodies, seen), concurrency });
+      return { seen, provider, runner };
+    }
+
+    it('fails that call alone with ToolTimedOutError and the run goes on to the next model turn', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      let observed: ReturnType<typeof slowCall> | undefined;
+      testScheduler.run((helpers) => {
+        observed = slowCall(helpers);
+        watched = watch(observed.runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      expect(watched!.timeline).to.deep.equal(['0 START', '0 MODEL 1', '2 ERROR s ToolTimedOutError', '2 RESULT q', '2 MODEL 2', '2 COMPLETED worked around it']);
+      expect(messageOf(watched!.events, 's')).to.equal('slow timed out after 0.002s (its perToolSeconds ceiling). The side effect may have landed');
+      expect(observed!.seen.signals.get('s')!.aborted).to.equal(true);
+      expect(observed!.seen.signals.get('q')!.aborted).to.equal(false);
+      // the model saw the failure beside its sibling's result
+      const toolMessages = observed!.provider.requests[1]!.messages.filter((m) => m.role === 'tool');
+      expect(toolMessages.map((m) => [m.toolCallId, m.isError === true])).to.deep.equal([
+        ['s', true],
+        ['q', false],
+      ]);
+      expect(toolMessages[0]!.content).to.match(/^ToolTimedOutError: slow timed out/);
+    });
+
+    it('ends every call of the batch in exactly one outcome event', () => {
+      let watched: ReturnType<typeof watch> | undefined;
+      testScheduler.run((helpers) => {
+        watched = watch(slowCall(helpers).runner.run$(planner, 'go'), testScheduler);
+        helpers.flush();
+      });
+      expectOneOutcomePerCall(watched!.events);
+    });
+  });
+});
