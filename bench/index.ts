@@ -1,0 +1,203 @@
+// Benchmarks: figures, not pass/fail. Each workload runs through a real AgentRunner with
+// a scripted model, side by side with floors (plain Promise.all, p-limit, a bare RxJS
+// mergeMap) measured in the same process. `npm run bench` prints a table; `-- --json`
+// prints the same figures as JSON. Run with `node --expose-gc` (the script does) so heap
+// figures are taken after a collection.
+import pLimit from 'p-limit';
+import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
+import {
+  Agent,
+  AgentRunner,
+  ConcurrencyConfig,
+  ScriptedProvider,
+  ToolRegistry,
+  type ModelResponse,
+  type RunnerActivity,
+} from '../lib/index.js';
+
+const json = process.argv.includes('--json');
+const quick = process.argv.includes('--quick');
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+const agent = new Agent({ name: 'bench', instructions: '', model: 'scripted' });
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const turnOf = (n: number, tool = 'work'): ModelResponse => ({
+  toolCalls: Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: tool, arguments: {} })),
+});
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function timed(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
+}
+
+/** The median of `repeats` timings, after one warm-up. */
+async function best(repeats: number, run: () => Promise<unknown>): Promise<number> {
+  await run();
+  const times: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    gc();
+    times.push(await timed(run));
+  }
+  return median(times);
+}
+
+function runnerFor(turn: ModelResponse, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
+  const tools = new ToolRegistry().register({ name: 'work' }, body);
+  return new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, ...options });
+}
+
+async function oneTurn(n: number, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
+  const result = await runnerFor(turnOf(n), body, options).run(agent, 'go');
+  if (result.status !== 'completed') throw new Error(`bench run ended ${result.status}: ${result.error?.message}`);
+}
+
+// Lanes, per-call ceilings, the reorder and the transcript all active.
+const everything = new ConcurrencyConfig({ maxConcurrentTools: 1_000_000, perTool: { work: 1_000_000 }, perTenant: 1_000_000, perToolSeconds: { work: 60 } });
+
+interface Row {
+  readonly workload: string;
+  readonly figure: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly note?: string;
+}
+const rows: Row[] = [];
+const row = (r: Row) => {
+  rows.push(r);
+  if (!json) console.log(`${r.workload.padEnd(34)} ${r.figure.padEnd(30)} ${r.value.toFixed(r.value < 10 ? 2 : 1).padStart(12)} ${r.unit.padEnd(10)} ${r.note ?? ''}`);
+};
+
+async function w1(): Promise<void> {
+  for (const n of [4, 16, 64]) {
+    const wall = await best(3, () => oneTurn(n, () => sleep(50), { concurrency: everything }));
+    row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: wall / 50, unit: 'x', note: 'ideal 1.0' });
+  }
+}
+
+async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false }, body: () => unknown): Promise<number> {
+  const repeats = n >= 100_000 ? 3 : 5;
+  const withCalls = await best(repeats, () => oneTurn(n, body, options));
+  const empty = await best(repeats, () => oneTurn(0, body, options));
+  return ((withCalls - empty) * 1000) / n;
+}
+
+async function floors(n: number): Promise<void> {
+  const immediate = () => Promise.resolve(1);
+  const all = await best(5, () => Promise.all(Array.from({ length: n }, immediate)));
+  row({ workload: `W2 floor, N=${n}`, figure: 'Promise.all per call', value: (all * 1000) / n, unit: 'us' });
+  const limit = pLimit(n);
+  const limited = await best(5, () => Promise.all(Array.from({ length: n }, () => limit(immediate))));
+  row({ workload: `W2 floor, N=${n}`, figure: 'p-limit per call', value: (limited * 1000) / n, unit: 'us' });
+  const merged = await best(5, () => lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(() => immediate()), toArray())));
+  row({ workload: `W2 floor, N=${n}`, figure: 'bare mergeMap per call', value: (merged * 1000) / n, unit: 'us' });
+}
+
+async function w2(): Promise<void> {
+  for (const n of [1_000, 10_000]) {
+    await floors(n);
+    const sync = await perCall(n, { concurrency: everything }, () => 1);
+    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body returns value', value: sync, unit: 'us/call' });
+    const promised = await perCall(n, { concurrency: everything }, () => Promise.resolve(1));
+    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves', value: promised, unit: 'us/call' });
+    const unmonitored = await perCall(n, { concurrency: everything, loopStallMs: false }, () => Promise.resolve(1));
+    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, loop monitor off', value: unmonitored, unit: 'us/call' });
+  }
+}
+
+async function w3(): Promise<void> {
+  const runs = 500;
+  const tools = new ToolRegistry().register({ name: 'work' }, () => sleep(1));
+  // Each run needs its own script position, so every run gets its own agent name.
+  const script: Record<string, ModelResponse[]> = {};
+  const agents = Array.from({ length: runs }, (_, i) => {
+    script[`a${i}`] = [turnOf(4), { text: 'done' }];
+    return new Agent({ name: `a${i}`, instructions: '', model: 'scripted' });
+  });
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 2);
+  const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency: everything });
+  const wall = await timed(() => Promise.all(agents.map((a) => runner.run(a, 'go'))));
+  clearInterval(sampler);
+  peak = Math.max(peak, process.memoryUsage().heapUsed);
+  row({ workload: 'W3 500 runs x 4 calls of 1ms', figure: 'wall time', value: wall, unit: 'ms' });
+  row({ workload: 'W3 500 runs x 4 calls of 1ms', figure: 'calls per second', value: (runs * 4) / (wall / 1000), unit: 'calls/s' });
+  row({ workload: 'W3 500 runs x 4 calls of 1ms', figure: 'peak heap above start', value: (peak - before) / 1024 / 1024, unit: 'MiB' });
+}
+
+async function w4(): Promise<void> {
+  const runs = quick ? 200 : 1000;
+  const latency = 5;
+  const perTool = 8;
+  const perTenant = 3;
+  const tenants = 4;
+  // The binding lane: 4 tenants x 3 = 12 permits offered, but the tool lane allows 8.
+  const limit = perTool / (latency / 1000);
+  const script: Record<string, ModelResponse[]> = {};
+  const agents = Array.from({ length: runs }, (_, i) => {
+    script[`a${i}`] = [turnOf(4), { text: 'done' }];
+    return new Agent({ name: `a${i}`, instructions: '', model: 'scripted' });
+  });
+  const tools = new ToolRegistry().register({ name: 'work' }, () => sleep(latency));
+  const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency: new ConcurrencyConfig({ perTool: { work: perTool }, perTenant }) });
+  const queuedAt = new Map<string, number>();
+  const waits: number[] = [];
+  const watching = runner.activity$.subscribe((a: RunnerActivity) => {
+    if (a.type === 'queued' && !queuedAt.has(`${a.runId}:${a.callId}`)) queuedAt.set(`${a.runId}:${a.callId}`, performance.now());
+    if (a.type === 'started') {
+      const key = `${a.runId}:${a.callId}`;
+      const since = queuedAt.get(key);
+      waits.push(since === undefined ? 0 : performance.now() - since);
+      queuedAt.delete(key);
+    }
+  });
+  const wall = await timed(() => Promise.all(agents.map((a, i) => runner.run(a, 'go', { tenant: `t${i % tenants}` }))));
+  watching.unsubscribe();
+  const achieved = (runs * 4) / (wall / 1000);
+  row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'achieved / lane limit', value: (100 * achieved) / limit, unit: '%', note: `${achieved.toFixed(0)} of ${limit.toFixed(0)} calls/s` });
+  row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'lane wait p50', value: percentile(waits, 50), unit: 'ms' });
+  row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'lane wait p99', value: percentile(waits, 99), unit: 'ms' });
+}
+
+async function scaling(): Promise<void> {
+  const sizes = quick ? [100, 1_000, 10_000] : [100, 1_000, 10_000, 100_000];
+  for (const n of sizes) {
+    const cost = await perCall(n, { concurrency: everything }, () => Promise.resolve(1));
+    row({ workload: `Scaling N=${n}`, figure: 'per call, all lanes', value: cost, unit: 'us/call' });
+  }
+  // Heap per queued call: a turn lane of 1 and bodies that wait, sampled while everything queues.
+  const n = quick ? 10_000 : 100_000;
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const runner = runnerFor(turnOf(n), () => gate, { concurrency: new ConcurrencyConfig({ maxConcurrentTools: 1 }), loopStallMs: false });
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const done = runner.run(agent, 'go');
+  await sleep(50);
+  gc();
+  const during = process.memoryUsage().heapUsed;
+  release();
+  await done;
+  row({ workload: `Scaling, ${n} calls queued`, figure: 'heap per queued call', value: (during - before) / n, unit: 'bytes' });
+}
+
+if (!json) console.log(`agent-lanes bench on Node ${process.version}, ${process.platform}/${process.arch}\n`);
+await w1();
+await w2();
+await w3();
+await w4();
+await scaling();
+if (json) console.log(JSON.stringify({ node: process.version, rows }, null, 2));
