@@ -1,6 +1,8 @@
 // Benchmarks: figures, not pass/fail. Each workload runs through a real AgentRunner with
 // a scripted model, side by side with floors (plain Promise.all, p-limit, a bare RxJS
-// mergeMap) measured in the same process. `npm run bench` prints a table; `-- --json`
+// mergeMap) measured in the same process. `npm run bench` compiles the library and this
+// file with tsc (so the figures are those of the built library, not of a dev loader) and
+// prints a table; `-- --json`
 // prints the same figures as JSON. Run with `node --expose-gc` (the script does) so heap
 // figures are taken after a collection.
 import pLimit from 'p-limit';

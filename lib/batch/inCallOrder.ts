@@ -1,15 +1,6 @@
 // The reorder: outcomes arrive in finish order; each is released as soon as it and
 // every earlier call have settled, so the stream is in call order and still streams.
-import { concat, defer, mergeMap, scan, throwError, type OperatorFunction } from 'rxjs';
-
-interface Reorder<T> {
-  // Settled items not yet released, by position.
-  readonly waiting: Map<number, T>;
-  // The position released next.
-  next: number;
-  // What the last item released (empty while an earlier call is still out).
-  ready: T[];
-}
+import { Observable, type OperatorFunction } from 'rxjs';
 
 /**
  * Puts items carrying an `index` (0, 1, 2, ...) back in index order, releasing each run of
@@ -18,26 +9,29 @@ interface Reorder<T> {
  */
 export function inCallOrder<T extends { readonly index: number }>(count: number): OperatorFunction<T, T> {
   return (source) =>
-    defer(() => {
-      const state: Reorder<T> = { waiting: new Map(), next: 0, ready: [] };
-      const ordered$ = source.pipe(
-        scan((acc, item) => {
-          acc.waiting.set(item.index, item);
-          const ready: T[] = [];
-          for (let found = acc.waiting.get(acc.next); found !== undefined; found = acc.waiting.get(acc.next)) {
-            acc.waiting.delete(acc.next++);
-            ready.push(found);
+    new Observable<T>((subscriber) => {
+      // Settled items not yet released, by position.
+      const waiting = new Map<number, T>();
+      // The position released next.
+      let next = 0;
+      return source.subscribe({
+        next: (item) => {
+          if (item.index !== next) {
+            waiting.set(item.index, item);
+            return;
           }
-          acc.ready = ready;
-          return acc;
-        }, state),
-        mergeMap((acc) => acc.ready),
-      );
-      const complete$ = defer(() =>
-        state.next < count
-          ? throwError(() => new Error(`internal: the batch ended with call #${state.next} unsettled`))
-          : [],
-      );
-      return concat(ordered$, complete$);
+          next++;
+          subscriber.next(item);
+          for (let found = waiting.get(next); found !== undefined; found = waiting.get(next)) {
+            waiting.delete(next++);
+            subscriber.next(found);
+          }
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => {
+          if (next < count) subscriber.error(new Error(`internal: the batch ended with call #${next} unsettled`));
+          else subscriber.complete();
+        },
+      });
     });
 }

@@ -5,6 +5,7 @@ export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, failedBy, stoppedOutcome } from './stops.js';
 export { fromResult, invocation } from './invocation.js';
 export type {
+  ActivitySink,
   BatchCall,
   BatchOptions,
   CallActivity,

@@ -1,44 +1,42 @@
 // The heart: one model turn's calls -> one outcome per call, in call order.
 //
-//   phases (concatMap) -> gate, one call at a time (concatMap) -> dispatch inside the lanes (mergeMap)
-//   -> outcomes in finish order -> reorder -> settle, one at a time in call order (concatMap)
+//   phases (concatMap) -> gate, one call at a time (concatMap) -> dispatch inside the lanes (fanOut)
+//   -> outcomes in finish order -> reorder (inCallOrder) -> settle, one at a time in call order (serially)
 //
 // A stop (FAIL_RUN on a failure, a cancel, a deadline) tears the dispatches down, which
 // gives every permit back and aborts every body in flight, then classifies each call
 // that had not settled by what it had done: never dispatched, or stopped in flight.
 import {
   asyncScheduler,
+  catchError,
   concat,
   concatMap,
   defer,
-  EMPTY,
   from,
   identity,
+  isObservable,
   map,
   merge,
-  mergeMap,
-  NEVER,
   Observable,
   of,
   Subject,
   takeUntil,
   tap,
-  throwError,
-  timeout,
-  catchError,
-  type MonoTypeOperatorFunction,
-  type ObservableInput,
+  type Subscription,
+  type Unsubscribable,
 } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
-import { inLane, LaneTable, type LaneStore } from '../lanes/index.js';
+import { LaneTable, type LaneStore, type Permit } from '../lanes/index.js';
 import { assignDelta } from './deltas.js';
+import { fanOut } from './fanOut.js';
 import { inCallOrder } from './inCallOrder.js';
-import { invocation } from './invocation.js';
+import { invocation, InvocationAbortedError } from './invocation.js';
 import { toPhases } from './phases.js';
+import { serially } from './serially.js';
 import { failedBy, stoppedOutcome } from './stops.js';
-import type { BatchCall, BatchOptions, Delta, GateVerdict, Outcome, StopReason } from './types.js';
+import type { ActivitySink, BatchCall, BatchOptions, Delta, GateVerdict, InvokeContext, Outcome, StopReason } from './types.js';
 
 // Where each call stands; a stop classifies by it.
 // 0: not yet through the gate (the value a new status array starts with)
@@ -52,6 +50,8 @@ interface Entry {
   readonly call: BatchCall;
   readonly index: number;
   readonly parallelSafe: boolean;
+  /** What the gate said; set only when it refused. */
+  refused?: ErrorInfo;
 }
 
 interface LaneStep {
@@ -70,6 +70,30 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
   if (verdict === undefined || verdict === null) return undefined;
   if (typeof verdict === 'string') return { name: 'ToolRejectedError', message: verdict };
   return toErrorInfo(verdict);
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+function isOutcome(value: unknown): value is Outcome {
+  return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value && !isObservable(value) && !isPromiseLike(value);
+}
+
+// Under FAIL_RUN an outcome a settle step turned into a failure (a rejected output) stops the
+// batch too, once that outcome has gone downstream.
+function stopAfterFailure(stop: (reason: StopReason) => void): (source: Observable<Outcome>) => Observable<Outcome> {
+  return (source) =>
+    new Observable<Outcome>((subscriber) =>
+      source.subscribe({
+        next: (outcome) => {
+          subscriber.next(outcome);
+          if (outcome.kind === 'error' && outcome.stopped === undefined) stop(failedBy(outcome, outcome.error));
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      }),
+    );
 }
 
 /**
@@ -91,21 +115,31 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
 export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}): Observable<Outcome> {
   const turn = options.concurrency ?? new ConcurrencyConfig();
   if (!(turn instanceof ConcurrencyConfig)) throw new TypeError('runBatch: options.concurrency must be a ConcurrencyConfig');
-  const { gate, settle, onActivity, failFast = false, tenant = 'default' } = options;
+  const { gate, settle, monitor, failFast = false, tenant = 'default' } = options;
+  const activity: ActivitySink | undefined = typeof options.onActivity === 'function' ? { observed: true, next: options.onActivity } : options.onActivity;
   const scheduler = options.scheduler ?? asyncScheduler;
   const held = options.held ?? noLanes;
   const toolCallSeconds = options.deadline?.toolCallSeconds;
 
-  return defer(() => {
+  return new Observable<Outcome>((subscriber) => {
+    // True from the moment the subscriber unsubscribes. Registered before anything is
+    // subscribed, so it is set before the dispatches are torn down: a permit one of them
+    // gives back can then not start another call of this same batch.
+    let closing = false;
+    subscriber.add(() => {
+      closing = true;
+    });
+
     const shared = options.shared ?? { lanes: new LaneTable(), concurrency: turn };
     // This batch's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
     const local = new LaneTable();
-    // Where each call stands (PENDING, QUEUED, RUNNING, SETTLED), by index.
+    const turnLimit = tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant));
+    // Where each call stands (0, QUEUED, RUNNING, SETTLED), by index.
     const status = new Uint8Array(calls.length);
     // The first stop wins; later ones change nothing.
     let stopped: StopReason | undefined;
-    // True from the moment the subscriber unsubscribes.
-    let closing = false;
+    // Set by a failure under FAIL_RUN from the moment it settles until its stop takes effect.
+    let stopping = false;
     const stopSignal = new Subject<void>();
     const stop = (reason: StopReason): void => {
       if (stopped !== undefined) return;
@@ -113,25 +147,11 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       stopSignal.next();
     };
 
-    // Under FAIL_RUN, a failure stops the batch, but only once its own outcome has gone all
-    // the way downstream: stopping first would let the classified siblings overtake it.
-    const thenStopIfFailed = mergeMap((outcome: Outcome) =>
-      failFast && outcome.kind === 'error' && outcome.stopped === undefined
-        ? concat(
-            of(outcome),
-            defer(() => {
-              stop(failedBy(outcome, outcome.error));
-              return EMPTY;
-            }),
-          )
-        : of(outcome),
-    );
-
     const report = (entry: Entry, outcome?: Outcome['kind']): void => {
-      if (onActivity === undefined) return;
+      if (activity === undefined || !activity.observed) return;
       const { call, index } = entry;
       const at = scheduler.now();
-      onActivity(
+      activity.next(
         outcome === undefined
           ? { type: 'started', callId: call.callId, tool: call.tool, index, at }
           : { type: 'settled', callId: call.callId, tool: call.tool, index, at, outcome },
@@ -144,7 +164,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         if (limit !== undefined && !(store === shared.lanes && held.has(key))) steps.push({ store, key, limit, party });
       };
       add(shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
-      add(local, 'turn', tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), '');
+      add(local, 'turn', turnLimit, '');
       add(local, `turn-tool:${call.tool}`, narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool)), '');
       add(shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
       if (call.parallelSafe === false) add(shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
@@ -152,108 +172,174 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
     };
 
     // The gate: serial and in call order. A call with rejected arguments skips it.
-    const passGate = (entry: Entry): Observable<{ entry: Entry; refused?: ErrorInfo }> => {
+    const passGate = (entry: Entry): Observable<Entry> => {
       const { call, index } = entry;
-      if (call.rejected !== undefined) return of({ entry, refused: call.rejected });
-      if (gate === undefined) return of({ entry });
+      if (gate === undefined || call.rejected !== undefined) return of(entry);
       return invocation(() => gate(call, index) as GateVerdict | PromiseLike<GateVerdict>).pipe(
-        map((verdict) => ({ entry, refused: verdictError(verdict) })),
-        catchError((error: unknown) => of({ entry, refused: toErrorInfo(error) })),
+        map((verdict) => verdictError(verdict)),
+        // A gate that throws or rejects refuses the call with its message.
+        catchError((error: unknown) => of(toErrorInfo(error))),
+        map((refused) => {
+          entry.refused = refused;
+          return entry;
+        }),
       );
     };
 
-    const invoke = (entry: Entry, steps: readonly LaneStep[]): Observable<Outcome> =>
-      defer(() => {
+    /**
+     * One call: its lanes taken in order, then its body, under its ceiling and the batch's
+     * deadline. The permits go back as soon as the call settles, and again (harmlessly) in
+     * the teardown, so every ending gives them back.
+     */
+    const dispatch = (entry: Entry): Observable<Outcome> =>
+      new Observable<Outcome>((subscriber) => {
         const { call, index } = entry;
-        // A permit given back while the batch is being torn down can reach a waiter of this
-        // same batch before its own teardown runs: such a call must not start now.
-        if (stopped !== undefined || closing) return NEVER;
-        status[index] = RUNNING;
-        report(entry);
-        // What the call recorded; kept only if it succeeds.
-        let delta: Record<string, unknown> | undefined;
-        const record = (patch: Delta): void => {
-          if (status[index] !== RUNNING) return; // too late: the call has its outcome
-          if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-            throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
-          }
-          delta = assignDelta(delta ?? {}, patch);
-        };
-        let callHeld = held;
-        const takenShared = steps.filter((step) => step.store === shared.lanes);
-        if (takenShared.length > 0) callHeld = new Set([...held, ...takenShared.map((step) => step.key)]);
-        const seconds = own(turn.perToolSeconds, call.tool);
-        const ceiling: MonoTypeOperatorFunction<unknown> =
-          seconds === undefined
-            ? identity
-            : timeout({
-                first: seconds * 1000,
-                scheduler,
-                with: () => throwError(() => new ToolTimedOutError(call.tool, seconds, call.idempotent === true)),
-              });
-        return invocation((signal) => call.invoke?.({ signal, record, held: callHeld })).pipe(
-          ceiling,
-          map((result): Outcome => ({ kind: 'result', index, callId: call.callId, tool: call.tool, dispatched: true, result, delta })),
-        );
-      }).pipe(
-        catchError((error: unknown) =>
-          of<Outcome>({ kind: 'error', index: entry.index, callId: entry.call.callId, tool: entry.call.tool, dispatched: true, error: toErrorInfo(error) }),
-        ),
-      );
+        const refused = call.rejected ?? entry.refused;
+        const base = { index, callId: call.callId, tool: call.tool };
+        // The permits held, in the order taken.
+        const permits: Permit[] = [];
+        // The call's ceiling and the batch deadline's watch over it.
+        let ceiling: Subscription | undefined;
+        let deadline: Subscription | undefined;
+        // Made only if the body reads its signal.
+        let controller: AbortController | undefined;
+        // An Observable body's subscription.
+        let running: Unsubscribable | undefined;
+        // Ends the loop monitor's watch over this call's body.
+        let unwatch: (() => void) | undefined;
+        // Set once the call has its outcome (or was torn down): later answers are ignored.
+        let settled = false;
 
-    // A call in flight longer than toolCallSeconds stops the whole batch.
-    const underDeadline = (entry: Entry, work$: Observable<Outcome>): Observable<Outcome> => {
-      if (toolCallSeconds === undefined) return work$;
-      return new Observable<Outcome>((subscriber) => {
-        const { call } = entry;
-        const timer = scheduler.schedule(() => {
-          const error = new DeadlineExceededError('toolCallSeconds', toolCallSeconds, call);
-          stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: call.callId });
-        }, toolCallSeconds * 1000);
-        const subscription = work$.subscribe(subscriber);
+        // The lanes this call takes, in order (none for a call that is refused).
+        const steps = refused === undefined ? lanesOf(entry) : [];
+        const release = (): void => {
+          for (let i = permits.length - 1; i >= 0; i--) permits[i]!.leave();
+        };
+        const halt = (): void => {
+          unwatch?.();
+          ceiling?.unsubscribe();
+          deadline?.unsubscribe();
+          running?.unsubscribe();
+        };
+        const finish = (outcome: Outcome): void => {
+          if (settled) return;
+          settled = true;
+          halt();
+          status[index] = SETTLED;
+          report(entry, outcome.kind);
+          const failing = failFast && outcome.kind === 'error';
+          // The permits this failure gives back must not start a sibling the stop is about to end.
+          if (failing) stopping = true;
+          release();
+          subscriber.next(outcome);
+          subscriber.complete();
+          // Under FAIL_RUN, a failure stops the batch, but only once its own outcome has gone
+          // all the way downstream: stopping first would let the classified siblings overtake it.
+          if (failing) stop(failedBy(outcome, outcome.error));
+        };
+        const fail = (error: unknown): void => finish({ ...base, kind: 'error', dispatched: true, error: toErrorInfo(error) });
+
+        const start = (): void => {
+          // A permit given back while the batch is being torn down can reach a waiter of this
+          // same batch before its own teardown runs: such a call must not start now.
+          if (stopped !== undefined || stopping || closing || settled) return;
+          status[index] = RUNNING;
+          report(entry);
+          // What the call recorded; kept only if it succeeds.
+          let delta: Record<string, unknown> | undefined;
+          const record = (patch: Delta): void => {
+            if (settled) return; // too late: the call has its outcome
+            if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+              throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
+            }
+            delta = assignDelta(delta ?? {}, patch);
+          };
+          const succeed = (result: unknown): void => finish({ ...base, kind: 'result', dispatched: true, result, delta });
+          const seconds = own(turn.perToolSeconds, call.tool);
+          if (seconds !== undefined) {
+            ceiling = scheduler.schedule(() => {
+              controller?.abort(new InvocationAbortedError(`${call.tool} outran its ${seconds}s ceiling`));
+              fail(new ToolTimedOutError(call.tool, seconds, call.idempotent === true));
+            }, seconds * 1000);
+          }
+          if (toolCallSeconds !== undefined) {
+            deadline = scheduler.schedule(() => {
+              const error = new DeadlineExceededError('toolCallSeconds', toolCallSeconds, call);
+              stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: call.callId });
+            }, toolCallSeconds * 1000);
+          }
+          const context: InvokeContext = {
+            get signal() {
+              return (controller ??= new AbortController()).signal;
+            },
+            record,
+            // The shared lanes this call stands in, its caller's included: a nested run does not take them again.
+            get held() {
+              const taken = steps.filter((step) => step.store === shared.lanes).map((step) => step.key);
+              return taken.length === 0 ? held : new Set([...held, ...taken]);
+            },
+          };
+          let produced: unknown;
+          try {
+            if (monitor === undefined) produced = call.invoke?.(context);
+            else {
+              const watched = monitor.watch(call.tool, () => call.invoke?.(context), fail);
+              unwatch = watched.release;
+              produced = watched.value;
+              // A body that stalled synchronously has failed already, though its value is ready.
+              if (settled) return;
+            }
+          } catch (error) {
+            fail(error);
+            return;
+          }
+          if (isObservable(produced)) {
+            // Its first value is the result; an Observable that completes empty gives undefined.
+            running = produced.subscribe({ next: succeed, error: fail, complete: () => succeed(undefined) });
+            if (settled) running.unsubscribe();
+          } else if (isPromiseLike(produced)) {
+            produced.then(succeed, fail);
+          } else {
+            succeed(produced);
+          }
+        };
+
+        if (refused !== undefined) {
+          finish({ ...base, kind: 'error', dispatched: false, error: refused });
+          return;
+        }
+        status[index] = QUEUED;
+        // Takes the lanes from `first` on, in order. Each permit is stored before the next lane
+        // is asked, so the teardown always knows every permit held.
+        const acquire = (first: number): void => {
+          for (let i = first; i < steps.length; i++) {
+            const { store, key, limit, party } = steps[i]!;
+            // Granted later: carry on from the next lane. Granted at once: the loop carries on.
+            const permit = store.enter(key, limit, () => permits.length > i && acquire(i + 1), party);
+            permits.push(permit);
+            if (!permit.holding) {
+              if (activity?.observed === true) activity.next({ type: 'queued', callId: call.callId, tool: call.tool, index, lane: key, at: scheduler.now() });
+              return;
+            }
+          }
+          start();
+        };
+        acquire(0);
         return () => {
-          timer.unsubscribe();
-          subscription.unsubscribe();
+          if (!settled) {
+            settled = true;
+            halt();
+            controller?.abort(new InvocationAbortedError('the call was stopped before it settled'));
+          }
+          release();
         };
       });
-    };
-
-    const dispatch = ({ entry, refused }: { entry: Entry; refused?: ErrorInfo }): Observable<Outcome> => {
-      const { call, index } = entry;
-      if (refused !== undefined) {
-        const outcome: Outcome = { kind: 'error', index, callId: call.callId, tool: call.tool, dispatched: false, error: refused };
-        return of(outcome).pipe(thenStopIfFailed);
-      }
-      return defer(() => {
-        status[index] = QUEUED;
-        const steps = lanesOf(entry);
-        let work$ = underDeadline(entry, invoke(entry, steps));
-        // Wrap innermost first, so the outermost (first taken) lane is the tenant's.
-        for (let i = steps.length - 1; i >= 0; i--) {
-          const { store, key, limit, party } = steps[i]!;
-          work$ = work$.pipe(
-            inLane<Outcome>(store, key, limit, {
-              party,
-              onQueued:
-                onActivity &&
-                ((lane) => onActivity({ type: 'queued', callId: call.callId, tool: call.tool, index, lane, at: scheduler.now() })),
-            }),
-          );
-        }
-        return work$;
-      }).pipe(thenStopIfFailed);
-    };
-
 
     const entries: Entry[] = calls.map((call, index) => ({ call, index, parallelSafe: call.parallelSafe !== false }));
     const stopNotifier$ = options.stop$ === undefined ? stopSignal : merge(stopSignal, options.stop$.pipe(tap(stop)));
 
     const executed$ = from(toPhases(entries)).pipe(
-      concatMap((phase) => from(phase).pipe(concatMap(passGate), mergeMap(dispatch))),
-      tap((outcome) => {
-        status[outcome.index] = SETTLED;
-        report(entries[outcome.index]!, outcome.kind);
-      }),
+      concatMap((phase) => from(phase).pipe(gate === undefined ? identity : concatMap(passGate), fanOut(dispatch))),
       takeUntil(stopNotifier$),
     );
 
@@ -271,23 +357,17 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       return from(outcomes);
     });
 
-    const outcomes$ = concat(executed$, classified$).pipe(
-      inCallOrder(calls.length),
-      settle === undefined ? identity : concatMap((outcome) => from(toInput(settle(outcome, calls[outcome.index]!)))),
-      // An outcome a settle step turned into a failure (a rejected output) also stops the batch under FAIL_RUN.
-      thenStopIfFailed,
-    );
-    return new Observable<Outcome>((subscriber) => {
-      // Registered before subscribing, so it runs before the dispatches are torn down.
-      subscriber.add(() => {
-        closing = true;
-      });
-      outcomes$.subscribe(subscriber);
-    });
+    concat(executed$, classified$)
+      .pipe(
+        inCallOrder(calls.length),
+        settle === undefined
+          ? identity
+          : (ordered$: Observable<Outcome>) =>
+              ordered$.pipe(
+                serially((outcome: Outcome) => settle(outcome, calls[outcome.index]!), isOutcome),
+                failFast ? stopAfterFailure(stop) : identity,
+              ),
+      )
+      .subscribe(subscriber);
   });
-}
-
-// A settle step may return the outcome itself, or a Promise or Observable of it.
-function toInput(value: Outcome | ObservableInput<Outcome>): ObservableInput<Outcome> {
-  return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value ? [value] : value;
 }

@@ -4,6 +4,7 @@ import type { Observable, ObservableInput, SchedulerLike } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
+import type { LoopMonitor } from '../tools/index.js';
 
 /** A delta: the keys a call changed in the run's state. */
 export type Delta = Readonly<Record<string, unknown>>;
@@ -78,6 +79,12 @@ export type CallActivity =
   | { readonly type: 'started'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number }
   | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };
 
+/** Where live scheduling events go; an RxJS Subject is one. */
+export interface ActivitySink {
+  readonly observed: boolean;
+  next(activity: CallActivity): void;
+}
+
 /** A gate's verdict: nothing to let the call through, an error (or its text) to refuse it. */
 export type GateVerdict = void | undefined | ErrorInfo | string;
 
@@ -100,8 +107,13 @@ export interface BatchOptions {
   readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | ObservableInput<Outcome>;
   /** A stop from outside (cancel, the run's deadline). The first value stops the batch. */
   readonly stop$?: Observable<StopReason>;
-  /** Live scheduling events. */
-  readonly onActivity?: (activity: CallActivity) => void;
+  /**
+   * Live scheduling events: a function, or a sink that says whether anyone is watching
+   * (`observed`, as an RxJS Subject does), so that no event is built for nobody.
+   */
+  readonly onActivity?: ((activity: CallActivity) => void) | ActivitySink;
+  /** Watches each body's synchronous stretches; a stall fails that call alone. */
+  readonly monitor?: LoopMonitor;
   /** For time: timeouts, deadlines and activity stamps. Default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
 }

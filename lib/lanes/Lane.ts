@@ -29,9 +29,10 @@ export class Ticket {
   /** @internal */ state = WAITING;
   /** @internal */ prev: Ticket | undefined = undefined;
   /** @internal */ next: Ticket | undefined = undefined;
+  /** @internal */ queue: PartyQueue | undefined = undefined;
   constructor(
     /** @internal */ readonly lane: Lane,
-    /** @internal */ readonly queue: PartyQueue,
+    /** @internal */ readonly party: string,
     /** @internal */ readonly onGrant: () => void,
   ) {}
 
@@ -105,12 +106,22 @@ export class Lane {
    * (or withdraw) with `ticket.leave()`.
    */
   enter(onGrant: () => void, party = ''): Ticket {
+    if (this.holderCount < this.limit && this.waiterCount === 0) {
+      // A free permit and nobody ahead: granted at once, without queueing.
+      const ticket = new Ticket(this, party, onGrant);
+      ticket.state = HOLDING;
+      this.holderCount++;
+      this.onChange?.(this, 'granted', party);
+      onGrant();
+      return ticket;
+    }
     let queue = this.parties.get(party);
     if (queue === undefined) {
       queue = new PartyQueue(party);
       this.parties.set(party, queue);
     }
-    const ticket = new Ticket(this, queue, onGrant);
+    const ticket = new Ticket(this, party, onGrant);
+    ticket.queue = queue;
     if (queue.tail === undefined) queue.head = ticket;
     else {
       queue.tail.next = ticket;
@@ -127,7 +138,7 @@ export class Lane {
   /** @internal use `ticket.leave()` */
   leave(ticket: Ticket): void {
     if (ticket.state === LEFT) return;
-    const { party } = ticket.queue;
+    const { party } = ticket;
     if (ticket.state === HOLDING) {
       ticket.state = LEFT;
       this.holderCount--;
@@ -166,12 +177,13 @@ export class Lane {
   }
 
   private unlink(ticket: Ticket): void {
-    const queue = ticket.queue;
+    const queue = ticket.queue!;
     if (ticket.prev === undefined) queue.head = ticket.next;
     else ticket.prev.next = ticket.next;
     if (ticket.next === undefined) queue.tail = ticket.prev;
     else ticket.next.prev = ticket.prev;
     ticket.prev = ticket.next = undefined;
+    ticket.queue = undefined;
     if (queue.head === undefined) {
       this.rotateOut(queue);
       this.parties.delete(queue.party);

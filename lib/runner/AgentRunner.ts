@@ -11,7 +11,6 @@ import {
   concat,
   defaultIfEmpty,
   defer,
-  finalize,
   from,
   isObservable,
   map,
@@ -25,7 +24,7 @@ import {
   tap,
   type SchedulerLike,
 } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, fromResult, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
@@ -227,18 +226,6 @@ export class AgentRunner {
     return this.start(agent, input, options, undefined, undefined);
   }
 
-  // Runs a body under the loop monitor: a stretch that holds the loop too long fails this call.
-  private invoke(tool: string, body: () => unknown): unknown {
-    const monitor = this.monitor;
-    if (monitor === undefined) return body();
-    return defer(() => {
-      const stalls = new Subject<never>();
-      const watched = monitor.watch(tool, body, (error) => stalls.error(error));
-      // The stall first: a body that stalled synchronously must fail even though its value is ready.
-      return merge(stalls, fromResult(watched.value)).pipe(take(1), finalize(watched.release));
-    });
-  }
-
   /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
   async run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
     return this.collect(agent, input, options, undefined);
@@ -321,6 +308,7 @@ export class AgentRunner {
       stopReason = reason;
       stop$.next(reason);
     };
+    const activityObserved = (): boolean => this.activity.observed;
     const emitActivity = (activity: RunnerActivity): void => {
       if (this.activity.observed) this.activity.next(activity);
     };
@@ -410,20 +398,23 @@ export class AgentRunner {
             args,
             parallelSafe: declaration.parallelSafe,
             idempotent: declaration.idempotent,
-            invoke: ({ signal: callSignal, record, held }) => {
+            invoke: (context) => {
+              // The signal and the held lanes are read only if the body asks: most never do.
               const ctx: ToolContext = {
                 callId,
                 tool: name,
                 tenant,
                 runId,
                 idempotencyKey: `${runId}:${callId}`,
-                signal: callSignal,
+                get signal() {
+                  return context.signal;
+                },
                 state: view,
-                record,
+                record: context.record,
                 runAgent: (sub: AgentRef, subInput: string) =>
-                  this.collect(sub as Agent, subInput, { tenant, signal: callSignal }, { held, parent: { runId, callId } }),
+                  this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
               };
-              return this.invoke(name, () => body(args, ctx));
+              return body(args, ctx);
             },
           };
         });
@@ -473,7 +464,13 @@ export class AgentRunner {
           settle,
           stop$,
           scheduler,
-          onActivity: (activity) => emitActivity({ ...activity, runId, turn, ...(parent ? { parent } : {}) }),
+          ...(this.monitor ? { monitor: this.monitor } : {}),
+          onActivity: {
+            get observed() {
+              return activityObserved();
+            },
+            next: (activity) => emitActivity({ ...activity, runId, turn, ...(parent ? { parent } : {}) }),
+          },
         }).pipe(
           map((outcome): RunEvent => {
             outcomes.push(outcome);

@@ -29,7 +29,6 @@ describe('LaneTable', () => {
     b.leave();
     subscription.unsubscribe();
     expect(seen).to.deep.equal([
-      'queued tool:x 0/1',
       'granted tool:x 1/0',
       'queued tool:x 1/1',
       'released tool:x 0/1',

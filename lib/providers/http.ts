@@ -1,0 +1,224 @@
+// The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429 and 5xx with
+// bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
+// abort, and scrub the API key out of anything that becomes an error.
+import { ConfigError } from '../errors.js';
+import { describeValue } from '../config/index.js';
+import { ProviderHttpError, ProviderReplyError } from './errors.js';
+
+/** How a wire adapter retries. Every field is optional; the defaults suit a hosted API. */
+export interface RetryOptions {
+  /** Requests in all, the first included. Default 3; 1 turns retrying off. */
+  readonly attempts?: number;
+  /** The wait before the first retry, in ms; it doubles for each retry after. Default 500. */
+  readonly baseDelayMs?: number;
+  /** The longest wait before any retry, a Retry-After included, in ms. Default 20000. */
+  readonly maxDelayMs?: number;
+  /** Waits `ms`, rejecting at once when `signal` aborts. Default: a timer. Inject it to test backoff without a clock. */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** A number in [0, 1) for the jitter. Default `Math.random`. */
+  readonly random?: () => number;
+  /** The time in ms since the epoch, for a Retry-After given as an HTTP date. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** RetryOptions with every default filled in and checked. */
+export interface RetryPolicy {
+  readonly attempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly random: () => number;
+  readonly now: () => number;
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts (the timer is cleared). */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+const retryFields = ['attempts', 'baseDelayMs', 'maxDelayMs', 'sleep', 'random', 'now'];
+
+/** Fills in and checks RetryOptions; a bad field is a ConfigError naming it (`retry.attempts`). */
+export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
+  if (options === null || typeof options !== 'object') throw new ConfigError('retry', `retry must be an object, got ${describeValue(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!retryFields.includes(key)) throw new ConfigError(`retry.${key}`, `retry has no field ${key}; its fields are ${retryFields.join(', ')}`);
+  }
+  const { attempts = 3, baseDelayMs = 500, maxDelayMs = 20_000, random = Math.random, now = Date.now } = options;
+  if (!Number.isInteger(attempts) || attempts < 1 || attempts > 10) {
+    throw new ConfigError('retry.attempts', `retry.attempts must be an integer from 1 to 10, got ${describeValue(attempts)}`);
+  }
+  for (const [field, value] of [['baseDelayMs', baseDelayMs], ['maxDelayMs', maxDelayMs]] as const) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new ConfigError(`retry.${field}`, `retry.${field} must be a finite number of ms from 0 up, got ${describeValue(value)}`);
+    }
+  }
+  for (const [field, value] of [['sleep', options.sleep], ['random', random], ['now', now]] as const) {
+    if (value !== undefined && typeof value !== 'function') throw new ConfigError(`retry.${field}`, `retry.${field} must be a function, got ${describeValue(value)}`);
+  }
+  return { attempts, baseDelayMs, maxDelayMs, sleep: options.sleep ?? abortableSleep, random, now };
+}
+
+/**
+ * The wait before retry number `retry` (1 for the first), in ms. A Retry-After (or OpenAI's
+ * `retry-after-ms`) is obeyed as given, up to `maxDelayMs`; without one the wait is
+ * `baseDelayMs * 2^(retry-1)`, capped, then jittered into its upper half so a fleet does not
+ * retry in step.
+ */
+export function retryDelay(retry: number, headers: Headers | undefined, policy: RetryPolicy): number {
+  const asked = headers === undefined ? undefined : retryAfterMs(headers, policy.now());
+  if (asked !== undefined) return Math.min(policy.maxDelayMs, asked);
+  const backoff = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
+  return Math.round(backoff * (0.5 + policy.random() / 2));
+}
+
+/** The server's requested wait in ms: `retry-after-ms`, or `retry-after` in seconds or as an HTTP date. */
+export function retryAfterMs(headers: Headers, now: number): number | undefined {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Number(ms);
+  const value = headers.get('retry-after');
+  if (value === null) return undefined;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** One JSON POST to a vendor. */
+export interface JsonPost {
+  /** The wire and host, for errors: `Anthropic Messages at api.anthropic.com`. */
+  readonly provider: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: unknown;
+  readonly signal: AbortSignal;
+  readonly retry: RetryPolicy;
+  readonly fetch?: typeof fetch;
+  /** Values (API keys) replaced by `[redacted]` in any text an error carries. */
+  readonly secrets?: readonly string[];
+}
+
+const isRetryable = (status: number): boolean => status === 429 || status >= 500;
+
+/** The longest stretch of a vendor's error text kept in a message. */
+const DETAIL_CHARS = 300;
+
+/**
+ * POSTs `body` as JSON and resolves with the parsed JSON reply. Retries 429, 5xx and failures to
+ * connect, up to `retry.attempts` requests in all. Rejects with a ProviderHttpError (the last
+ * status and the vendor's message), a ProviderReplyError (2xx but not JSON), or the signal's
+ * reason once it aborts, at once, even in the middle of a backoff wait.
+ *
+ * ## Example
+ * ```ts
+ * const reply = await postJson({ provider: 'my wire', url, headers: { authorization: `Bearer ${key}` },
+ *   body: { model, messages }, signal, retry: retryPolicy({ attempts: 3 }), secrets: [key] });
+ * ```
+ */
+export async function postJson(post: JsonPost): Promise<unknown> {
+  try {
+    return await attempts(post);
+  } catch (error) {
+    // Whatever failed once the signal aborted (fetch, the body, a backoff wait) failed because of it.
+    post.signal.throwIfAborted();
+    throw error;
+  }
+}
+
+async function attempts(post: JsonPost): Promise<unknown> {
+  const { provider, url, signal, retry, secrets = [] } = post;
+  const doFetch = post.fetch ?? fetch;
+  const scrub = (text: string): string => redact(text, secrets);
+  const payload = JSON.stringify(post.body);
+  for (let attempt = 1; ; attempt++) {
+    signal.throwIfAborted();
+    let response: Response;
+    try {
+      response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...post.headers }, body: payload, signal });
+    } catch (error) {
+      const detail = scrub(causeOf(error));
+      if (attempt >= retry.attempts) throw new ProviderHttpError(provider, undefined, undefined, detail, attempt);
+      await retry.sleep(retryDelay(attempt, undefined, retry), signal);
+      continue;
+    }
+    // Read the whole body even for an error, so the connection is free for the retry.
+    const text = await response.text();
+    if (response.ok) {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new ProviderReplyError(provider, `the body is not JSON: ${scrub(clip(text))}`);
+      }
+    }
+    if (!isRetryable(response.status) || attempt >= retry.attempts) {
+      const { code, message } = vendorError(text);
+      throw new ProviderHttpError(provider, response.status, code && scrub(code), scrub(clip(message)), attempt);
+    }
+    await retry.sleep(retryDelay(attempt, response.headers, retry), signal);
+  }
+}
+
+/** What an error body says, in the shapes vendors use: `{error:{type,message}}`, `{error:"..."}`, `{message}`, `{detail}`, or text. */
+function vendorError(text: string): { code: string | undefined; message: string } {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { code: undefined, message: text.trim() === '' ? '(an empty body)' : text };
+  }
+  const record = (value: unknown): Record<string, unknown> | undefined =>
+    value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  const text_ = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const outer = record(body);
+  const inner = record(outer?.['error']);
+  const code = text_(inner?.['type']) ?? text_(inner?.['code']);
+  const message = text_(inner?.['message']) ?? text_(outer?.['error']) ?? text_(outer?.['message']) ?? text_(outer?.['detail']) ?? text;
+  return { code, message };
+}
+
+function causeOf(error: unknown): string {
+  if (!(error instanceof Error)) return describeValue(error);
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error && cause.message !== '' ? `${error.message} (${cause.message})` : error.message;
+}
+
+function clip(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > DETAIL_CHARS ? `${flat.slice(0, DETAIL_CHARS - 3)}...` : flat;
+}
+
+/** Replaces every secret (and a vendor's masked echo of its tail) with `[redacted]`. */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length < 8) continue;
+    out = out.split(secret).join('[redacted]');
+    // Vendors echo a masked key (`sk-abc***********wxyz`): the last four characters still identify it.
+    out = out.replace(new RegExp(`\\S*\\*{3,}\\S*${escapeRegExp(secret.slice(-4))}`, 'g'), '[redacted]');
+  }
+  return out;
+}
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** How errors name a provider: the wire and the host it talks to (never credentials in a URL). */
+export function providerLabel(wire: string, url: string): string {
+  try {
+    return `${wire} at ${new URL(url).host}`;
+  } catch {
+    throw new ConfigError('baseURL', `${wire}: baseURL is not a URL`);
+  }
+}
