@@ -23,6 +23,9 @@ export function fanOut<T, R>(project: (value: T) => Observable<R>): OperatorFunc
       subscriber.add(
         source.subscribe({
           next: (value) => {
+            // The source may go on emitting synchronously after the output was closed (a stop
+            // set off by an earlier value): nothing more starts.
+            if (subscriber.closed) return;
             let finished = false;
             let inner: Subscription | undefined;
             inner = project(value).subscribe({
@@ -34,7 +37,10 @@ export function fanOut<T, R>(project: (value: T) => Observable<R>): OperatorFunc
                 completeIfDone();
               },
             });
-            if (!finished && !subscriber.closed) active.add(inner);
+            if (finished) return;
+            // Closed while this inner was subscribing: its teardown already ran, so end it here.
+            if (subscriber.closed) inner.unsubscribe();
+            else active.add(inner);
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => {

@@ -14,23 +14,30 @@ export function inCallOrder<T extends { readonly index: number }>(count: number)
       const waiting = new Map<number, T>();
       // The position released next.
       let next = 0;
+      // The source may complete while an item is being released (a downstream stop ends the
+      // batch): the completion waits until the release loop is done.
+      let releasing = false;
+      let sourceDone = false;
+      const end = (): void => {
+        if (next < count) subscriber.error(new Error(`internal: the batch ended with call #${next} unsettled`));
+        else subscriber.complete();
+      };
       return source.subscribe({
         next: (item) => {
-          if (item.index !== next) {
-            waiting.set(item.index, item);
-            return;
-          }
-          next++;
-          subscriber.next(item);
-          for (let found = waiting.get(next); found !== undefined; found = waiting.get(next)) {
+          waiting.set(item.index, item);
+          if (releasing) return;
+          releasing = true;
+          for (let found = waiting.get(next); found !== undefined && !subscriber.closed; found = waiting.get(next)) {
             waiting.delete(next++);
             subscriber.next(found);
           }
+          releasing = false;
+          if (sourceDone) end();
         },
         error: (error: unknown) => subscriber.error(error),
         complete: () => {
-          if (next < count) subscriber.error(new Error(`internal: the batch ended with call #${next} unsettled`));
-          else subscriber.complete();
+          sourceDone = true;
+          if (!releasing) end();
         },
       });
     });

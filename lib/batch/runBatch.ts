@@ -225,13 +225,15 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
           if (settled) return;
           settled = true;
           halt();
+          // Marked settled and delivered in one step: anything set off later (an activity watcher,
+          // a lane watcher, the permits given back) may stop the batch, and the outcome is in by then.
           status[index] = SETTLED;
+          subscriber.next(outcome);
           report(entry, outcome.kind);
           const failing = failFast && outcome.kind === 'error';
           // The permits this failure gives back must not start a sibling the stop is about to end.
           if (failing) stopping = true;
           release();
-          subscriber.next(outcome);
           subscriber.complete();
           // Under FAIL_RUN, a failure stops the batch, but only once its own outcome has gone
           // all the way downstream: stopping first would let the classified siblings overtake it.
@@ -243,8 +245,10 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
           // A permit given back while the batch is being torn down can reach a waiter of this
           // same batch before its own teardown runs: such a call must not start now.
           if (stopped !== undefined || stopping || closing || settled) return;
-          status[index] = RUNNING;
           report(entry);
+          // The report may have set off a stop: then the body must not run.
+          if (stopped !== undefined || subscriber.closed) return;
+          status[index] = RUNNING;
           // What the call recorded; kept only if it succeeds.
           let delta: Record<string, unknown> | undefined;
           const record = (patch: Delta): void => {
@@ -317,6 +321,12 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
             // Granted later: carry on from the next lane. Granted at once: the loop carries on.
             const permit = store.enter(key, limit, () => permits.length > i && acquire(i + 1), party);
             permits.push(permit);
+            // Something the grant set off (a watcher of the lanes, say) may have stopped this call
+            // already, its teardown run: give back what it holds and go no further.
+            if (subscriber.closed) {
+              release();
+              return;
+            }
             if (!permit.holding) {
               if (activity?.observed === true) activity.next({ type: 'queued', callId: call.callId, tool: call.tool, index, lane: key, at: scheduler.now() });
               return;

@@ -31,7 +31,7 @@ import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
 import type { RunEvent, ToolOutcomeEvent } from './events.js';
-import { ModelResponseCodec, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
+import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ToolCall } from './model.js';
 import { policySteps, type Approve, type Guardrails, type Hooks, type PolicyTarget } from './policies.js';
 
 export interface RunnerOptions {
@@ -330,8 +330,8 @@ export class AgentRunner {
       return { type: 'RUN_COMPLETED', output: decoded.right };
     };
 
-    const respond = (request: ModelRequest, turn: number): Observable<{ response: ModelResponse } | { stopped: StopReason } | { error: Error }> =>
-      new Observable<{ response: ModelResponse } | { stopped: StopReason } | { error: Error }>((subscriber) => {
+    const respond = (request: ModelRequest, turn: number): Observable<DecodedResponse | { stopped: StopReason } | { error: Error }> =>
+      new Observable<DecodedResponse | { stopped: StopReason } | { error: Error }>((subscriber) => {
         const controller = new AbortController();
         // True once the provider answered, so the teardown does not abort a finished request.
         let answered = false;
@@ -340,14 +340,8 @@ export class AgentRunner {
           return isObservable(produced) ? produced.pipe(take(1)) : from(produced);
         }).pipe(
           map((raw) => {
-            const decoded = ModelResponseCodec.decode(raw);
-            if (isLeft(decoded)) return { error: new ProviderError(turn, `the reply does not decode: ${describeFailures(decoded.left, 'response')}`) };
-            const { text, toolCalls } = decoded.right;
-            const response: ModelResponse = {
-              ...(typeof text === 'string' ? { text } : {}),
-              ...(toolCalls ? { toolCalls: toolCalls as readonly ToolCall[] } : {}),
-            };
-            return { response };
+            const decoded = decodeModelResponse(raw);
+            return isLeft(decoded) ? { error: new ProviderError(turn, `the reply does not decode: ${decoded.left}`) } : decoded.right;
           }),
           defaultIfEmpty({ error: new ProviderError(turn, 'the provider completed without a response') }),
           catchError((error: unknown) => of({ error: new ProviderError(turn, toErrorInfo(error).message) })),
@@ -366,15 +360,20 @@ export class AgentRunner {
         };
       });
 
-    const batch$ = (turn: number, toolCalls: readonly ToolCall[]): Observable<RunEvent> =>
+    const batch$ = (turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>): Observable<RunEvent> =>
       defer(() => {
         const view = snapshot(state);
         const seen = new Set<string>();
         const targets: PolicyTarget[] = [];
-        const calls: BatchCall[] = toolCalls.map((toolCall): BatchCall => {
+        const calls: BatchCall[] = toolCalls.map((toolCall, position): BatchCall => {
           const { id: callId, name } = toolCall;
           const base = { callId, tool: name };
           const target = (args: unknown, needsApproval: boolean) => targets.push({ call: { runId, callId, tool: name, args, tenant }, needsApproval });
+          const problem = malformed.get(position);
+          if (problem !== undefined) {
+            target(toolCall.arguments, false);
+            return { ...base, rejected: { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` } };
+          }
           if (seen.has(callId)) {
             target(toolCall.arguments, false);
             return { ...base, rejected: { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` } };
@@ -502,9 +501,10 @@ export class AgentRunner {
             if ('stopped' in reply) return of(ending(reply.stopped));
             if ('error' in reply) return of(failed(reply.error));
             const { text, toolCalls = [] } = reply.response;
+            const { malformed } = reply;
             messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
             const responded: RunEvent = { type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls };
-            return concat(of(responded), toolCalls.length === 0 ? of(finalAnswer(text)) : batch$(turn, toolCalls));
+            return concat(of(responded), toolCalls.length === 0 ? of(finalAnswer(text)) : batch$(turn, toolCalls, malformed));
           }),
         );
       });

@@ -1,7 +1,9 @@
 // The runner's side of the conversation with a model: what it sends each turn
 // (ModelRequest), what it accepts back (ModelResponse, decoded with io-ts, since a
 // provider's reply is input from outside), and the provider interface itself.
+import { isLeft, isRight, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
+import { describeFailures } from '../config/index.js';
 import type { Observable } from 'rxjs';
 import type { ToolSpec } from '../tools/index.js';
 
@@ -43,17 +45,52 @@ export interface ModelProvider {
   respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelResponse>;
 }
 
-const ToolCallCodec = t.type({
-  id: t.string,
-  name: t.string,
-  arguments: t.union([t.string, t.UnknownRecord]),
-});
+const ToolCallCodec = t.intersection([
+  t.type({ id: t.string, name: t.string }),
+  // Some providers leave `arguments` out for a call without any.
+  t.partial({ arguments: t.union([t.string, t.UnknownRecord, t.undefined]) }),
+]);
 
-/** A provider's reply, as the runner accepts it; `null` is read as absent. */
+/** A provider's reply, as the runner accepts it; `null` is read as absent. Each call is checked on its own. */
 export const ModelResponseCodec = t.intersection([
   t.UnknownRecord,
   t.partial({
     text: t.union([t.string, t.null, t.undefined]),
-    toolCalls: t.union([t.array(ToolCallCodec), t.null, t.undefined]),
+    toolCalls: t.union([t.UnknownArray, t.null, t.undefined]),
   }),
 ]);
+
+/** A decoded reply, with what was wrong with any call that did not decode, by position. */
+export interface DecodedResponse {
+  readonly response: ModelResponse;
+  readonly malformed: ReadonlyMap<number, string>;
+}
+
+/**
+ * Decodes a provider's reply. A reply that is not an object, or whose text or call list has
+ * the wrong type, is refused whole (Left, with what was wrong). A single malformed call is
+ * kept, with a stand-in id or name if it lacks one, and listed in `malformed`, so that it
+ * fails alone and its siblings still run.
+ */
+export function decodeModelResponse(raw: unknown): Either<string, DecodedResponse> {
+  const decoded = ModelResponseCodec.decode(raw);
+  if (isLeft(decoded)) return left(describeFailures(decoded.left, 'response'));
+  const { text, toolCalls } = decoded.right;
+  const malformed = new Map<number, string>();
+  const calls = (toolCalls ?? []).map((entry, i): ToolCall => {
+    const call = ToolCallCodec.decode(entry);
+    if (isRight(call)) return { id: call.right.id, name: call.right.name, arguments: call.right.arguments ?? '{}' };
+    malformed.set(i, describeFailures(call.left, `toolCalls.${i}`));
+    const record = entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>) : {};
+    const args = record.arguments;
+    return {
+      id: typeof record.id === 'string' ? record.id : `malformed-${i + 1}`,
+      name: typeof record.name === 'string' ? record.name : '(unnamed)',
+      arguments: typeof args === 'string' || (args !== null && typeof args === 'object' && !Array.isArray(args)) ? (args as ToolCall['arguments']) : '{}',
+    };
+  });
+  return right({
+    response: { ...(typeof text === 'string' ? { text } : {}), ...(calls.length > 0 ? { toolCalls: calls } : {}) },
+    malformed,
+  });
+}

@@ -150,12 +150,32 @@ describe('AgentRunner with a failing provider', () => {
 
   it('ends the run with RUN_FAILED naming the path and what was expected when the reply does not decode', async () => {
     const provider: ModelProvider = {
-      respond: async () => ({ toolCalls: [{ id: 5, name: 'x', arguments: '{}' }] }) as unknown as ModelResponse,
+      respond: async () => ({ text: 42, toolCalls: 'none' }) as unknown as ModelResponse,
     };
     const error = failure(await run(provider));
     expect(error.name).to.equal('ProviderError');
     expect(error.message).to.match(/^model provider failed on turn 1: the reply does not decode: /);
-    expect(error.message).to.include('response.toolCalls.0.id: expected string, got 5');
+    expect(error.message).to.include('response.text: expected string or null or undefined, got 42');
+  });
+
+  it('fails a malformed call alone, naming the path, while its siblings run', async () => {
+    let turns = 0;
+    const provider: ModelProvider = {
+      respond: async () =>
+        (++turns === 1
+          ? { toolCalls: [{ id: 5, name: 'x', arguments: '{}' }, { id: 'ok', name: 'x', arguments: '{}' }] }
+          : { text: 'done' }) as unknown as ModelResponse,
+    };
+    const tools = new ToolRegistry().register({ name: 'x' }, () => 'fine');
+    const result = await new AgentRunner({ provider, tools }).run(new Agent({ name: 'a', instructions: '', model: 'm' }), 'go');
+    expect(result.status).to.equal('completed');
+    const [malformed, sibling] = result.events.filter((e) => e.type === 'TOOL_ERROR' || e.type === 'TOOL_RESULT');
+    expect(malformed).to.deep.include({ type: 'TOOL_ERROR', callId: 'malformed-1', tool: 'x' });
+    expect(malformed!.type === 'TOOL_ERROR' && malformed!.error).to.deep.equal({
+      name: 'MalformedToolCallError',
+      message: "the model's call #1 is malformed and was not dispatched: toolCalls.0.id: expected string, got 5",
+    });
+    expect(sibling).to.deep.include({ type: 'TOOL_RESULT', callId: 'ok', result: 'fine' });
   });
 });
 
