@@ -25,6 +25,7 @@ export function toErrorInfo(reason: unknown): ErrorInfo {
 
 function describeThrown(reason: unknown): string {
   if (reason === undefined) return 'undefined';
+  if (typeof reason === 'bigint') return `${reason}n`;
   try {
     return JSON.stringify(reason) ?? String(reason);
   } catch {

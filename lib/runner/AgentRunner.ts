@@ -127,7 +127,10 @@ function toolMessage(outcome: Outcome, content: string | undefined): Message {
 /** The JSON text a result goes back to the model as; throws for what JSON cannot hold. */
 function serialise(result: unknown): string {
   if (typeof result === 'string') return result;
+  // JSON would silently turn these into nothing; the model should not read "null" for a function.
+  if (typeof result === 'function' || typeof result === 'symbol') throw new TypeError(`a ${typeof result} is not JSON`);
   const text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  // `undefined` (a body that returned nothing) goes back as null.
   return text ?? 'null';
 }
 
