@@ -24,8 +24,13 @@ export function inCallOrder<T extends { readonly index: number }>(count: number)
       };
       return source.subscribe({
         next: (item) => {
-          waiting.set(item.index, item);
-          if (releasing) return;
+          if (releasing || item.index !== next) {
+            waiting.set(item.index, item);
+            return;
+          }
+          // The item released next: straight through, then whatever it was holding back.
+          next++;
+          subscriber.next(item);
           releasing = true;
           for (let found = waiting.get(next); found !== undefined && !subscriber.closed; found = waiting.get(next)) {
             waiting.delete(next++);

@@ -45,6 +45,7 @@ const RUNNING = 2; // every lane granted, body invoked
 const SETTLED = 3; // has its outcome
 
 const noLanes: ReadonlySet<string> = new Set();
+const noSteps: readonly LaneStep[] = [];
 
 interface Entry {
   readonly call: BatchCall;
@@ -158,16 +159,21 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       );
     };
 
-    const lanesOf = ({ call }: Entry): LaneStep[] => {
+    const addStep = (steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void => {
+      if (limit !== undefined && !(store === shared.lanes && held.has(key))) steps.push({ store, key, limit, party });
+    };
+    // The lanes of a parallel-safe call depend only on its tool: worked out once per tool.
+    const stepsByTool = new Map<string, readonly LaneStep[]>();
+    const lanesOf = ({ call }: Entry): readonly LaneStep[] => {
+      const known = call.parallelSafe === false ? undefined : stepsByTool.get(call.tool);
+      if (known !== undefined) return known;
       const steps: LaneStep[] = [];
-      const add = (store: LaneStore, key: string, limit: number | undefined, party: string): void => {
-        if (limit !== undefined && !(store === shared.lanes && held.has(key))) steps.push({ store, key, limit, party });
-      };
-      add(shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
-      add(local, 'turn', turnLimit, '');
-      add(local, `turn-tool:${call.tool}`, narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool)), '');
-      add(shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
-      if (call.parallelSafe === false) add(shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
+      addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
+      addStep(steps, local, 'turn', turnLimit, '');
+      addStep(steps, local, `turn-tool:${call.tool}`, narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool)), '');
+      addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
+      if (call.parallelSafe === false) addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
+      else stepsByTool.set(call.tool, steps);
       return steps;
     };
 
@@ -211,7 +217,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         let settled = false;
 
         // The lanes this call takes, in order (none for a call that is refused).
-        const steps = refused === undefined ? lanesOf(entry) : [];
+        const steps = refused === undefined ? lanesOf(entry) : noSteps;
         const release = (): void => {
           for (let i = permits.length - 1; i >= 0; i--) permits[i]!.leave();
         };

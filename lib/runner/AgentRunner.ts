@@ -142,8 +142,11 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+const emptyState: RunState = Object.freeze({});
+
 // A frozen copy tools can read while other calls of the batch record deltas.
 function snapshot(state: Readonly<Record<string, unknown>>): RunState {
+  if (Object.keys(state).length === 0) return emptyState;
   try {
     return deepFreeze(structuredClone(state));
   } catch {
@@ -229,6 +232,17 @@ export class AgentRunner {
     return this.start(agent, input, options, undefined, undefined);
   }
 
+  // The runner's lanes narrowed by the agent's, made once per agent (a config is immutable).
+  private readonly narrowed = new WeakMap<Agent, ConcurrencyConfig>();
+  private turnConcurrency(agent: Agent): ConcurrencyConfig {
+    let config = this.narrowed.get(agent);
+    if (config === undefined) {
+      config = this.concurrency.narrowedTo(agent.concurrency);
+      this.narrowed.set(agent, config);
+    }
+    return config;
+  }
+
   /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
   async run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
     return this.collect(agent, input, options, undefined);
@@ -295,7 +309,7 @@ export class AgentRunner {
     const runId = randomUUID();
     const parent = nesting?.parent;
     const scheduler = this.scheduler;
-    const turnConcurrency = this.concurrency.narrowedTo(agent.concurrency);
+    const turnConcurrency = this.turnConcurrency(agent);
     const specs = this.tools.specs(allowed);
     const allowedSet = new Set(allowed);
     const failFast = agent.onToolError === OnToolError.FAIL_RUN;
@@ -346,7 +360,8 @@ export class AgentRunner {
             const decoded = decodeModelResponse(raw);
             return isLeft(decoded) ? { error: new ProviderError(turn, `the reply does not decode: ${decoded.left}`) } : decoded.right;
           }),
-          defaultIfEmpty({ error: new ProviderError(turn, 'the provider completed without a response') }),
+          defaultIfEmpty(undefined),
+          map((reply) => reply ?? { error: new ProviderError(turn, 'the provider completed without a response') }),
           catchError((error: unknown) => of({ error: new ProviderError(turn, toErrorInfo(error).message) })),
         );
         // The stop first: a run stopped before this turn must not take even a synchronous reply.
