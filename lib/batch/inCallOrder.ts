@@ -29,9 +29,9 @@ export function inCallOrder<T extends { readonly index: number }>(count: number)
             return;
           }
           // The item released next: straight through, then whatever it was holding back.
+          releasing = true;
           next++;
           subscriber.next(item);
-          releasing = true;
           for (let found = waiting.get(next); found !== undefined && !subscriber.closed; found = waiting.get(next)) {
             waiting.delete(next++);
             subscriber.next(found);

@@ -4,6 +4,7 @@
 // result back as a Promise.
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { seed } from './seed.js';
 import * as t from 'io-ts';
 import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, ToolRegistry, type ModelRequest, type ModelResponse, type ScriptStep } from '../../lib/index.js';
 
@@ -64,7 +65,7 @@ describe('nested runs (properties)', () => {
         }
         expect(runner.lanes.occupancy()).to.deep.equal([]);
       }),
-      { numRuns: 40 },
+      { numRuns: 40, seed },
     );
   });
 });
