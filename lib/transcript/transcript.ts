@@ -1,0 +1,91 @@
+// The deterministic transcript: a run's events without what differs between two runs of
+// the same script (the run id), and the transcript a cassette holds, rebuilt from it. A
+// replay is right when the two are equal.
+import { isLeft } from 'fp-ts/lib/Either.js';
+import { ModelResponseCodec, type ModelResponse, type RunEvent, type RunStartedEvent, type ToolCall } from '../runner/index.js';
+import type { Cassette, RecordedCall } from './Cassette.js';
+import { RUN_ID } from './scrub.js';
+
+/** A run event as a deterministic transcript holds it: RUN_STARTED has no run id. */
+export type TranscriptEvent = Exclude<RunEvent, RunStartedEvent> | Omit<RunStartedEvent, 'runId'>;
+
+/** The response as the runner accepts it (`text` only when a string, `toolCalls` only when present), or undefined when it does not decode. */
+export function acceptedResponse(raw: unknown): ModelResponse | undefined {
+  const decoded = ModelResponseCodec.decode(raw);
+  if (isLeft(decoded)) return undefined;
+  const { text, toolCalls } = decoded.right;
+  return {
+    ...(typeof text === 'string' ? { text } : {}),
+    ...(toolCalls ? { toolCalls: toolCalls as readonly ToolCall[] } : {}),
+  };
+}
+
+function replaceIn(value: unknown, runId: string): unknown {
+  if (typeof value === 'string') return value.split(runId).join(RUN_ID);
+  if (Array.isArray(value)) return value.map((item) => replaceIn(item, runId));
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    Object.defineProperty(out, key, { value: replaceIn(item, runId), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/**
+ * A run's events as a deterministic transcript: RUN_STARTED without its run id, and the run id
+ * replaced by `<runId>` wherever else it appears (a result quoting `ctx.idempotencyKey`). For the
+ * same script it is the same whatever order the calls finished in.
+ *
+ * ## Example
+ * ```ts
+ * const first = await runner.run(planner, 'go');
+ * const second = await runner.run(planner, 'go');   // same script, other latencies
+ * expect(deterministicTranscript(second.events)).to.deep.equal(deterministicTranscript(first.events));
+ * ```
+ */
+export function deterministicTranscript(events: readonly RunEvent[]): TranscriptEvent[] {
+  const started = events.find((event): event is RunStartedEvent => event.type === 'RUN_STARTED');
+  const runId = started?.runId ?? '';
+  return events.map((event): TranscriptEvent => {
+    if (event.type === 'RUN_STARTED') {
+      const { runId: _dropped, ...rest } = event;
+      return rest;
+    }
+    return runId === '' ? event : (replaceIn(event, runId) as TranscriptEvent);
+  });
+}
+
+function outcomeEvent(turn: number, call: RecordedCall): TranscriptEvent {
+  const { callId, tool } = call;
+  switch (call.kind) {
+    case 'result':
+      return { type: 'TOOL_RESULT', turn, callId, tool, result: call.result };
+    case 'error':
+      return { type: 'TOOL_ERROR', turn, callId, tool, error: call.error };
+    case 'indeterminate':
+      return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: call.message };
+  }
+}
+
+/**
+ * The transcript a cassette holds: what `deterministicTranscript` gave for the recorded run
+ * (with redacted values as the cassette holds them).
+ *
+ * ## Example
+ * ```ts
+ * const replayed = await replay.run(runner);
+ * expect(deterministicTranscript(replayed.events)).to.deep.equal(cassetteTranscript(cassette));
+ * ```
+ */
+export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
+  const { agent, tenant, input } = cassette.run;
+  const events: TranscriptEvent[] = [{ type: 'RUN_STARTED', agent, tenant, input }];
+  for (const { turn, reply, calls } of cassette.turns) {
+    const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
+    if (response === undefined) continue;
+    events.push({ type: 'MODEL_RESPONSE', turn, ...(response.text !== undefined ? { text: response.text } : {}), toolCalls: response.toolCalls ?? [] });
+    for (const call of calls) events.push(outcomeEvent(turn, call));
+  }
+  events.push(cassette.ending);
+  return events;
+}
