@@ -2,86 +2,11 @@
 // AgentRunner against a scripted model (no network, no keys). For each it prints what
 // the model got back, a timeline of when each call ran, and the wall time against one
 // lookup.  Run it with `npm run example`.
-import * as t from 'io-ts';
-import {
-  Agent,
-  AgentRunner,
-  ConcurrencyConfig,
-  OnToolError,
-  ScriptedProvider,
-  ToolRegistry,
-  type ModelResponse,
-  type RunnerActivity,
-  type ToolCall,
-} from '../lib/index.js';
+import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, type RunnerActivity } from '../lib/index.js';
+import { LOOKUP_MS, scenarios, tools, type Scenario } from './scenarios.js';
 
-/** How long one lookup takes at the partner. */
-const LOOKUP_MS = 200;
 /** One column of the timeline. */
 const MS_PER_COLUMN = 20;
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
-
-// The tools: a partner lookup, one that fails for one city, one that hangs, and a booking
-// that must not run beside anything else.
-const tools = new ToolRegistry()
-  .register(
-    { name: 'lookup', description: 'Hotel prices in a city', args: t.type({ city: t.string }), idempotent: true },
-    async ({ city }, ctx) => {
-      await sleep(LOOKUP_MS, ctx.signal);
-      if (city === 'Atlantis') throw new Error(`no partner covers ${city}`);
-      return { city, from: 80 + city.length * 7 };
-    },
-  )
-  .register(
-    { name: 'slow_lookup', description: 'A partner that sometimes never answers', args: t.type({ city: t.string }), idempotent: true },
-    async (_args, ctx) => {
-      await sleep(60_000, ctx.signal);
-      return 'never';
-    },
-  )
-  .register(
-    { name: 'booking', description: 'Book a room; not order-independent', args: t.type({ city: t.string }), parallelSafe: false },
-    async ({ city }, ctx) => {
-      await sleep(LOOKUP_MS, ctx.signal);
-      return { booked: city, key: ctx.idempotencyKey.slice(-2) };
-    },
-  );
-
-const calls = (...specs: Array<[tool: string, city: string]>): ModelResponse => ({
-  toolCalls: specs.map(([name, city], i): ToolCall => ({ id: `c${i + 1}`, name, arguments: JSON.stringify({ city }) })),
-});
-const cities = ['Lisbon', 'Porto', 'Madrid', 'Seville'];
-
-interface Scenario {
-  readonly title: string;
-  readonly turn: ModelResponse;
-  readonly agent?: Partial<{ concurrency: ConcurrencyConfig; onToolError: typeof OnToolError.SURFACE_TO_MODEL }>;
-  readonly runner?: ConcurrencyConfig;
-}
-
-const scenarios: Scenario[] = [
-  { title: 'Four lookups at once', turn: calls(...cities.map((c): [string, string] => ['lookup', c])) },
-  {
-    title: 'The same four, two at a time (the agent narrows its turn to 2)',
-    turn: calls(...cities.map((c): [string, string] => ['lookup', c])),
-    agent: { concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }) },
-  },
-  { title: 'One failure among three successes', turn: calls(['lookup', 'Lisbon'], ['lookup', 'Atlantis'], ['lookup', 'Porto'], ['lookup', 'Madrid']) },
-  {
-    title: 'A hanging tool cut off by its own ceiling (perToolSeconds.slow_lookup = 0.3)',
-    turn: calls(['lookup', 'Lisbon'], ['slow_lookup', 'Porto'], ['lookup', 'Madrid']),
-    runner: new ConcurrencyConfig({ perToolSeconds: { slow_lookup: 0.3 } }),
-  },
-  { title: 'An order-dependent tool run alone (booking is parallelSafe: false)', turn: calls(['lookup', 'Lisbon'], ['lookup', 'Porto'], ['booking', 'Porto'], ['lookup', 'Madrid']) },
-];
 
 function timeline(activity: readonly RunnerActivity[], origin: number): string[] {
   const rows = new Map<string, { tool: string; queued?: number; started?: number; settled?: number; outcome?: string }>();

@@ -141,6 +141,7 @@ export async function postJson(post: JsonPost): Promise<unknown> {
 async function attempts(post: JsonPost): Promise<unknown> {
   const { provider, url, signal, retry, secrets = [] } = post;
   const doFetch = post.fetch ?? fetch;
+  // Scrubbed before any clipping, so a cut cannot leave part of a key behind.
   const scrub = (text: string): string => redact(text, secrets);
   const payload = JSON.stringify(post.body);
   for (let attempt = 1; ; attempt++) {
@@ -160,12 +161,12 @@ async function attempts(post: JsonPost): Promise<unknown> {
       try {
         return JSON.parse(text) as unknown;
       } catch {
-        throw new ProviderReplyError(provider, `the body is not JSON: ${scrub(clip(text))}`);
+        throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text))}`);
       }
     }
     if (!isRetryable(response.status) || attempt >= retry.attempts) {
       const { code, message } = vendorError(text);
-      throw new ProviderHttpError(provider, response.status, code && scrub(code), scrub(clip(message)), attempt);
+      throw new ProviderHttpError(provider, response.status, code && scrub(code), clip(scrub(message)), attempt);
     }
     await retry.sleep(retryDelay(attempt, response.headers, retry), signal);
   }
@@ -181,11 +182,11 @@ function vendorError(text: string): { code: string | undefined; message: string 
   }
   const record = (value: unknown): Record<string, unknown> | undefined =>
     value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  const text_ = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const nonEmpty = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
   const outer = record(body);
   const inner = record(outer?.['error']);
-  const code = text_(inner?.['type']) ?? text_(inner?.['code']);
-  const message = text_(inner?.['message']) ?? text_(outer?.['error']) ?? text_(outer?.['message']) ?? text_(outer?.['detail']) ?? text;
+  const code = nonEmpty(inner?.['type']) ?? nonEmpty(inner?.['code']);
+  const message = nonEmpty(inner?.['message']) ?? nonEmpty(outer?.['error']) ?? nonEmpty(outer?.['message']) ?? nonEmpty(outer?.['detail']) ?? text;
   return { code, message };
 }
 

@@ -1,0 +1,141 @@
+// A run's transcript as the Vercel AI SDK's UI message stream: the chunks its `useChat` hook
+// reads (start, steps, text, tool input and output, finish). A front end built for that SDK
+// renders an agent-lanes run, its tool calls in call order, with no code of ours on the client.
+import { catchError, concatMap, defer, from, type Observable } from 'rxjs';
+import type { RunEvent } from '../runner/index.js';
+
+/**
+ * The UI message stream chunks this encoder writes: a subset of the AI SDK's `UIMessageChunk`
+ * (v5 and v6), declared here so the library does not depend on the `ai` package.
+ */
+export type UIMessageChunk =
+  | { readonly type: 'start'; readonly messageId?: string }
+  | { readonly type: 'start-step' }
+  | { readonly type: 'finish-step' }
+  | { readonly type: 'text-start'; readonly id: string }
+  | { readonly type: 'text-delta'; readonly id: string; readonly delta: string }
+  | { readonly type: 'text-end'; readonly id: string }
+  | { readonly type: 'tool-input-available'; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly dynamic?: true }
+  | { readonly type: 'tool-output-available'; readonly toolCallId: string; readonly output: unknown; readonly dynamic?: true }
+  | { readonly type: 'tool-output-error'; readonly toolCallId: string; readonly errorText: string; readonly dynamic?: true }
+  | { readonly type: `data-${string}`; readonly id?: string; readonly data: unknown }
+  | { readonly type: 'error'; readonly errorText: string }
+  | { readonly type: 'abort'; readonly reason?: string }
+  | { readonly type: 'finish'; readonly finishReason?: 'stop' | 'error' | 'other' };
+
+/** Response headers of a UI message stream; `x-vercel-ai-ui-message-stream: v1` names the protocol. */
+export const UI_MESSAGE_STREAM_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+};
+
+/** The last frame of a UI message stream body. */
+export const UI_MESSAGE_STREAM_DONE = 'data: [DONE]\n\n';
+
+export interface UIMessageStreamOptions {
+  /**
+   * true: tool parts are `dynamic-tool` parts (for a front end that does not declare the tools);
+   * false: `tool-<name>` parts, as for tools the front end declares. Default false.
+   */
+  readonly dynamicTools?: boolean;
+  /** The assistant message's id. Default: the run's id from RUN_STARTED. */
+  readonly messageId?: string;
+}
+
+/**
+ * Encodes a run's transcript as UI message stream chunks, one assistant message per run.
+ *
+ * Each model turn is a step (`start-step` ... `finish-step`): its text, then one
+ * `tool-input-available` per call in call order, then one `tool-output-available` (TOOL_RESULT)
+ * or `tool-output-error` (TOOL_ERROR as `Name: message`; TOOL_INDETERMINATE as its message,
+ * which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
+ * (a structured output that is not the final text comes first as a `data-output` part);
+ * RUN_FAILED is `error` then `finish` with `finishReason: 'error'`; RUN_CANCELLED is `abort`.
+ *
+ * ## Example
+ * ```ts
+ * toUIMessageStream(runner.run$(agent, 'Lisbon and Porto?')).subscribe(console.log);
+ * // { type: 'start', messageId: '…' } { type: 'start-step' }
+ * // { type: 'tool-input-available', toolCallId: 'c1', toolName: 'lookup', input: { city: 'Lisbon' } } ...
+ * // { type: 'tool-output-available', toolCallId: 'c1', output: { from: 122 } } ... { type: 'finish', finishReason: 'stop' }
+ * ```
+ */
+export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessageStreamOptions = {}): Observable<UIMessageChunk> {
+  const dynamic = options.dynamicTools === true ? { dynamic: true as const } : {};
+  return defer(() => {
+    // Whether a step is open (a MODEL_RESPONSE seen, its finish-step not yet sent).
+    let stepOpen = false;
+    // The last text the model sent, to tell a structured output from the final text.
+    let lastText: string | undefined;
+    // Call ids already used in this message, and what each call of a turn is called here.
+    const used = new Set<string>();
+    const ids = new Map<string, string>();
+    const idOf = (turn: number, callId: string): string => ids.get(`${turn}/${callId}`) ?? callId;
+
+    const closeStep = (): UIMessageChunk[] => {
+      if (!stepOpen) return [];
+      stepOpen = false;
+      return [{ type: 'finish-step' }];
+    };
+
+    const chunksOf = (event: RunEvent): UIMessageChunk[] => {
+      switch (event.type) {
+        case 'RUN_STARTED':
+          return [{ type: 'start', messageId: options.messageId ?? event.runId }];
+        case 'MODEL_RESPONSE': {
+          const chunks: UIMessageChunk[] = [...closeStep(), { type: 'start-step' }];
+          stepOpen = true;
+          lastText = event.text;
+          if (event.text !== undefined && event.text !== '') {
+            const id = `text-${event.turn}`;
+            chunks.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: event.text }, { type: 'text-end', id });
+          }
+          for (const call of event.toolCalls) {
+            // A front end keys tool parts by id: a model that reuses an id in a later turn gets it made unique.
+            const id = used.has(call.id) ? `${call.id}@${event.turn}` : call.id;
+            used.add(id);
+            ids.set(`${event.turn}/${call.id}`, id);
+            chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: call.name, input: inputOf(call.arguments), ...dynamic });
+          }
+          return chunks;
+        }
+        case 'TOOL_RESULT':
+          return [{ type: 'tool-output-available', toolCallId: idOf(event.turn, event.callId), output: event.result, ...dynamic }];
+        case 'TOOL_ERROR':
+          return [{ type: 'tool-output-error', toolCallId: idOf(event.turn, event.callId), errorText: `${event.error.name}: ${event.error.message}`, ...dynamic }];
+        case 'TOOL_INDETERMINATE':
+          return [{ type: 'tool-output-error', toolCallId: idOf(event.turn, event.callId), errorText: event.message, ...dynamic }];
+        case 'RUN_COMPLETED': {
+          const structured = event.output !== undefined && event.output !== lastText && !(event.output === '' && lastText === undefined);
+          return [...closeStep(), ...(structured ? [{ type: 'data-output' as const, data: event.output }] : []), { type: 'finish', finishReason: 'stop' }];
+        }
+        case 'RUN_FAILED':
+          return [...closeStep(), { type: 'error', errorText: `${event.error.name}: ${event.error.message}` }, { type: 'finish', finishReason: 'error' }];
+        case 'RUN_CANCELLED':
+          return [...closeStep(), { type: 'abort', reason: event.reason }];
+      }
+    };
+
+    return run$.pipe(
+      concatMap((event) => from(chunksOf(event))),
+      // A transcript ends in RUN_COMPLETED, RUN_FAILED or RUN_CANCELLED; anything thrown is shown as an error, not a broken stream.
+      catchError((error: unknown) =>
+        from<UIMessageChunk[]>([...closeStep(), { type: 'error', errorText: error instanceof Error ? error.message : String(error) }, { type: 'finish', finishReason: 'error' }]),
+      ),
+    );
+  });
+}
+
+// The SDK shows a tool's input as a value: JSON text is parsed; text that is not JSON is shown as it came.
+function inputOf(args: string | Readonly<Record<string, unknown>>): unknown {
+  if (typeof args !== 'string') return args;
+  if (args.trim() === '') return {};
+  try {
+    return JSON.parse(args) as unknown;
+  } catch {
+    return args;
+  }
+}

@@ -1,0 +1,109 @@
+// A run served as a Vercel AI SDK UI message stream, the body its `useChat` hook reads: over
+// `node:http` (uiMessageStreamHandler) or as a fetch `Response` for route handlers
+// (uiMessageStreamResponse). A client going away cancels the run, classified, as for sseHandler.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { map, type Observable } from 'rxjs';
+import type { RunEvent } from '../runner/index.js';
+import { eventStreamFrame } from './eventStream.js';
+import { followForClient, type StreamEnding } from './followForClient.js';
+import { serveEventStream, type SseHandlerOptions, type StreamStarter } from './sseHandler.js';
+import { toUIMessageStream, UI_MESSAGE_STREAM_DONE, UI_MESSAGE_STREAM_HEADERS, type UIMessageStreamOptions } from './toUIMessageStream.js';
+
+export type UIMessageStreamHandlerOptions = Omit<SseHandlerOptions<RunEvent>, 'eventName'> & UIMessageStreamOptions;
+
+const encoderOptions = (options: UIMessageStreamOptions): UIMessageStreamOptions => ({
+  ...(options.dynamicTools !== undefined ? { dynamicTools: options.dynamicTools } : {}),
+  ...(options.messageId !== undefined ? { messageId: options.messageId } : {}),
+});
+
+/**
+ * A `node:http` handler that streams a run as a UI message stream (`data: <chunk JSON>` frames,
+ * then `data: [DONE]`), with the protocol's headers. `onEnd` sees the run's own events.
+ *
+ * ## Example
+ * ```ts
+ * // POST /api/chat from useChat (DefaultChatTransport): { id, messages: [...], trigger }
+ * const chat = uiMessageStreamHandler(async (req, signal) => {
+ *   const { messages } = JSON.parse(await text(req));
+ *   const last = messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+ *   return runner.run$(agent, last, { signal });
+ * });
+ * createServer(chat).listen(3001, '127.0.0.1');
+ * ```
+ */
+export function uiMessageStreamHandler(
+  start: StreamStarter<RunEvent>,
+  options: UIMessageStreamHandlerOptions = {},
+): (request: IncomingMessage, response: ServerResponse) => void {
+  const encoder = encoderOptions(options);
+  return serveEventStream(start, options, {
+    frames: (run$) => toUIMessageStream(run$, encoder).pipe(map((chunk) => ({ data: JSON.stringify(chunk) }))),
+    headers: UI_MESSAGE_STREAM_HEADERS,
+    trailer: UI_MESSAGE_STREAM_DONE,
+  });
+}
+
+export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
+  /** How long the run may take to end (classified) after the reader cancelled, before it is unsubscribed. Default 5000 ms. */
+  readonly graceMs?: number;
+  /** Called once when the run has ended, with its events and whether the reader cancelled first. */
+  readonly onEnd?: (ending: StreamEnding<RunEvent>) => void;
+  /** Extra response headers. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A fetch `Response` whose body is the run as a UI message stream, for route handlers that
+ * return one (Next.js, Hono, a Worker). Cancelling the body (the client went away) aborts the
+ * signal handed to `start`, so the run ends classified; `onEnd` sees that ending.
+ *
+ * ## Example
+ * ```ts
+ * export async function POST(req: Request) {
+ *   const { messages } = await req.json();
+ *   return uiMessageStreamResponse((signal) => runner.run$(agent, lastUserText(messages), { signal }));
+ * }
+ * ```
+ */
+export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observable<RunEvent>, options: UIMessageStreamResponseOptions = {}): Response {
+  const { graceMs = 5000, onEnd, headers } = options;
+  const controller = new AbortController();
+  const encoder = new TextEncoder();
+  // The run's own events, for onEnd; the body carries their chunks.
+  const events: RunEvent[] = [];
+  let leave: (() => void) | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(stream) {
+      const run$ = start(controller.signal);
+      const chunks$ = toUIMessageStream(
+        run$.pipe(
+          map((event) => {
+            events.push(event);
+            return event;
+          }),
+        ),
+        encoderOptions(options),
+      );
+      let open = true;
+      const follow = followForClient(chunks$, controller, {
+        write: (chunk) => open && stream.enqueue(encoder.encode(eventStreamFrame({ data: JSON.stringify(chunk) }))),
+        end: (ending) => {
+          if (open && !ending.clientLeft) {
+            stream.enqueue(encoder.encode(UI_MESSAGE_STREAM_DONE));
+            stream.close();
+          }
+          open = false;
+          onEnd?.({ ...ending, values: events });
+        },
+      }, graceMs);
+      leave = () => {
+        open = false;
+        follow.leave();
+      };
+    },
+    cancel() {
+      leave?.();
+    },
+  });
+  return new Response(body, { status: 200, headers: { ...UI_MESSAGE_STREAM_HEADERS, ...headers } });
+}
