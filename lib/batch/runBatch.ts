@@ -296,8 +296,12 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
               const watched = monitor.watch(call.tool, () => call.invoke?.(context), fail);
               unwatch = watched.release;
               produced = watched.value;
-              // A body that stalled synchronously has failed already, though its value is ready.
-              if (settled) return;
+              // A body that stalled synchronously has failed already, though its value is ready;
+              // its watch ended before `unwatch` was known, so end it now.
+              if (settled) {
+                unwatch();
+                return;
+              }
             }
           } catch (error) {
             fail(error);

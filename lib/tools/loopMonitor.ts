@@ -23,6 +23,11 @@ export interface WatchedCall<T> {
 }
 
 export class LoopMonitor {
+  /** Watched calls not yet released (for tests: the hook is on while this is above zero). */
+  get watching(): number {
+    return this.active;
+  }
+
   private readonly storage = new AsyncLocalStorage<Watched>();
   // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
   private readonly stack: Array<{ watched: Watched | undefined; start: number }> = [];

@@ -74,6 +74,18 @@ describe('loop monitor', () => {
     expect(quick).to.deep.include({ type: 'TOOL_RESULT', result: 'ok' });
   });
 
+  it('stops watching every call once the run is over, a synchronous stall included', async () => {
+    const tools = new ToolRegistry()
+      .register({ name: 'crunch' }, () => {
+        block(80);
+        return 'crunched';
+      })
+      .register({ name: 'fetch' }, () => new Promise((resolve) => setTimeout(resolve, 5, 'fetched')));
+    const runner = new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [...call('c1', 'crunch')!, ...call('c2', 'fetch')!] }, { text: 'done' }]), tools, loopStallMs: 50 });
+    await runner.run(agent, 'go');
+    expect((runner as unknown as { monitor: LoopMonitor }).monitor.watching).to.equal(0);
+  });
+
   it('does nothing when turned off with loopStallMs: false', async () => {
     const tools = new ToolRegistry().register({ name: 'crunch' }, () => {
       block(80);
