@@ -5,6 +5,9 @@
 // prints a table; `-- --json`
 // prints the same figures as JSON. Run with `node --expose-gc` (the script does) so heap
 // figures are taken after a collection.
+import { spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import pLimit from 'p-limit';
 import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import {
@@ -44,14 +47,16 @@ async function timed(run: () => Promise<unknown>): Promise<number> {
   return performance.now() - start;
 }
 
-/** The median of `repeats` timings, after one warm-up. */
+/**
+ * The median of `repeats` timings, after two warm-ups. No forced GC between them: a forced
+ * collection shrinks the young generation, and the next run then pays for regrowing it,
+ * which a process that serves runs all day does not.
+ */
 async function best(repeats: number, run: () => Promise<unknown>): Promise<number> {
   await run();
+  await run();
   const times: number[] = [];
-  for (let i = 0; i < repeats; i++) {
-    gc();
-    times.push(await timed(run));
-  }
+  for (let i = 0; i < repeats; i++) times.push(await timed(run));
   return median(times);
 }
 
@@ -78,8 +83,9 @@ interface Row {
 const rows: Row[] = [];
 const row = (r: Row) => {
   rows.push(r);
-  if (!json) console.log(`${r.workload.padEnd(34)} ${r.figure.padEnd(30)} ${r.value.toFixed(r.value < 10 ? 2 : 1).padStart(12)} ${r.unit.padEnd(10)} ${r.note ?? ''}`);
 };
+const print = (r: Row) =>
+  console.log(`${r.workload.padEnd(36)} ${r.figure.padEnd(30)} ${r.value.toFixed(r.value < 10 ? 2 : 1).padStart(10)} ${r.unit.padEnd(8)} ${r.note ?? ''}`);
 
 async function w1(): Promise<void> {
   for (const n of [4, 16, 64]) {
@@ -196,10 +202,26 @@ async function scaling(): Promise<void> {
   row({ workload: `Scaling, ${n} calls queued`, figure: 'heap per queued call', value: (during - before) / n, unit: 'bytes' });
 }
 
-if (!json) console.log(`agent-lanes bench on Node ${process.version}, ${process.platform}/${process.arch}\n`);
-await w1();
-await w2();
-await w3();
-await w4();
-await scaling();
-if (json) console.log(JSON.stringify({ node: process.version, rows }, null, 2));
+// Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
+// last, a JIT profile shaped by it); the parent prints the rows in order.
+const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w4, scaling };
+const only = process.argv.indexOf('--only');
+if (only !== -1) {
+  await workloads[process.argv[only + 1]!]!();
+  process.stdout.write(`\n${JSON.stringify(rows)}\n`);
+} else {
+  if (!json) console.log(`agent-lanes bench on Node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})\n`);
+  const all: Row[] = [];
+  for (const name of Object.keys(workloads)) {
+    const extra = quick ? ['--quick'] : [];
+    const child = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--only', name, ...extra], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (child.status !== 0) throw new Error(`workload ${name} failed:\n${child.stderr}`);
+    const lines = child.stdout.trim().split('\n');
+    const got = JSON.parse(lines[lines.length - 1]!) as Row[];
+    for (const r of got) {
+      all.push(r);
+      if (!json) print(r);
+    }
+  }
+  if (json) console.log(JSON.stringify({ node: process.version, cores: cpus().length, rows: all }, null, 2));
+}
