@@ -30,7 +30,7 @@ import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToo
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
-import type { RunEvent, ToolOutcomeEvent } from './events.js';
+import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ToolCall } from './model.js';
 import { policySteps, type Approve, type Guardrails, type Hooks, type PolicyTarget } from './policies.js';
 
@@ -438,17 +438,7 @@ export class AgentRunner {
 
         // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
         const contents = new Map<number, string>();
-        const toEvent = (outcome: Outcome): ToolOutcomeEvent => {
-          const { callId, tool } = outcome;
-          switch (outcome.kind) {
-            case 'result':
-              return { type: 'TOOL_RESULT', turn, callId, tool, result: outcome.result };
-            case 'error':
-              return { type: 'TOOL_ERROR', turn, callId, tool, error: outcome.error };
-            case 'indeterminate':
-              return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
-          }
-        };
+        const toEvent = (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome);
         const { gate, settle: policySettle } = policySteps({ approve: this.approve, guardrails: this.guardrails, hooks: this.hooks }, targets, toEvent);
         const settle = (outcome: Outcome) => {
           if (outcome.kind === 'result') {

@@ -83,3 +83,23 @@ export type RunEvent =
   | RunCompletedEvent
   | RunFailedEvent
   | RunCancelledEvent;
+
+/** What an outcome needs for its event: the call, and how it ended. */
+export type OutcomeLike = { readonly callId: string; readonly tool: string } & (
+  | { readonly kind: 'result'; readonly result?: unknown }
+  | { readonly kind: 'error'; readonly error: ErrorInfo }
+  | { readonly kind: 'indeterminate'; readonly message: string }
+);
+
+/** The transcript event of a call's outcome in turn `turn`. */
+export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeEvent {
+  const { callId, tool } = outcome;
+  switch (outcome.kind) {
+    case 'result':
+      return { type: 'TOOL_RESULT', turn, callId, tool, result: outcome.result };
+    case 'error':
+      return { type: 'TOOL_ERROR', turn, callId, tool, error: outcome.error };
+    case 'indeterminate':
+      return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
+  }
+}

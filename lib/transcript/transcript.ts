@@ -2,8 +2,8 @@
 // the same script (the run id), and the transcript a cassette holds, rebuilt from it. A
 // replay is right when the two are equal.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { ModelResponseCodec, type ModelResponse, type RunEvent, type RunStartedEvent, type ToolCall } from '../runner/index.js';
-import type { Cassette, RecordedCall } from './Cassette.js';
+import { decodeModelResponse, toOutcomeEvent, type ModelResponse, type RunEvent, type RunStartedEvent } from '../runner/index.js';
+import type { Cassette } from './Cassette.js';
 import { RUN_ID } from './scrub.js';
 
 /** A run event as a deterministic transcript holds it: RUN_STARTED has no run id. */
@@ -11,13 +11,8 @@ export type TranscriptEvent = Exclude<RunEvent, RunStartedEvent> | Omit<RunStart
 
 /** The response as the runner accepts it (`text` only when a string, `toolCalls` only when present), or undefined when it does not decode. */
 export function acceptedResponse(raw: unknown): ModelResponse | undefined {
-  const decoded = ModelResponseCodec.decode(raw);
-  if (isLeft(decoded)) return undefined;
-  const { text, toolCalls } = decoded.right;
-  return {
-    ...(typeof text === 'string' ? { text } : {}),
-    ...(toolCalls ? { toolCalls: toolCalls as readonly ToolCall[] } : {}),
-  };
+  const decoded = decodeModelResponse(raw);
+  return isLeft(decoded) ? undefined : decoded.right.response;
 }
 
 function replaceIn(value: unknown, runId: string): unknown {
@@ -55,17 +50,6 @@ export function deterministicTranscript(events: readonly RunEvent[]): Transcript
   });
 }
 
-function outcomeEvent(turn: number, call: RecordedCall): TranscriptEvent {
-  const { callId, tool } = call;
-  switch (call.kind) {
-    case 'result':
-      return { type: 'TOOL_RESULT', turn, callId, tool, result: call.result };
-    case 'error':
-      return { type: 'TOOL_ERROR', turn, callId, tool, error: call.error };
-    case 'indeterminate':
-      return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: call.message };
-  }
-}
 
 /**
  * The transcript a cassette holds: what `deterministicTranscript` gave for the recorded run
@@ -84,7 +68,7 @@ export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
     const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
     if (response === undefined) continue;
     events.push({ type: 'MODEL_RESPONSE', turn, ...(response.text !== undefined ? { text: response.text } : {}), toolCalls: response.toolCalls ?? [] });
-    for (const call of calls) events.push(outcomeEvent(turn, call));
+    for (const call of calls) events.push(toOutcomeEvent(turn, call));
   }
   events.push(cassette.ending);
   return events;
