@@ -22,13 +22,13 @@ import {
   Subject,
   takeUntil,
   tap,
-  type Subscription,
   type Unsubscribable,
 } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore, type Permit } from '../lanes/index.js';
+import { Ceilings, type Ceiling } from './ceilings.js';
 import { assignDelta } from './deltas.js';
 import { fanOut } from './fanOut.js';
 import { inCallOrder } from './inCallOrder.js';
@@ -130,6 +130,9 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
     subscriber.add(() => {
       closing = true;
     });
+    // Every call's ceiling and deadline, ended with the batch.
+    const ceilings = new Ceilings(scheduler);
+    subscriber.add(() => ceilings.close());
 
     const shared = options.shared ?? { lanes: new LaneTable(), concurrency: turn };
     // This batch's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
@@ -205,8 +208,8 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         // The permits held, in the order taken.
         const permits: Permit[] = [];
         // The call's ceiling and the batch deadline's watch over it.
-        let ceiling: Subscription | undefined;
-        let deadline: Subscription | undefined;
+        let ceiling: Ceiling | undefined;
+        let deadline: Ceiling | undefined;
         // Made only if the body reads its signal.
         let controller: AbortController | undefined;
         // An Observable body's subscription.
@@ -223,8 +226,8 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         };
         const halt = (): void => {
           unwatch?.();
-          ceiling?.unsubscribe();
-          deadline?.unsubscribe();
+          ceiling?.cancel();
+          deadline?.cancel();
           running?.unsubscribe();
         };
         const finish = (outcome: Outcome): void => {
@@ -267,16 +270,16 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
           const succeed = (result: unknown): void => finish({ ...base, kind: 'result', dispatched: true, result, delta });
           const seconds = own(turn.perToolSeconds, call.tool);
           if (seconds !== undefined) {
-            ceiling = scheduler.schedule(() => {
+            ceiling = ceilings.arm(seconds * 1000, () => {
               controller?.abort(new InvocationAbortedError(`${call.tool} outran its ${seconds}s ceiling`));
               fail(new ToolTimedOutError(call.tool, seconds, call.idempotent === true));
-            }, seconds * 1000);
+            });
           }
           if (toolCallSeconds !== undefined) {
-            deadline = scheduler.schedule(() => {
+            deadline = ceilings.arm(toolCallSeconds * 1000, () => {
               const error = new DeadlineExceededError('toolCallSeconds', toolCallSeconds, call);
               stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: call.callId });
-            }, toolCallSeconds * 1000);
+            });
           }
           const context: InvokeContext = {
             get signal() {

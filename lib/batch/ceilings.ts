@@ -1,0 +1,97 @@
+// Ceilings: the timers of a batch's calls. Every call of one batch with the same ceiling
+// (a tool's perToolSeconds, or the deadline's toolCallSeconds) is timed from its dispatch,
+// and dispatches only move forward in time, so those timers expire in the order they were
+// set: one queue per duration and one scheduler action for its head replace a timer per
+// call. The scheduler stays the batch's, so ceilings run in virtual time under TestScheduler.
+import type { SchedulerLike, Subscription } from 'rxjs';
+
+/** One armed ceiling; `cancel` disarms it (it is then skipped when its time comes). */
+export interface Ceiling {
+  cancel(): void;
+}
+
+interface Entry extends Ceiling {
+  readonly due: number;
+  readonly expire: () => void;
+  cancelled: boolean;
+}
+
+class DurationQueue {
+  // Armed ceilings, earliest first: entries[head] onwards.
+  private entries: Entry[] = [];
+  private head = 0;
+  // The scheduler action waiting for the head, if any.
+  private action: Subscription | undefined;
+
+  constructor(
+    private readonly scheduler: SchedulerLike,
+    private readonly ms: number,
+  ) {}
+
+  arm(expire: () => void): Ceiling {
+    const entry: Entry = {
+      due: this.scheduler.now() + this.ms,
+      expire,
+      cancelled: false,
+      cancel() {
+        this.cancelled = true;
+      },
+    };
+    this.entries.push(entry);
+    if (this.action === undefined) this.wake(entry.due);
+    return entry;
+  }
+
+  /** Ends the scheduler action; armed ceilings never fire afterwards. */
+  close(): void {
+    this.action?.unsubscribe();
+    this.action = undefined;
+    this.entries = [];
+    this.head = 0;
+  }
+
+  private wake(due: number): void {
+    this.action = this.scheduler.schedule(() => this.fire(), Math.max(0, due - this.scheduler.now()));
+  }
+
+  private fire(): void {
+    this.action = undefined;
+    const now = this.scheduler.now();
+    while (this.head < this.entries.length) {
+      const entry = this.entries[this.head]!;
+      if (!entry.cancelled && entry.due > now) break;
+      this.entries[this.head++] = undefined as unknown as Entry;
+      if (!entry.cancelled) entry.expire();
+    }
+    if (this.head === this.entries.length) {
+      this.entries = [];
+      this.head = 0;
+    } else if (this.action === undefined) {
+      // Skip cancelled entries at the head before choosing when to wake.
+      this.wake(this.entries[this.head]!.due);
+    }
+  }
+}
+
+/** The ceilings of one batch, one queue per duration. */
+export class Ceilings {
+  private readonly queues = new Map<number, DurationQueue>();
+
+  constructor(private readonly scheduler: SchedulerLike) {}
+
+  /** Calls `expire` after `ms`, unless cancelled first. */
+  arm(ms: number, expire: () => void): Ceiling {
+    let queue = this.queues.get(ms);
+    if (queue === undefined) {
+      queue = new DurationQueue(this.scheduler, ms);
+      this.queues.set(ms, queue);
+    }
+    return queue.arm(expire);
+  }
+
+  /** Ends every timer; called when the batch ends, however it ends. */
+  close(): void {
+    for (const queue of this.queues.values()) queue.close();
+    this.queues.clear();
+  }
+}
