@@ -178,6 +178,19 @@ async function w4(): Promise<void> {
   const wall = await timed(() => Promise.all(agents.map((a, i) => runner.run(a, 'go', { tenant: `t${i % tenants}` }))));
   watching.unsubscribe();
   const achieved = (runs * 4) / (wall / 1000);
+  // The floor: as many plain loops as the binding lane has permits, each sleeping 5 ms back to
+  // back: what the timers themselves allow, with no runner at all.
+  const floorCalls = runs * 4;
+  let left = floorCalls;
+  const floorWall = await timed(() =>
+    Promise.all(
+      Array.from({ length: perTool }, async () => {
+        while (left-- > 0) await sleep(latency);
+      }),
+    ),
+  );
+  const floor = floorCalls / (floorWall / 1000);
+  row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'achieved / timer floor', value: (100 * achieved) / floor, unit: '%', note: `floor: ${perTool} plain loops of ${latency}ms sleeps, ${floor.toFixed(0)} calls/s` });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'achieved / lane limit', value: (100 * achieved) / limit, unit: '%', note: `${achieved.toFixed(0)} of ${limit.toFixed(0)} calls/s` });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'lane wait p50', value: percentile(waits, 50), unit: 'ms' });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'lane wait p99', value: percentile(waits, 99), unit: 'ms' });
