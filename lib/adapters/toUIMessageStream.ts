@@ -70,10 +70,13 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
     let stepOpen = false;
     // The last text the model sent, to tell a structured output from the final text.
     let lastText: string | undefined;
-    // Call ids already used in this message, and what each call of a turn is called here.
+    // Call ids already used in this message, and what each call of the current turn is called
+    // here, by position: the outcomes of a turn come in call order, so the n-th outcome is the
+    // n-th call's, even when the model gave two calls one id.
     const used = new Set<string>();
-    const ids = new Map<string, string>();
-    const idOf = (turn: number, callId: string): string => ids.get(`${turn}/${callId}`) ?? callId;
+    let turnIds: string[] = [];
+    let nextOutcome = 0;
+    const idOf = (callId: string): string => turnIds[nextOutcome++] ?? callId;
 
     const closeStep = (): UIMessageChunk[] => {
       if (!stepOpen) return [];
@@ -93,21 +96,24 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
             const id = `text-${event.turn}`;
             chunks.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: event.text }, { type: 'text-end', id });
           }
+          turnIds = [];
+          nextOutcome = 0;
           for (const call of event.toolCalls) {
-            // A front end keys tool parts by id: a model that reuses an id in a later turn gets it made unique.
-            const id = used.has(call.id) ? `${call.id}@${event.turn}` : call.id;
+            // A front end keys tool parts by id: a reused id (in a later turn, or twice in one) is made unique.
+            let id = used.has(call.id) ? `${call.id}@${event.turn}` : call.id;
+            for (let n = 2; used.has(id); n++) id = `${call.id}@${event.turn}.${n}`;
             used.add(id);
-            ids.set(`${event.turn}/${call.id}`, id);
+            turnIds.push(id);
             chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: call.name, input: inputOf(call.arguments), ...dynamic });
           }
           return chunks;
         }
         case 'TOOL_RESULT':
-          return [{ type: 'tool-output-available', toolCallId: idOf(event.turn, event.callId), output: event.result, ...dynamic }];
+          return [{ type: 'tool-output-available', toolCallId: idOf(event.callId), output: event.result, ...dynamic }];
         case 'TOOL_ERROR':
-          return [{ type: 'tool-output-error', toolCallId: idOf(event.turn, event.callId), errorText: `${event.error.name}: ${event.error.message}`, ...dynamic }];
+          return [{ type: 'tool-output-error', toolCallId: idOf(event.callId), errorText: `${event.error.name}: ${event.error.message}`, ...dynamic }];
         case 'TOOL_INDETERMINATE':
-          return [{ type: 'tool-output-error', toolCallId: idOf(event.turn, event.callId), errorText: event.message, ...dynamic }];
+          return [{ type: 'tool-output-error', toolCallId: idOf(event.callId), errorText: event.message, ...dynamic }];
         case 'RUN_COMPLETED': {
           const structured = event.output !== undefined && event.output !== lastText && !(event.output === '' && lastText === undefined);
           return [...closeStep(), ...(structured ? [{ type: 'data-output' as const, data: event.output }] : []), { type: 'finish', finishReason: 'stop' }];

@@ -3,7 +3,7 @@ export { toPhases } from './phases.js';
 export { inCallOrder } from './inCallOrder.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, failedBy, stoppedOutcome } from './stops.js';
-export { fromResult, invocation } from './invocation.js';
+export { fromResult, invocation, isPromiseLike, reportUnhandled } from './invocation.js';
 export type {
   ActivitySink,
   BatchCall,

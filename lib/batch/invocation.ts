@@ -1,9 +1,10 @@
 // One invocation of a call's body as an Observable: the body may return a value,
 // a Promise or an Observable, or throw; it gets an AbortSignal that aborts if the
 // invocation is torn down before it settled (stopped, timed out, unsubscribed).
-import { defaultIfEmpty, from, isObservable, Observable, of, take } from 'rxjs';
+import { config, defaultIfEmpty, from, isObservable, Observable, of, take } from 'rxjs';
 
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+/** True for anything with a `then` method: a Promise, or a thenable. */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
@@ -57,4 +58,18 @@ export function invocation(body: (signal: AbortSignal) => unknown): Observable<u
       if (!settled) controller.abort(new InvocationAbortedError('the call was stopped before it settled'));
     };
   });
+}
+
+/**
+ * Reports an error nobody can receive (a watcher or a hook that threw where the batch must go
+ * on) the way RxJS reports one a subscriber threw: to `config.onUnhandledError` if set, else
+ * thrown later, outside the batch.
+ */
+export function reportUnhandled(error: unknown): void {
+  const handler = config.onUnhandledError;
+  if (handler !== null) handler(error);
+  else
+    setTimeout(() => {
+      throw error;
+    });
 }

@@ -17,6 +17,7 @@ import {
   isObservable,
   map,
   merge,
+  NEVER,
   Observable,
   of,
   Subject,
@@ -32,11 +33,11 @@ import { Ceilings, type Ceiling } from './ceilings.js';
 import { assignDelta } from './deltas.js';
 import { fanOut } from './fanOut.js';
 import { inCallOrder } from './inCallOrder.js';
-import { invocation, InvocationAbortedError } from './invocation.js';
+import { invocation, InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
 import { toPhases } from './phases.js';
 import { serially } from './serially.js';
 import { failedBy, stoppedOutcome } from './stops.js';
-import type { ActivitySink, BatchCall, BatchOptions, Delta, GateVerdict, InvokeContext, Outcome, StopReason } from './types.js';
+import type { ActivitySink, BatchCall, BatchOptions, CallActivity, Delta, GateVerdict, InvokeContext, Outcome, StopReason } from './types.js';
 
 // Where each call stands; a stop classifies by it.
 // 0: not yet through the gate (the value a new status array starts with)
@@ -73,9 +74,6 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
   return toErrorInfo(verdict);
 }
 
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
 
 function isOutcome(value: unknown): value is Outcome {
   return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value && !isObservable(value) && !isPromiseLike(value);
@@ -155,11 +153,21 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       if (activity === undefined || !activity.observed) return;
       const { call, index } = entry;
       const at = scheduler.now();
-      activity.next(
+      tell(
         outcome === undefined
           ? { type: 'started', callId: call.callId, tool: call.tool, index, at }
           : { type: 'settled', callId: call.callId, tool: call.tool, index, at, outcome },
       );
+    };
+
+    // A watcher that throws must not cut a call's bookkeeping short (a permit not given back,
+    // a call never completed): its error is reported the way RxJS reports a subscriber's.
+    const tell = (event: CallActivity): void => {
+      try {
+        activity!.next(event);
+      } catch (error) {
+        reportUnhandled(error);
+      }
     };
 
     const addStep = (steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void => {
@@ -183,6 +191,8 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
     // The gate: serial and in call order. A call with rejected arguments skips it.
     const passGate = (entry: Entry): Observable<Entry> => {
       const { call, index } = entry;
+      // A batch that is stopping asks nobody about calls it will not dispatch.
+      if (stopped !== undefined || stopping) return NEVER;
       if (gate === undefined || call.rejected !== undefined) return of(entry);
       return invocation(() => gate(call, index) as GateVerdict | PromiseLike<GateVerdict>).pipe(
         map((verdict) => verdictError(verdict)),
@@ -222,7 +232,14 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         // The lanes this call takes, in order (none for a call that is refused).
         const steps = refused === undefined ? lanesOf(entry) : noSteps;
         const release = (): void => {
-          for (let i = permits.length - 1; i >= 0; i--) permits[i]!.leave();
+          for (let i = permits.length - 1; i >= 0; i--) {
+            // One permit failing to go back (a remote store, say) must not keep the others.
+            try {
+              permits[i]!.leave();
+            } catch (error) {
+              reportUnhandled(error);
+            }
+          }
         };
         const halt = (): void => {
           unwatch?.();
@@ -243,10 +260,11 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
           // The permits this failure gives back must not start a sibling the stop is about to end.
           if (failing) stopping = true;
           release();
-          subscriber.complete();
-          // Under FAIL_RUN, a failure stops the batch, but only once its own outcome has gone
-          // all the way downstream: stopping first would let the classified siblings overtake it.
+          // Under FAIL_RUN, a failure stops the batch once its own outcome is in (stopping first
+          // would let the classified siblings overtake it), and before this call completes, which
+          // could end its phase and let the next phase's gate ask for approvals in vain.
           if (failing) stop(failedBy(outcome, outcome.error));
+          subscriber.complete();
         };
         const fail = (error: unknown): void => finish({ ...base, kind: 'error', dispatched: true, error: toErrorInfo(error) });
 
@@ -299,15 +317,18 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
               const watched = monitor.watch(call.tool, () => call.invoke?.(context), fail);
               unwatch = watched.release;
               produced = watched.value;
-              // A body that stalled synchronously has failed already, though its value is ready;
-              // its watch ended before `unwatch` was known, so end it now.
-              if (settled) {
-                unwatch();
-                return;
-              }
+              // A body that stalled synchronously has failed already; its watch ended before
+              // `unwatch` was known, so end it now.
+              if (settled) unwatch();
             }
           } catch (error) {
             fail(error);
+            return;
+          }
+          if (settled) {
+            // Failed (a synchronous stall) or torn down while the body ran: its answer no longer
+            // counts, but a Promise's rejection must still be handled, or Node ends the process.
+            if (isPromiseLike(produced)) produced.then(undefined, () => undefined);
             return;
           }
           if (isObservable(produced)) {
@@ -331,8 +352,15 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         const acquire = (first: number): void => {
           for (let i = first; i < steps.length; i++) {
             const { store, key, limit, party } = steps[i]!;
-            // Granted later: carry on from the next lane. Granted at once: the loop carries on.
-            const permit = store.enter(key, limit, () => permits.length > i && acquire(i + 1), party);
+            let permit: Permit;
+            try {
+              // Granted later: carry on from the next lane. Granted at once: the loop carries on.
+              permit = store.enter(key, limit, () => permits.length > i && acquire(i + 1), party);
+            } catch (error) {
+              // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
+              finish({ ...base, kind: 'error', dispatched: false, error: toErrorInfo(error) });
+              return;
+            }
             permits.push(permit);
             // Something the grant set off (a watcher of the lanes, say) may have stopped this call
             // already, its teardown run: give back what it holds and go no further.
@@ -341,7 +369,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
               return;
             }
             if (!permit.holding) {
-              if (activity?.observed === true) activity.next({ type: 'queued', callId: call.callId, tool: call.tool, index, lane: key, at: scheduler.now() });
+              if (activity?.observed === true) tell({ type: 'queued', callId: call.callId, tool: call.tool, index, lane: key, at: scheduler.now() });
               return;
             }
           }

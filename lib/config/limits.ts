@@ -41,11 +41,7 @@ export function decodeConfig<C extends t.Mixed>(
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new ConfigError(what, `${what} options must be an object, got ${describeValue(input)}`);
   }
-  for (const key of Object.keys(input)) {
-    if (!known.includes(key)) {
-      throw new ConfigError(key, `${what} has no field ${key}; its fields are ${known.join(', ')}`);
-    }
-  }
+  refuseUnknownFields(input, known, what);
   const decoded = codec.decode(input);
   if (isLeft(decoded)) {
     const [first] = failures(decoded.left);
@@ -53,6 +49,20 @@ export function decodeConfig<C extends t.Mixed>(
     throw new ConfigError(field, `${field} must be ${first?.expected ?? 'valid'}, got ${describeValue(first?.actual)}`);
   }
   return decoded.right;
+}
+
+/**
+ * Throws a ConfigError for the first key of `input` not in `known`: a misspelt option that
+ * silently does nothing is how a limit goes missing. `field` prefixes the key in the error
+ * (`retry.attemps`); `noun` is what the keys are called (`field`, `option`).
+ */
+export function refuseUnknownFields(input: object, known: readonly string[], what: string, options: { field?: string; noun?: string } = {}): void {
+  const { field, noun = 'field' } = options;
+  for (const key of Object.keys(input)) {
+    if (!known.includes(key)) {
+      throw new ConfigError(field === undefined ? key : `${field}.${key}`, `${what} has no ${noun} ${key}; its ${noun}s are ${known.join(', ')}`);
+    }
+  }
 }
 
 /** A lookup that only sees a record's own keys: `perTool.constructor` is not a limit. */

@@ -4,7 +4,7 @@
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
-import { describeFailures, describeValue } from '../config/index.js';
+import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
 import { ProviderReplyError } from './errors.js';
 import { postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
@@ -162,9 +162,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
 
   constructor(options: AnthropicMessagesOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('AnthropicMessagesProvider', `options must be an object, got ${describeValue(options)}`);
-    for (const key of Object.keys(options)) {
-      if (!fields.includes(key)) throw new ConfigError(key, `AnthropicMessagesProvider has no option ${key}; its options are ${fields.join(', ')}`);
-    }
+    refuseUnknownFields(options, fields, 'AnthropicMessagesProvider', { noun: 'option' });
     const { maxTokens = 4096, version = '2023-06-01' } = options;
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new ConfigError('maxTokens', `maxTokens must be a positive integer, got ${describeValue(maxTokens)}`);
     const baseURL = (options.baseURL ?? process.env['ANTHROPIC_BASE_URL'] ?? ANTHROPIC_URL).replace(/\/+$/, '');

@@ -4,7 +4,7 @@
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
-import { describeFailures, describeValue } from '../config/index.js';
+import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
 import { ProviderReplyError } from './errors.js';
 import { postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
@@ -133,9 +133,7 @@ export class OpenAIChatProvider implements ModelProvider {
 
   constructor(options: OpenAIChatOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('OpenAIChatProvider', `options must be an object, got ${describeValue(options)}`);
-    for (const key of Object.keys(options)) {
-      if (!fields.includes(key)) throw new ConfigError(key, `OpenAIChatProvider has no option ${key}; its options are ${fields.join(', ')}`);
-    }
+    refuseUnknownFields(options, fields, 'OpenAIChatProvider', { noun: 'option' });
     const baseURL = (options.baseURL ?? process.env['OPENAI_BASE_URL'] ?? OPENAI_URL).replace(/\/+$/, '');
     this.url = `${baseURL}/chat/completions`;
     this.label = providerLabel('OpenAI Chat Completions', this.url);

@@ -2,7 +2,7 @@
 // bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
 // abort, and scrub the API key out of anything that becomes an error.
 import { ConfigError } from '../errors.js';
-import { describeValue } from '../config/index.js';
+import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ProviderHttpError, ProviderReplyError } from './errors.js';
 
 /** How a wire adapter retries. Every field is optional; the defaults suit a hosted API. */
@@ -55,9 +55,7 @@ const retryFields = ['attempts', 'baseDelayMs', 'maxDelayMs', 'sleep', 'random',
 /** Fills in and checks RetryOptions; a bad field is a ConfigError naming it (`retry.attempts`). */
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
   if (options === null || typeof options !== 'object') throw new ConfigError('retry', `retry must be an object, got ${describeValue(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!retryFields.includes(key)) throw new ConfigError(`retry.${key}`, `retry has no field ${key}; its fields are ${retryFields.join(', ')}`);
-  }
+  refuseUnknownFields(options, retryFields, 'retry', { field: 'retry' });
   const { attempts = 3, baseDelayMs = 500, maxDelayMs = 20_000, random = Math.random, now = Date.now } = options;
   if (!Number.isInteger(attempts) || attempts < 1 || attempts > 10) {
     throw new ConfigError('retry.attempts', `retry.attempts must be an integer from 1 to 10, got ${describeValue(attempts)}`);
@@ -215,11 +213,20 @@ export function redact(text: string, secrets: readonly string[]): string {
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** How errors name a provider: the wire and the host it talks to (never credentials in a URL). */
+/**
+ * How errors name a provider: the wire and the host it talks to. Also where a baseURL is
+ * checked: one carrying credentials (`user:password@`) is refused, since fetch refuses such a
+ * URL anyway, with an error that quotes it whole.
+ */
 export function providerLabel(wire: string, url: string): string {
+  let parsed: URL;
   try {
-    return `${wire} at ${new URL(url).host}`;
+    parsed = new URL(url);
   } catch {
     throw new ConfigError('baseURL', `${wire}: baseURL is not a URL`);
   }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new ConfigError('baseURL', `${wire}: baseURL must not carry credentials (user:password@); send them as options.headers`);
+  }
+  return `${wire} at ${parsed.host}`;
 }

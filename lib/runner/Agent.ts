@@ -2,7 +2,7 @@
 // answer must look like, which tools it may call, how it narrows the runner's lanes
 // for its own turns, and what a failed call does to the run.
 import type * as t from 'io-ts';
-import { ConcurrencyConfig, describeValue } from '../config/index.js';
+import { ConcurrencyConfig, describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 
 /** What a failed call does to its run. */
@@ -52,9 +52,7 @@ export class Agent<O = unknown> {
       throw new ConfigError('Agent', `Agent options must be an object, got ${describeValue(options)}`);
     }
     const record = options as unknown as Readonly<Record<string, unknown>>;
-    for (const key of Object.keys(record)) {
-      if (!fields.includes(key)) throw new ConfigError(key, `Agent has no field ${key}; its fields are ${fields.join(', ')}`);
-    }
+    refuseUnknownFields(record, fields, 'Agent');
     this.name = text(record, 'name', true);
     this.instructions = text(record, 'instructions', false);
     this.model = text(record, 'model', true);

@@ -25,7 +25,7 @@ import {
   type SchedulerLike,
 } from 'rxjs';
 import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
-import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue } from '../config/index.js';
+import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
@@ -94,12 +94,6 @@ interface Nesting {
 const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
-function checkFields(options: object, fields: readonly string[], what: string): void {
-  for (const key of Object.keys(options)) {
-    if (!fields.includes(key)) throw new ConfigError(key, `${what} has no field ${key}; its fields are ${fields.join(', ')}`);
-  }
-}
-
 function checkFunction(value: unknown, field: string): void {
   if (value !== undefined && typeof value !== 'function') {
     throw new ConfigError(field, `${field} must be a function, got ${describeValue(value)}`);
@@ -144,13 +138,21 @@ function deepFreeze<T>(value: T): T {
 
 const emptyState: RunState = Object.freeze({});
 
-// A frozen copy tools can read while other calls of the batch record deltas.
+// A deeply frozen copy tools can read while other calls of the batch record deltas. The
+// state is plain data (checked at the run's start and at every delta), so the copy is whole.
 function snapshot(state: Readonly<Record<string, unknown>>): RunState {
   if (Object.keys(state).length === 0) return emptyState;
+  return deepFreeze(structuredClone(state));
+}
+
+// Why `value` cannot be part of a run's state, or undefined when it can (plain data that
+// structuredClone copies: no functions, no class instances with private state, no symbols).
+function notPlainData(value: unknown): string | undefined {
   try {
-    return deepFreeze(structuredClone(state));
-  } catch {
-    return Object.freeze({ ...state });
+    structuredClone(value);
+    return undefined;
+  } catch (error) {
+    return toErrorInfo(error).message;
   }
 }
 
@@ -187,7 +189,7 @@ export class AgentRunner {
     if (options === null || typeof options !== 'object') {
       throw new ConfigError('AgentRunner', `AgentRunner options must be an object, got ${describeValue(options)}`);
     }
-    checkFields(options, runnerFields, 'AgentRunner');
+    refuseUnknownFields(options, runnerFields, 'AgentRunner');
     const { provider, tools, concurrency, deadline, approve, guardrails, hooks, loopStallMs = 200 } = options;
     if (provider === null || typeof provider !== 'object' || typeof provider.respond !== 'function') {
       throw new ConfigError('provider', `provider must have a respond(request, signal) method, got ${describeValue(provider)}`);
@@ -280,11 +282,13 @@ export class AgentRunner {
     if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
     if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);
     if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
-    checkFields(options, runFields, 'run options');
+    refuseUnknownFields(options, runFields, 'run options');
     const { tenant = 'default', signal, state = {}, maxTurns = 20 } = options;
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
+    const unclonable = notPlainData(state);
+    if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const allowed = agent.tools ?? this.tools.names;
     const missing = allowed.filter((name) => !this.tools.has(name));
@@ -427,7 +431,11 @@ export class AgentRunner {
                   return context.signal;
                 },
                 state: view,
-                record: context.record,
+                record: (delta) => {
+                  const unclonable = notPlainData(delta);
+                  if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
+                  context.record(delta);
+                },
                 runAgent: (sub: AgentRef, subInput: string) =>
                   this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
               };
@@ -522,12 +530,15 @@ export class AgentRunner {
       catchError((error: unknown) => of<RunEvent>({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
       tap((event) => {
         if (event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED') {
+          ended = true;
           run.onFinish?.({ state: Object.freeze({ ...state }), messages: [...messages] });
           const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
           emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
         }
       }),
     );
+    // True once the run's final event went out; a run left by unsubscribing ends without one.
+    let ended = false;
 
     return new Observable<RunEvent>((subscriber) => {
       emitActivity({ type: 'run-started', runId, agent: agent.name, tenant, ...(parent ? { parent } : {}), at: scheduler.now() });
@@ -549,6 +560,8 @@ export class AgentRunner {
         subscription.unsubscribe();
         timer?.unsubscribe();
         signal?.removeEventListener('abort', onAbort);
+        // Watchers of activity$ (a live view, a recorder) still see the run end.
+        if (!ended) emitActivity({ type: 'run-ended', runId, status: 'cancelled', ...(parent ? { parent } : {}), at: scheduler.now() });
       };
     });
   }

@@ -3,7 +3,7 @@
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
 // onToolEnd (for every call). A policy that throws refuses, with its message; it never
 // crashes the run.
-import type { BatchCall, GateVerdict, Outcome } from '../batch/index.js';
+import { isPromiseLike, reportUnhandled, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
 import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../errors.js';
 import type { ToolOutcomeEvent } from './events.js';
 
@@ -46,7 +46,7 @@ export interface PolicyTarget {
 type Step<T> = T | Promise<T>;
 
 function isPromise<T>(value: Step<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
+  return isPromiseLike(value);
 }
 
 // Runs `next` on `value`, at once when it is plain, after it resolves when it is a Promise:
@@ -139,9 +139,16 @@ export function policySteps(
         : outcome;
     if (onToolEnd === undefined) return checked;
     return then(checked, (final) =>
-      then(attempt('onToolEnd hook', () => onToolEnd.call(hooks, call, toEvent(final))), (refusal): Outcome =>
-        isRefusal(refusal) ? refused(final, refusal) : final,
-      ),
+      then(attempt('onToolEnd hook', () => onToolEnd.call(hooks, call, toEvent(final))), (refusal): Outcome => {
+        if (!isRefusal(refusal)) return final;
+        // A stopped call's classification (never dispatched, safe to call again, may have landed)
+        // and the stop it carries outrank a hook's failure: the hook's error is reported instead.
+        if (final.kind !== 'result' && final.stopped !== undefined) {
+          reportUnhandled(new ToolRejectedError('onToolEnd hook', refusal.message));
+          return final;
+        }
+        return refused(final, refusal);
+      }),
     );
   };
 

@@ -4,7 +4,7 @@
 // schema are ever shown to a model provider.
 import * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
-import { describeValue } from '../config/index.js';
+import { describeValue, refuseUnknownFields } from '../config/index.js';
 
 export interface ToolDeclaration<C extends t.Decoder<unknown, unknown> | undefined = t.Decoder<unknown, unknown> | undefined> {
   /** 1 to 64 letters, digits, `_` or `-`: what providers accept as a tool name. */
@@ -51,9 +51,7 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
     throw new ConfigError('declaration', `a tool declaration must be an object, got ${describeValue(declaration)}`);
   }
   const record = declaration as unknown as Readonly<Record<string, unknown>>;
-  for (const key of Object.keys(record)) {
-    if (!fields.includes(key)) throw new ConfigError(key, `a tool declaration has no field ${key}; its fields are ${fields.join(', ')}`);
-  }
+  refuseUnknownFields(record, fields, 'a tool declaration');
   const { name, description, args } = declaration;
   if (typeof name !== 'string' || !namePattern.test(name)) {
     throw new ConfigError('name', `name must be 1 to 64 letters, digits, "_" or "-", got ${describeValue(name)}`);

@@ -180,4 +180,13 @@ describe('the UI message stream, read by the ai package', () => {
     const ids = chunks.filter((c) => (c as { type: string }).type.startsWith('tool-')).map((c) => `${(c as { type: string }).type} ${(c as { toolCallId: string }).toolCallId}`);
     expect(ids).to.deep.equal(['tool-input-available c1', 'tool-output-available c1', 'tool-input-available c1@2', 'tool-output-available c1@2']);
   });
+
+  it('gives two calls of one turn that share an id distinct ids, each with its own outcome', async () => {
+    const twice = { toolCalls: [{ id: 'c1', name: 'lookup', arguments: '{"city":"Lisbon"}' }, { id: 'c1', name: 'lookup', arguments: '{"city":"Porto"}' }] };
+    const { runner } = fixture([twice, { text: 'done' }]);
+    const chunks: unknown[] = [];
+    await new Promise<void>((resolve) => toUIMessageStream(runner.run$(planner, 'x')).subscribe({ next: (c) => chunks.push(c), complete: resolve }));
+    const ids = chunks.filter((c) => (c as { type: string }).type.startsWith('tool-')).map((c) => `${(c as { type: string }).type} ${(c as { toolCallId: string }).toolCallId}`);
+    expect(ids).to.deep.equal(['tool-input-available c1', 'tool-input-available c1@1', 'tool-output-available c1', 'tool-output-error c1@1']);
+  });
 });

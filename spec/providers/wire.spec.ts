@@ -269,6 +269,20 @@ for (const wire of wires) {
       const official = (options: { apiKey?: string } = {}): ModelProvider =>
         wire.prefix === 'openai' ? new OpenAIChatProvider(options) : new AnthropicMessagesProvider(options);
 
+      it('refuses a baseURL that carries credentials, without quoting them', () => {
+        const baseURL = 'http://gateway-user:s3cr3t-pass@127.0.0.1:9/v1';
+        let caught: unknown;
+        try {
+          if (wire.prefix === 'openai') new OpenAIChatProvider({ baseURL, apiKey: 'k' });
+          else new AnthropicMessagesProvider({ baseURL, apiKey: 'k' });
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).to.be.instanceOf(ConfigError);
+        expect((caught as Error).message).to.match(/baseURL must not carry credentials/);
+        expect((caught as Error).message).not.to.include('s3cr3t');
+      });
+
       it(`reads the key from ${envName} when options have none`, async () => {
         process.env[envName] = 'sk-from-the-environment-1234';
         const vendor = await serve([{ body: finalFixture() }]);

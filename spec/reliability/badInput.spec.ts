@@ -193,6 +193,41 @@ describe('bad input catalogue', () => {
     });
   });
 
+  describe('state that is not plain data', () => {
+    it('a starting state holding a function: ConfigError naming state', () => {
+      const runner = new AgentRunner({ provider: new ScriptedProvider([]), tools: new ToolRegistry() });
+      expect(() => runner.run$(agent, 'go', { state: { format: () => 'x' } })).to.throw(ConfigError, /^state must be plain data that structuredClone can copy \(/);
+    });
+
+    it('a delta holding a function: the recording call fails, its siblings and the state are untouched', async () => {
+      const tools = new ToolRegistry().register({ name: 'write' }, (_args, ctx) => {
+        ctx.record({ format: () => 'x' });
+        return 'written';
+      });
+      const { result, by } = await turn(tools, [{ id: 'c1', name: 'write', arguments: '{}' }]);
+      expect(errorOf(by.get('c1')).message).to.match(/^record\(delta\) takes plain data that structuredClone can copy \(/);
+      expectSiblingKept(by);
+      expect(result.state).to.deep.equal({});
+    });
+
+    it('a tool cannot change the snapshot it reads, nor the caller\'s object', async () => {
+      const start = { cart: { items: ['tea'] } };
+      let attempt: unknown;
+      const tools = new ToolRegistry().register({ name: 'sneak' }, (_args, ctx) => {
+        try {
+          (ctx.state.cart as { items: string[] }).items.push('x');
+        } catch (error) {
+          attempt = error;
+        }
+        return 'tried';
+      });
+      const result = await new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [{ id: 'c1', name: 'sneak', arguments: '{}' }] }, { text: 'done' }]), tools }).run(agent, 'go', { state: start });
+      expect(attempt).to.be.instanceOf(TypeError);
+      expect(start.cart.items).to.deep.equal(['tea']);
+      expect(result.state).to.deep.equal({ cart: { items: ['tea'] } });
+    });
+  });
+
   describe('hostile keys', () => {
     afterEach(() => {
       // A failure here would leak into every later spec: clean up before asserting anything else.

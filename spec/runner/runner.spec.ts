@@ -321,6 +321,21 @@ describe('AgentRunner', () => {
     });
   });
 
+  describe('activity$ when a run is left', () => {
+    it('reports run-ended (cancelled) for a run whose subscriber unsubscribed', () => {
+      const seen: string[] = [];
+      testScheduler.run(({ cold, flush }) => {
+        const tools = new ToolRegistry().register({ name: 'lookup' }, () => cold('-----(r|)', { r: 'x' }));
+        const runner = new AgentRunner({ provider: new ScriptedProvider([lookups(1), { text: 'done' }]), tools });
+        runner.activity$.subscribe((a) => (a.type === 'run-started' || a.type === 'run-ended') && seen.push(`${a.at} ${a.type}${a.type === 'run-ended' ? ` ${a.status}` : ''}`));
+        const subscription = runner.run$(planner, 'go').subscribe();
+        testScheduler.schedule(() => subscription.unsubscribe(), 2);
+        flush();
+      });
+      expect(seen).to.deep.equal(['0 run-started', '2 run-ended cancelled']);
+    });
+  });
+
   describe('bad options', () => {
     const tools = new ToolRegistry().register({ name: 'lookup' }, () => 1);
     const provider = new ScriptedProvider([]);
