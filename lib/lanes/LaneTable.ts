@@ -28,11 +28,16 @@ export interface LaneStore {
 export class LaneTable implements LaneStore {
   // Live lanes by key; a lane leaves the map when it has neither holders nor waiters.
   private readonly lanes = new Map<string, Lane>();
-  private readonly changes = new Subject<LaneChange>();
-  readonly changes$: Observable<LaneChange> = this.changes.asObservable();
+  // Made when someone first asks for changes$: a batch's own table never is.
+  private changes: Subject<LaneChange> | undefined;
+
+  /** Every queue, grant, release and withdrawal, as it happens. */
+  get changes$(): Observable<LaneChange> {
+    return (this.changes ??= new Subject<LaneChange>()).asObservable();
+  }
 
   private readonly onChange = (lane: Lane, change: LaneChange['change'], party: string): void => {
-    if (this.changes.observed) {
+    if (this.changes?.observed === true) {
       this.changes.next({ ...lane.occupancy(), change, party });
     }
     if ((change === 'released' || change === 'withdrawn') && lane.idle && this.lanes.get(lane.key) === lane) {
