@@ -49,12 +49,13 @@ export class WorkerPool {
     this.threads = count(options.threads, 'threads', 1);
     this.queue = count(options.queue, 'queue', 0);
     this.piscina = new Piscina({
-      minThreads: 0,
+      // Kept at full strength: a thread terminated to stop a call is then replaced at once, and
+      // the calls queued behind it run. With fewer kept, a queued call waited for the next new
+      // call to start a thread. Idle threads do not hold the process open.
+      minThreads: this.threads,
       maxThreads: this.threads,
       // The bound is kept by this class (`inPool`); piscina's own queue must also hold calls waiting for a thread to start.
       maxQueue: this.threads + this.queue,
-      // Idle threads end soon, so a pool nobody closed does not hold the process open for long.
-      idleTimeout: 1000,
     });
   }
 

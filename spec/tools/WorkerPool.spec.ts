@@ -61,6 +61,19 @@ describe('WorkerPool', () => {
     expect(pool.liveThreads).to.be.at.most(1);
   });
 
+  it('runs a call queued behind one that is aborted, on the thread that replaces it', async () => {
+    const pool = makePool(1, 2);
+    const controller = new AbortController();
+    const running = pool.run(moduleUrl.href, 'spin', { ms: 60_000 }, controller.signal).then(
+      () => 'finished',
+      (e: unknown) => (e as Error).name,
+    );
+    const queued = pool.run(moduleUrl.href, 'default', 'queued');
+    setTimeout(() => controller.abort(), 100);
+    expect(await running).to.equal('AbortError');
+    expect(await queued).to.deep.equal({ echoed: 'queued', thread: 'worker' });
+  });
+
   it('refuses bad options with a ConfigError naming the field', () => {
     expect(() => new WorkerPool({ threads: 0, queue: 1 })).to.throw(ConfigError, 'threads must be an integer from 1 up, got 0');
     expect(() => new WorkerPool({ threads: 2, queue: -1 })).to.throw(ConfigError, 'queue must be an integer from 0 up, got -1');
@@ -86,14 +99,19 @@ describe('WorkerPool', () => {
 
     it('fails a call that outruns its ceiling with ToolTimedOutError, and frees the thread for the next call', async () => {
       const pool = makePool(1, 4);
-      // A perTool lane as wide as the pool keeps the second call waiting in its lane, where the
-      // ceiling does not run, rather than in the pool's queue, where it would.
-      const runner = runWith(pool, true, new ConcurrencyConfig({ perTool: { spin: 1 }, perToolSeconds: { spin: 0.2 } }), spinCalls(60_000, 5));
-      const result = await runner.run(agent, 'go');
+      // The second call waits in the pool's queue for its one thread, which the first holds until
+      // its ceiling stops it; the second has no ceiling, so a slow start of the replacement thread
+      // (a loaded machine) cannot fail it.
+      const tools = new ToolRegistry()
+        .register({ name: 'spin', args: t.type({ ms: t.number }), idempotent: true }, pool.body(moduleUrl, 'spin'))
+        .register({ name: 'echo', idempotent: true }, pool.body(moduleUrl));
+      const turn: ModelResponse = { toolCalls: [{ id: 'c1', name: 'spin', arguments: { ms: 60_000 } }, { id: 'c2', name: 'echo', arguments: { after: 'c1' } }] };
+      const concurrency = new ConcurrencyConfig({ perToolSeconds: { spin: 0.2 } });
+      const result = await new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, concurrency, loopStallMs: false }).run(agent, 'go');
       const [first, second] = result.events.filter((e) => e.type === 'TOOL_ERROR' || e.type === 'TOOL_RESULT');
       expect(first).to.deep.include({ type: 'TOOL_ERROR', callId: 'c1' });
       expect(first!.type === 'TOOL_ERROR' && first!.error.name).to.equal('ToolTimedOutError');
-      expect(second).to.deep.include({ type: 'TOOL_RESULT', callId: 'c2', result: 'spun' });
+      expect(second).to.deep.include({ type: 'TOOL_RESULT', callId: 'c2', result: { echoed: { after: 'c1' }, thread: 'worker' } });
       expect(pool.load).to.equal(0);
     });
 
