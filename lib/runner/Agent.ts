@@ -2,7 +2,7 @@
 // answer must look like, which tools it may call, how it narrows the runner's lanes
 // for its own turns, and what a failed call does to the run.
 import type * as t from 'io-ts';
-import { ConcurrencyConfig, describeValue, refuseUnknownFields } from '../config/index.js';
+import { ConcurrencyConfig, describeValue, refuseUnknownFields, type ConcurrencyOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 
 /** What a failed call does to its run. */
@@ -22,8 +22,8 @@ export interface AgentOptions<O = unknown> {
   readonly freeText?: boolean;
   /** The final answer is JSON text decoding with this codec. */
   readonly output?: t.Decoder<unknown, O>;
-  /** Narrows the runner's lanes for this agent's turns; never widens them. */
-  readonly concurrency?: ConcurrencyConfig;
+  /** Narrows the runner's lanes for this agent's turns; never widens them. A config or its options. */
+  readonly concurrency?: ConcurrencyConfig | ConcurrencyOptions;
   readonly onToolError?: OnToolError;
   /** The registry tools this agent may call (all of them when absent). */
   readonly tools?: readonly string[];
@@ -66,8 +66,8 @@ export class Agent<O = unknown> {
     if (freeText === true && output !== undefined) {
       throw new ConfigError('freeText', 'Agent freeText cannot be true with an output codec: the final answer is either free text or decoded JSON');
     }
-    if (concurrency !== undefined && !(concurrency instanceof ConcurrencyConfig)) {
-      throw new ConfigError('concurrency', `Agent concurrency must be a ConcurrencyConfig, got ${describeValue(concurrency)}`);
+    if (concurrency !== undefined && (concurrency === null || typeof concurrency !== 'object')) {
+      throw new ConfigError('concurrency', `Agent concurrency must be a ConcurrencyConfig or its options, got ${describeValue(concurrency)}`);
     }
     if (onToolError !== OnToolError.SURFACE_TO_MODEL && onToolError !== OnToolError.FAIL_RUN) {
       throw new ConfigError('onToolError', `Agent onToolError must be SURFACE_TO_MODEL or FAIL_RUN, got ${describeValue(onToolError)}`);
@@ -77,7 +77,8 @@ export class Agent<O = unknown> {
     }
     this.freeText = freeText ?? output === undefined;
     this.output = output;
-    this.concurrency = concurrency;
+    // Plain options are checked by ConcurrencyConfig itself, with its messages.
+    this.concurrency = concurrency === undefined || concurrency instanceof ConcurrencyConfig ? concurrency : new ConcurrencyConfig(concurrency);
     this.onToolError = onToolError;
     this.tools = tools === undefined ? undefined : Object.freeze([...tools]);
     Object.freeze(this);

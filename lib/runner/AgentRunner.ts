@@ -25,7 +25,7 @@ import {
   type SchedulerLike,
 } from 'rxjs';
 import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
-import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
+import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
@@ -37,9 +37,10 @@ import { policySteps, type Approve, type Guardrails, type Hooks, type PolicyTarg
 export interface RunnerOptions {
   readonly provider: ModelProvider;
   readonly tools: ToolRegistry;
-  /** The runner's lanes: the turn cap every agent starts from, and the shared tool and tenant lanes. */
-  readonly concurrency?: ConcurrencyConfig;
-  readonly deadline?: DeadlineConfig;
+  /** The runner's lanes: the turn cap every agent starts from, and the shared tool and tenant lanes. A config or its options. */
+  readonly concurrency?: ConcurrencyConfig | ConcurrencyOptions;
+  /** Run-wide ceilings. A config or its options. */
+  readonly deadline?: DeadlineConfig | DeadlineOptions;
   /** Asked, one call at a time in call order, for every call to a tool declared `needsApproval`. */
   readonly approve?: Approve;
   readonly guardrails?: Guardrails;
@@ -195,11 +196,11 @@ export class AgentRunner {
       throw new ConfigError('provider', `provider must have a respond(request, signal) method, got ${describeValue(provider)}`);
     }
     if (!(tools instanceof ToolRegistry)) throw new ConfigError('tools', `tools must be a ToolRegistry, got ${describeValue(tools)}`);
-    if (concurrency !== undefined && !(concurrency instanceof ConcurrencyConfig)) {
-      throw new ConfigError('concurrency', `concurrency must be a ConcurrencyConfig, got ${describeValue(concurrency)}`);
+    if (concurrency !== undefined && (concurrency === null || typeof concurrency !== 'object')) {
+      throw new ConfigError('concurrency', `concurrency must be a ConcurrencyConfig or its options, got ${describeValue(concurrency)}`);
     }
-    if (deadline !== undefined && !(deadline instanceof DeadlineConfig)) {
-      throw new ConfigError('deadline', `deadline must be a DeadlineConfig, got ${describeValue(deadline)}`);
+    if (deadline !== undefined && (deadline === null || typeof deadline !== 'object')) {
+      throw new ConfigError('deadline', `deadline must be a DeadlineConfig or its options, got ${describeValue(deadline)}`);
     }
     checkFunction(approve, 'approve');
     checkObject(guardrails, 'guardrails');
@@ -213,8 +214,9 @@ export class AgentRunner {
     }
     this.provider = provider;
     this.tools = tools;
-    this.concurrency = concurrency ?? new ConcurrencyConfig();
-    this.deadline = deadline ?? new DeadlineConfig();
+    // Plain options are checked by the config classes themselves, with their messages.
+    this.concurrency = concurrency instanceof ConcurrencyConfig ? concurrency : new ConcurrencyConfig(concurrency);
+    this.deadline = deadline instanceof DeadlineConfig ? deadline : new DeadlineConfig(deadline);
     this.approve = approve;
     this.guardrails = guardrails;
     this.hooks = hooks;

@@ -11,6 +11,7 @@ import {
   ConcurrencyConfig,
   ConfigError,
   ScriptedProvider,
+  type ConcurrencyOptions,
   ToolRegistry,
   type ModelResponse,
   type RunEvent,
@@ -191,7 +192,7 @@ describe('AgentRunner', () => {
   });
 
   describe('lanes', () => {
-    function runMarble(runnerConcurrency: ConcurrencyConfig, agent: Agent, expected: string, values: Record<string, string>, n = 4): void {
+    function runMarble(runnerConcurrency: ConcurrencyConfig | ConcurrencyOptions, agent: Agent, expected: string, values: Record<string, string>, n = 4): void {
       testScheduler.run(({ cold, expectObservable }) => {
         const tools = new ToolRegistry().register({ name: 'lookup', args: t.type({ q: t.string }) }, ({ q }) => cold('-----(r|)', { r: q }));
         const runner = new AgentRunner({ provider: new ScriptedProvider([lookups(n), { text: 'done' }]), tools, concurrency: runnerConcurrency });
@@ -215,6 +216,12 @@ describe('AgentRunner', () => {
     it('never lets an agent widen the runner\'s turn lane', () => {
       const wide = new Agent({ name: 'planner', instructions: '', model: 'm', concurrency: new ConcurrencyConfig({ maxConcurrentTools: 10 }) });
       runMarble(new ConcurrencyConfig({ maxConcurrentTools: 2 }), wide, '(sm)-(ab)-(cdme|)', v);
+    });
+
+    it('takes plain options for the runner\'s and the agent\'s concurrency alike', () => {
+      const narrow = new Agent({ name: 'planner', instructions: '', model: 'm', concurrency: { maxConcurrentTools: 2 } });
+      expect(narrow.concurrency).to.be.instanceOf(ConcurrencyConfig);
+      runMarble({ maxConcurrentTools: 8 }, narrow, '(sm)-(ab)-(cdme|)', v);
     });
 
     it('never lets an agent widen a shared per-tool lane', () => {
@@ -342,7 +349,9 @@ describe('AgentRunner', () => {
     const cases: Array<{ title: string; make: () => unknown; message: string | RegExp }> = [
       { title: 'a runner without a provider', make: () => new AgentRunner({ tools } as never), message: 'provider must have a respond(request, signal) method, got undefined' },
       { title: 'a runner whose tools are not a registry', make: () => new AgentRunner({ provider, tools: [] as never }), message: 'tools must be a ToolRegistry, got []' },
-      { title: 'a runner with plain concurrency options', make: () => new AgentRunner({ provider, tools, concurrency: { maxConcurrentTools: 2 } as never }), message: 'concurrency must be a ConcurrencyConfig, got {"maxConcurrentTools":2}' },
+      { title: 'a runner with a number for concurrency', make: () => new AgentRunner({ provider, tools, concurrency: 2 as never }), message: 'concurrency must be a ConcurrencyConfig or its options, got 2' },
+      { title: 'a runner with invalid plain concurrency options', make: () => new AgentRunner({ provider, tools, concurrency: { maxConcurrentTools: 0 } }), message: 'maxConcurrentTools must be a positive integer, got 0' },
+      { title: 'an agent with invalid plain concurrency options', make: () => new Agent({ name: 'a', instructions: '', model: 'm', concurrency: { perTool: { x: -1 } } }), message: 'perTool.x must be a positive integer, got -1' },
       { title: 'a runner with an unknown option', make: () => new AgentRunner({ provider, tools, concurency: 1 } as never), message: /^AgentRunner has no field concurency/ },
       { title: 'a run with an empty tenant', make: () => new AgentRunner({ provider, tools }).run$(planner, 'go', { tenant: '' }), message: 'tenant must be a non-empty string, got ""' },
       { title: 'a run with a fractional maxTurns', make: () => new AgentRunner({ provider, tools }).run$(planner, 'go', { maxTurns: 1.5 }), message: 'maxTurns must be a positive integer, got 1.5' },
