@@ -33,7 +33,8 @@ function describeThrown(reason: unknown): string {
   }
 }
 
-abstract class AgentLanesError extends Error {
+/** The base of the library's errors: `name` is the class's own, so events and logs name it. */
+export abstract class AgentLanesError extends Error {
   constructor(message: string) {
     super(message);
     this.name = new.target.name;

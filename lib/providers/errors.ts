@@ -1,9 +1,10 @@
 // What a wire adapter throws: the vendor answered with an HTTP error (after its retries),
 // or answered 2xx with a body that does not decode. The runner wraps either in a
 // ProviderError naming the turn; these carry the facts (status, attempts) as fields.
+import { AgentLanesError } from '../errors.js';
 
 /** The vendor could not be reached, or answered with an HTTP error status, on every attempt allowed. */
-export class ProviderHttpError extends Error {
+export class ProviderHttpError extends AgentLanesError {
   /** Which wire and host, e.g. `OpenAI Chat Completions at api.openai.com`. */
   readonly provider: string;
   /** The last HTTP status, or undefined when no reply came at all. */
@@ -15,7 +16,6 @@ export class ProviderHttpError extends Error {
   constructor(provider: string, status: number | undefined, code: string | undefined, detail: string, attempts: number) {
     const what = status === undefined ? 'could not be reached' : `replied ${status}${code === undefined ? '' : ` ${code}`}`;
     super(`${provider} ${what}: ${detail}${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`);
-    this.name = new.target.name;
     this.provider = provider;
     this.status = status;
     this.code = code;
@@ -24,11 +24,10 @@ export class ProviderHttpError extends Error {
 }
 
 /** The vendor answered 2xx, but the body is not JSON or does not have the wire format's shape. */
-export class ProviderReplyError extends Error {
+export class ProviderReplyError extends AgentLanesError {
   readonly provider: string;
   constructor(provider: string, detail: string) {
     super(`${provider} sent a reply that does not decode: ${detail}`);
-    this.name = new.target.name;
     this.provider = provider;
   }
 }

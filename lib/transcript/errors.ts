@@ -1,6 +1,7 @@
 // The ways a cassette refuses: a file that is not a cassette, an agent or tools that are
 // not the ones it was recorded with, a replay asking for what it does not hold, entries
 // a replay left unused, and a replayed transcript that differs. Each carries its facts as fields.
+import { AgentLanesError } from '../errors.js';
 import { describeDifference, type Difference } from './differences.js';
 
 /** Where in a cassette: a turn, and (for a tool call) the call's index in that turn, its id and tool. */
@@ -18,12 +19,7 @@ export function describeEntry(ref: CassetteEntryRef): string {
   return `turn ${ref.turn}, call ${ref.callId} (${ref.tool ?? '?'}, index ${ref.index ?? '?'})`;
 }
 
-abstract class CassetteError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
+abstract class CassetteError extends AgentLanesError {}
 
 /** Text that is not a cassette this library can read; `path` is where it went wrong. */
 export class CassetteFormatError extends CassetteError {
