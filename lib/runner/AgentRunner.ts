@@ -289,7 +289,7 @@ export class AgentRunner {
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
-    const unclonable = notPlainData(state);
+    const unclonable = Object.keys(state).length === 0 ? undefined : notPlainData(state);
     if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const allowed = agent.tools ?? this.tools.names;
@@ -535,7 +535,7 @@ export class AgentRunner {
           ended = true;
           run.onFinish?.({ state: Object.freeze({ ...state }), messages: [...messages] });
           const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
-          emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
+          if (activityObserved()) emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
         }
       }),
     );
@@ -543,7 +543,7 @@ export class AgentRunner {
     let ended = false;
 
     return new Observable<RunEvent>((subscriber) => {
-      emitActivity({ type: 'run-started', runId, agent: agent.name, tenant, ...(parent ? { parent } : {}), at: scheduler.now() });
+      if (activityObserved()) emitActivity({ type: 'run-started', runId, agent: agent.name, tenant, ...(parent ? { parent } : {}), at: scheduler.now() });
       const onAbort = () => stop({ kind: 'cancelled', why: 'the run was cancelled' });
       const runSeconds = this.deadline.runSeconds;
       const timer =
@@ -563,7 +563,7 @@ export class AgentRunner {
         timer?.unsubscribe();
         signal?.removeEventListener('abort', onAbort);
         // Watchers of activity$ (a live view, a recorder) still see the run end.
-        if (!ended) emitActivity({ type: 'run-ended', runId, status: 'cancelled', ...(parent ? { parent } : {}), at: scheduler.now() });
+        if (!ended && activityObserved()) emitActivity({ type: 'run-ended', runId, status: 'cancelled', ...(parent ? { parent } : {}), at: scheduler.now() });
       };
     });
   }
