@@ -41,10 +41,11 @@ export const tools = new ToolRegistry()
     },
   );
 
-const calls = (...specs: Array<[tool: string, city: string]>): ModelResponse => ({
+/** One model turn asking for these calls, with ids c1, c2, ... in order. */
+export const calls = (...specs: Array<[tool: string, city: string]>): ModelResponse => ({
   toolCalls: specs.map(([name, city], i): ToolCall => ({ id: `c${i + 1}`, name, arguments: JSON.stringify({ city }) })),
 });
-const cities = ['Lisbon', 'Porto', 'Madrid', 'Seville'];
+export const cities = ['Lisbon', 'Porto', 'Madrid', 'Seville'];
 
 export interface Scenario {
   readonly title: string;

@@ -2,6 +2,7 @@
 // rebuilt for the transcript specs: the same tools and turns, with each call's latency set
 // per run so a spec can record the same run under many finish orders. Lookups record deltas.
 import * as t from 'io-ts';
+import { calls, cities } from '../../examples/scenarios.js';
 import {
   Agent,
   AgentRunner,
@@ -10,7 +11,6 @@ import {
   ToolRegistry,
   type ModelProvider,
   type ModelResponse,
-  type ToolCall,
 } from '../../lib/index.js';
 
 /** Resolves after `ms`, or rejects when `signal` aborts first. */
@@ -72,10 +72,6 @@ export function exampleTools(latencies: Latencies, options: { bookingParallelSaf
     );
 }
 
-const calls = (...specs: Array<[tool: string, city: string]>): ModelResponse => ({
-  toolCalls: specs.map(([name, city], i): ToolCall => ({ id: `c${i + 1}`, name, arguments: JSON.stringify({ city }) })),
-});
-const cities = ['Lisbon', 'Porto', 'Madrid', 'Seville'];
 
 export interface Scenario {
   readonly title: string;
