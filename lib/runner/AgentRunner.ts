@@ -5,33 +5,15 @@
 // the transcript it emits does not depend on which call finished first.
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import {
-  asyncScheduler,
-  catchError,
-  concat,
-  defaultIfEmpty,
-  defer,
-  from,
-  isObservable,
-  map,
-  merge,
-  mergeMap,
-  Observable,
-  of,
-  ReplaySubject,
-  Subject,
-  take,
-  tap,
-  type SchedulerLike,
-} from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { asyncScheduler, defer, isObservable, map, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
+import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
 import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ToolCall } from './model.js';
+import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
 import { policySteps, type Approve, type Guardrails, type Hooks, type PolicyTarget } from './policies.js';
 
 export interface RunnerOptions {
@@ -325,12 +307,25 @@ export class AgentRunner {
     const messages: Message[] = [{ role: 'user', content: input }];
     // The first stop of the run (cancel, runSeconds); later ones change nothing.
     let stopReason: StopReason | undefined;
-    const stop$ = new ReplaySubject<StopReason>(1);
+    // Who hears of a stop: the batch in flight (through stopped$), and the run while it waits for the provider.
+    const listeners = new Set<(reason: StopReason) => void>();
+    let onStop: ((reason: StopReason) => void) | undefined;
     const stop = (reason: StopReason): void => {
       if (stopReason !== undefined) return;
       stopReason = reason;
-      stop$.next(reason);
+      for (const listener of [...listeners]) listener(reason);
+      onStop?.(reason);
     };
+    // The stop as a batch sees it: at once if it has already happened.
+    const stopped$ = new Observable<StopReason>((subscriber) => {
+      if (stopReason !== undefined) {
+        subscriber.next(stopReason);
+        return undefined;
+      }
+      const listener = (reason: StopReason): void => subscriber.next(reason);
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    });
     const activityObserved = (): boolean => this.activity.observed;
     const emitActivity = (activity: RunnerActivity): void => {
       if (this.activity.observed) this.activity.next(activity);
@@ -353,39 +348,8 @@ export class AgentRunner {
       return { type: 'RUN_COMPLETED', output: decoded.right };
     };
 
-    const respond = (request: ModelRequest, turn: number): Observable<DecodedResponse | { stopped: StopReason } | { error: Error }> =>
-      new Observable<DecodedResponse | { stopped: StopReason } | { error: Error }>((subscriber) => {
-        const controller = new AbortController();
-        // True once the provider answered, so the teardown does not abort a finished request.
-        let answered = false;
-        const reply$ = defer(() => {
-          const produced = this.provider.respond(request, controller.signal);
-          return isObservable(produced) ? produced.pipe(take(1)) : from(produced);
-        }).pipe(
-          map((raw) => {
-            const decoded = decodeModelResponse(raw);
-            return isLeft(decoded) ? { error: new ProviderError(turn, `the reply does not decode: ${decoded.left}`) } : decoded.right;
-          }),
-          defaultIfEmpty(undefined),
-          map((reply) => reply ?? { error: new ProviderError(turn, 'the provider completed without a response') }),
-          catchError((error: unknown) => of({ error: new ProviderError(turn, toErrorInfo(error).message) })),
-        );
-        // The stop first: a run stopped before this turn must not take even a synchronous reply.
-        const subscription = merge(stop$.pipe(map((stopped) => ({ stopped }))), reply$)
-          .pipe(take(1))
-          .subscribe((value) => {
-            answered = !('stopped' in value);
-            subscriber.next(value);
-            subscriber.complete();
-          });
-        return () => {
-          subscription.unsubscribe();
-          if (!answered) controller.abort(new Error('the run stopped'));
-        };
-      });
-
-    const batch$ = (turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>): Observable<RunEvent> =>
-      defer(() => {
+    // One turn's calls as a batch: the outcomes in call order, each already its tool message.
+    const batchOf = (turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>): Observable<Outcome> => {
         const view = snapshot(state);
         const seen = new Set<string>();
         const targets: PolicyTarget[] = [];
@@ -469,8 +433,7 @@ export class AgentRunner {
           return policySettle(outcome);
         };
 
-        const outcomes: Outcome[] = [];
-        const events$ = runBatch(calls, {
+        return runBatch(calls, {
           concurrency: turnConcurrency,
           shared: { lanes: this.lanes, concurrency: this.concurrency },
           tenant,
@@ -479,7 +442,7 @@ export class AgentRunner {
           failFast,
           ...(gate ? { gate } : {}),
           settle,
-          stop$,
+          stop$: stopped$,
           scheduler,
           ...(this.monitor ? { monitor: this.monitor } : {}),
           onActivity: {
@@ -489,60 +452,134 @@ export class AgentRunner {
             next: (activity) => emitActivity({ ...activity, runId, turn, ...(parent ? { parent } : {}) }),
           },
         }).pipe(
-          map((outcome): RunEvent => {
-            outcomes.push(outcome);
+          map((outcome) => {
             messages.push(toolMessage(outcome, contents.get(outcome.index)));
-            return toEvent(outcome);
+            return outcome;
           }),
         );
+    };
 
-        const after$ = defer((): Observable<RunEvent> => {
-          state = assignDelta({ ...state }, mergeDeltas(outcomes));
-          const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
-          const reason = stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
-          if (reason !== undefined) return of(ending(reason));
-          const failure = failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
-          if (failure !== undefined && failure.kind === 'error') return of<RunEvent>({ type: 'RUN_FAILED', error: failure.error });
-          return turn$(turn + 1);
-        });
-        return concat(events$, after$);
-      });
-
-    const turn$ = (turn: number): Observable<RunEvent> =>
-      defer(() => {
-        if (turn > maxTurns) {
-          return of(failed(new RunError(`${agent.name} reached maxTurns (${maxTurns}) without a final answer`)));
-        }
-        const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...messages], tools: specs };
-        return respond(request, turn).pipe(
-          mergeMap((reply): Observable<RunEvent> => {
-            if ('stopped' in reply) return of(ending(reply.stopped));
-            if ('error' in reply) return of(failed(reply.error));
-            const { text, toolCalls = [] } = reply.response;
-            const { malformed } = reply;
-            messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
-            const responded: RunEvent = { type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls };
-            return concat(of(responded), toolCalls.length === 0 ? of(finalAnswer(text)) : batch$(turn, toolCalls, malformed));
-          }),
-        );
-      });
-
-    const started: RunEvent = { type: 'RUN_STARTED', runId, agent: agent.name, tenant, input };
-    const transcript$ = concat(of(started), turn$(1)).pipe(
-      catchError((error: unknown) => of<RunEvent>({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
-      tap((event) => {
-        if (event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED') {
-          ended = true;
-          run.onFinish?.({ state: Object.freeze({ ...state }), messages: [...messages] });
-          const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
-          if (activityObserved()) emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
-        }
-      }),
-    );
-    // True once the run's final event went out; a run left by unsubscribing ends without one.
-    let ended = false;
-
+    // The run, driven by hand rather than by an operator chain per turn: ask the provider,
+    // emit its response, run the batch, merge the deltas, and round again. Each step hands
+    // over to the next by a callback; `current` is whatever is in flight (a request or a batch).
     return new Observable<RunEvent>((subscriber) => {
+      // True once the run's final event went out; a run left by unsubscribing ends without one.
+      let ended = false;
+      let current: Unsubscribable | undefined;
+
+      const end = (event: RunEvent): void => {
+        if (ended || subscriber.closed) return;
+        ended = true;
+        run.onFinish?.({ state: Object.freeze({ ...state }), messages: [...messages] });
+        const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
+        if (activityObserved()) emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
+        subscriber.next(event);
+        subscriber.complete();
+      };
+      // Anything unforeseen thrown along the way ends the run, never the process.
+      const guarded = (step: () => void): void => {
+        try {
+          step();
+        } catch (error) {
+          end({ type: 'RUN_FAILED', error: toErrorInfo(error) });
+        }
+      };
+
+      const ask = (turn: number): void => {
+        if (turn > maxTurns) return end(failed(new RunError(`${agent.name} reached maxTurns (${maxTurns}) without a final answer`)));
+        // A run stopped before this turn does not take even a synchronous reply.
+        if (stopReason !== undefined) return end(ending(stopReason));
+        const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...messages], tools: specs };
+        const controller = new AbortController();
+        // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
+        let answered = false;
+        let reply: Subscription | undefined;
+        // A stop while the provider is asked ends the run at once (the teardown aborts the request).
+        onStop = (reason) => end(ending(reason));
+        const answer = (outcome: { raw: unknown } | { error: unknown } | undefined): void => {
+          if (answered) return;
+          answered = true;
+          onStop = undefined;
+          reply?.unsubscribe();
+          current = undefined;
+          guarded(() => {
+            if (outcome === undefined) return end(failed(new ProviderError(turn, 'the provider completed without a response')));
+            if ('error' in outcome) return end(failed(new ProviderError(turn, toErrorInfo(outcome.error).message)));
+            const decoded = decodeModelResponse(outcome.raw);
+            if (isLeft(decoded)) return end(failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)));
+            respond(turn, decoded.right);
+          });
+        };
+        current = {
+          unsubscribe: () => {
+            reply?.unsubscribe();
+            if (!answered) {
+              answered = true;
+              controller.abort(new Error('the run stopped'));
+            }
+          },
+        };
+        let produced: Promise<ModelResponse> | Observable<ModelResponse> | unknown;
+        try {
+          produced = this.provider.respond(request, controller.signal);
+        } catch (error) {
+          return answer({ error });
+        }
+        if (isObservable(produced)) {
+          const subscription = produced.subscribe({
+            next: (raw) => answer({ raw }),
+            error: (error: unknown) => answer({ error }),
+            complete: () => answer(undefined),
+          });
+          if (answered) subscription.unsubscribe();
+          else reply = subscription;
+        } else if (isPromiseLike(produced)) {
+          produced.then(
+            (raw) => answer({ raw }),
+            (error: unknown) => answer({ error }),
+          );
+        } else {
+          answer({ error: new TypeError(`respond must return a Promise or an Observable, got ${describeValue(produced)}`) });
+        }
+      };
+
+      const respond = (turn: number, reply: DecodedResponse): void => {
+        const { text, toolCalls = [] } = reply.response;
+        messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
+        subscriber.next({ type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls });
+        if (subscriber.closed) return;
+        if (toolCalls.length === 0) return end(finalAnswer(text));
+        const outcomes: Outcome[] = [];
+        let done = false;
+        const subscription = batchOf(turn, toolCalls, reply.malformed).subscribe({
+          next: (outcome) => {
+            outcomes.push(outcome);
+            subscriber.next(toOutcomeEvent(turn, outcome));
+          },
+          error: (error: unknown) => {
+            done = true;
+            end({ type: 'RUN_FAILED', error: toErrorInfo(error) });
+          },
+          complete: () => {
+            done = true;
+            current = undefined;
+            guarded(() => settled(turn, outcomes));
+          },
+        });
+        if (!done) current = subscription;
+      };
+
+      // The batch is over: its deltas merged, then the run stops, fails or asks again.
+      const settled = (turn: number, outcomes: readonly Outcome[]): void => {
+        state = assignDelta({ ...state }, mergeDeltas(outcomes));
+        const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
+        const reason = stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
+        if (reason !== undefined) return end(ending(reason));
+        const failure = failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
+        if (failure !== undefined && failure.kind === 'error') return end({ type: 'RUN_FAILED', error: failure.error });
+        ask(turn + 1);
+      };
+
       if (activityObserved()) emitActivity({ type: 'run-started', runId, agent: agent.name, tenant, ...(parent ? { parent } : {}), at: scheduler.now() });
       const onAbort = () => stop({ kind: 'cancelled', why: 'the run was cancelled' });
       const runSeconds = this.deadline.runSeconds;
@@ -557,9 +594,10 @@ export class AgentRunner {
         if (signal.aborted) onAbort();
         else signal.addEventListener('abort', onAbort, { once: true });
       }
-      const subscription = transcript$.subscribe(subscriber);
+      subscriber.next({ type: 'RUN_STARTED', runId, agent: agent.name, tenant, input });
+      if (!subscriber.closed) guarded(() => ask(1));
       return () => {
-        subscription.unsubscribe();
+        current?.unsubscribe();
         timer?.unsubscribe();
         signal?.removeEventListener('abort', onAbort);
         // Watchers of activity$ (a live view, a recorder) still see the run end.
