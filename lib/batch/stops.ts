@@ -16,16 +16,16 @@ export function failedBy(outcome: { readonly callId: string; readonly tool: stri
 
 /** The outcome of call `index`, stopped by `reason`; `dispatched` says whether its body had started. */
 export function stoppedOutcome(call: BatchCall, index: number, dispatched: boolean, reason: StopReason): Outcome {
-  const base = { index, callId: call.callId, tool: call.tool, dispatched };
+  const { callId, tool } = call;
   if (!dispatched) {
     const error = new CallStoppedError(`never dispatched: ${reason.why}`, false);
-    return { ...base, kind: 'error', error: { name: error.name, message: error.message }, stopped: reason };
+    return { index, callId, tool, dispatched, kind: 'error', error: { name: error.name, message: error.message }, stopped: reason };
   }
   const why = reason.kind === 'deadline' && reason.callId === call.callId ? reason.error.message : reason.why;
   const what = `${call.tool} was in flight when the batch stopped (${why}).`;
   if (call.idempotent === true) {
     const error = new CallStoppedError(`${what} Safe to call again`, true);
-    return { ...base, kind: 'error', error: { name: error.name, message: error.message }, stopped: reason };
+    return { index, callId, tool, dispatched, kind: 'error', error: { name: error.name, message: error.message }, stopped: reason };
   }
-  return { ...base, kind: 'indeterminate', message: `${what} The side effect may have landed`, stopped: reason };
+  return { index, callId, tool, dispatched, kind: 'indeterminate', message: `${what} The side effect may have landed`, stopped: reason };
 }

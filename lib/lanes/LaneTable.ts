@@ -38,7 +38,7 @@ export class LaneTable implements LaneStore {
 
   private readonly onChange = (lane: Lane, change: LaneChange['change'], party: string): void => {
     if (this.changes?.observed === true) {
-      this.changes.next({ ...lane.occupancy(), change, party });
+      this.changes.next(Object.assign(lane.occupancy(), { change, party }));
     }
     if ((change === 'released' || change === 'withdrawn') && lane.idle && this.lanes.get(lane.key) === lane) {
       this.lanes.delete(lane.key);

@@ -355,33 +355,32 @@ export class AgentRunner {
         const targets: PolicyTarget[] = [];
         const calls: BatchCall[] = toolCalls.map((toolCall, position): BatchCall => {
           const { id: callId, name } = toolCall;
-          const base = { callId, tool: name };
           const target = (args: unknown, needsApproval: boolean) => targets.push({ call: { runId, callId, tool: name, args, tenant }, needsApproval });
           const problem = malformed.get(position);
           if (problem !== undefined) {
             target(toolCall.arguments, false);
-            return { ...base, rejected: { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` } };
+            return { callId, tool: name, rejected: { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` } };
           }
           if (seen.has(callId)) {
             target(toolCall.arguments, false);
-            return { ...base, rejected: { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` } };
+            return { callId, tool: name, rejected: { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` } };
           }
           seen.add(callId);
           const registered = allowedSet.has(name) ? this.tools.get(name) : undefined;
           if (registered === undefined) {
             target(toolCall.arguments, false);
-            return { ...base, rejected: toErrorInfo(new UnknownToolError(name, allowed)) };
+            return { callId, tool: name, rejected: toErrorInfo(new UnknownToolError(name, allowed)) };
           }
           const { declaration, body } = registered;
           const decoded = decodeArguments(declaration, toolCall.arguments);
           if (isLeft(decoded)) {
             target(toolCall.arguments, false);
-            return { ...base, rejected: toErrorInfo(decoded.left), parallelSafe: declaration.parallelSafe, idempotent: declaration.idempotent };
+            return { callId, tool: name, rejected: toErrorInfo(decoded.left), parallelSafe: declaration.parallelSafe, idempotent: declaration.idempotent };
           }
           const args = decoded.right;
           target(args, declaration.needsApproval);
           return {
-            ...base,
+            callId, tool: name,
             args,
             parallelSafe: declaration.parallelSafe,
             idempotent: declaration.idempotent,
@@ -449,7 +448,7 @@ export class AgentRunner {
             get observed() {
               return activityObserved();
             },
-            next: (activity) => emitActivity({ ...activity, runId, turn, ...(parent ? { parent } : {}) }),
+            next: (activity) => emitActivity(Object.assign({}, activity, { runId, turn }, parent ? { parent } : undefined)),
           },
         }).pipe(
           map((outcome) => {
