@@ -64,6 +64,51 @@ function isOutcome(value: unknown): value is Outcome {
   return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value && !isObservable(value) && !isPromiseLike(value);
 }
 
+// What a body is handed. Its signal and held lanes are getters (the AbortController and the
+// set are made only if the body asks) and own, enumerable properties, so `{ ...context }` keeps
+// them. They are defined with one shared descriptor each: a getter written in an object
+// literal is a new function per object, hence a hidden class per object, which V8 keeps in old
+// space until a full collection.
+class CallContext implements InvokeContext {
+  declare readonly signal: AbortSignal;
+  declare readonly held: ReadonlySet<string>;
+  readonly record: (delta: Delta) => void;
+  #controller: AbortController | undefined = undefined;
+  readonly #steps: readonly LaneStep[];
+  readonly #sharedLanes: LaneStore;
+  readonly #outer: ReadonlySet<string>;
+
+  static readonly #getters: PropertyDescriptorMap = {
+    signal: {
+      enumerable: true,
+      get(this: CallContext) {
+        return (this.#controller ??= new AbortController()).signal;
+      },
+    },
+    // The shared lanes this call stands in, its caller's included: a nested run does not take them again.
+    held: {
+      enumerable: true,
+      get(this: CallContext) {
+        const taken = this.#steps.filter((step) => step.store === this.#sharedLanes).map((step) => step.key);
+        return taken.length === 0 ? this.#outer : new Set([...this.#outer, ...taken]);
+      },
+    },
+  };
+
+  constructor(record: (delta: Delta) => void, steps: readonly LaneStep[], sharedLanes: LaneStore, outer: ReadonlySet<string>) {
+    this.record = record;
+    this.#steps = steps;
+    this.#sharedLanes = sharedLanes;
+    this.#outer = outer;
+    Object.defineProperties(this, CallContext.#getters);
+  }
+
+  /** Aborts the body's signal, if it ever asked for it. */
+  abort(reason: Error): void {
+    this.#controller?.abort(reason);
+  }
+}
+
 /**
  * Runs one turn's calls concurrently inside their lanes and emits one outcome per call,
  * in call order, as soon as each and every earlier call have settled.
@@ -191,8 +236,8 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
       // The call's ceiling and the batch deadline's watch over it.
       let ceiling: Ceiling | undefined;
       let deadline: Ceiling | undefined;
-      // Made only if the body reads its signal.
-      let controller: AbortController | undefined;
+      // What the body was handed (its AbortController, if it asked for its signal).
+      let invoked: CallContext | undefined;
       // An Observable body's subscription.
       let running: Unsubscribable | undefined;
       // Ends the loop monitor's watch over this call's body.
@@ -225,7 +270,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         if (!settled) {
           settled = true;
           halt();
-          controller?.abort(new InvocationAbortedError('the call was stopped before it settled'));
+          invoked?.abort(new InvocationAbortedError('the call was stopped before it settled'));
         }
         release();
       };
@@ -274,7 +319,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
         const seconds = own(turn.perToolSeconds, call.tool);
         if (seconds !== undefined) {
           ceiling = arm(seconds * 1000, () => {
-            controller?.abort(new InvocationAbortedError(`${call.tool} outran its ${seconds}s ceiling`));
+            invoked?.abort(new InvocationAbortedError(`${call.tool} outran its ${seconds}s ceiling`));
             fail(new ToolTimedOutError(call.tool, seconds, call.idempotent === true));
           });
         }
@@ -284,17 +329,7 @@ export function runBatch(calls: readonly BatchCall[], options: BatchOptions = {}
             stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: call.callId });
           });
         }
-        const context: InvokeContext = {
-          get signal() {
-            return (controller ??= new AbortController()).signal;
-          },
-          record,
-          // The shared lanes this call stands in, its caller's included: a nested run does not take them again.
-          get held() {
-            const taken = steps.filter((step) => step.store === shared.lanes).map((step) => step.key);
-            return taken.length === 0 ? held : new Set([...held, ...taken]);
-          },
-        };
+        const context = (invoked = new CallContext(record, steps, shared.lanes, held));
         let produced: unknown;
         try {
           if (monitor === undefined) produced = call.invoke?.(context);

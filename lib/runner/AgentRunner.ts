@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { asyncScheduler, defer, isObservable, map, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type RunState, type ToolContext } from '../tools/index.js';
+import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type NestedRunResult, type RunState, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
 import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
@@ -136,6 +136,57 @@ function notPlainData(value: unknown): string | undefined {
     return undefined;
   } catch (error) {
     return toErrorInfo(error).message;
+  }
+}
+
+// A tool body's context. `signal` is an own, enumerable getter (so `{ ...ctx }` keeps it),
+// defined with one shared descriptor: a getter written in an object literal is a new function
+// per object, hence a hidden class per object, kept in old space until a full collection.
+class ToolCallContext implements ToolContext {
+  declare readonly signal: AbortSignal;
+  readonly idempotencyKey: string;
+  readonly #invocation: InvokeContext;
+
+  static readonly #signal: PropertyDescriptor = {
+    enumerable: true,
+    get(this: ToolCallContext) {
+      return this.#invocation.signal;
+    },
+  };
+
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    readonly tenant: string,
+    readonly runId: string,
+    readonly state: RunState,
+    invocation: InvokeContext,
+    readonly record: (delta: Readonly<Record<string, unknown>>) => void,
+    readonly runAgent: (agent: AgentRef, input: string) => Promise<NestedRunResult>,
+  ) {
+    this.idempotencyKey = `${runId}:${callId}`;
+    this.#invocation = invocation;
+    Object.defineProperty(this, 'signal', ToolCallContext.#signal);
+  }
+}
+
+// One turn's call activity as the runner's activity$ carries it: with the run and turn.
+class TurnActivity implements ActivitySink {
+  constructor(
+    private readonly activity: Subject<RunnerActivity>,
+    private readonly runId: string,
+    private readonly turn: number,
+    private readonly parent: RunParent | undefined,
+  ) {}
+
+  get observed(): boolean {
+    return this.activity.observed;
+  }
+
+  next(activity: CallActivity): void {
+    if (!this.activity.observed) return;
+    const { runId, turn, parent } = this;
+    this.activity.next(Object.assign({}, activity, parent === undefined ? { runId, turn } : { runId, turn, parent }));
   }
 }
 
@@ -386,24 +437,13 @@ export class AgentRunner {
             idempotent: declaration.idempotent,
             invoke: (context) => {
               // The signal and the held lanes are read only if the body asks: most never do.
-              const ctx: ToolContext = {
-                callId,
-                tool: name,
-                tenant,
-                runId,
-                idempotencyKey: `${runId}:${callId}`,
-                get signal() {
-                  return context.signal;
-                },
-                state: view,
-                record: (delta) => {
-                  const unclonable = notPlainData(delta);
-                  if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
-                  context.record(delta);
-                },
-                runAgent: (sub: AgentRef, subInput: string) =>
-                  this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
-              };
+              const ctx = new ToolCallContext(callId, name, tenant, runId, view, context, (delta) => {
+                const unclonable = notPlainData(delta);
+                if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
+                context.record(delta);
+              }, (sub: AgentRef, subInput: string) =>
+                this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
+              );
               return body(args, ctx);
             },
           };
@@ -444,12 +484,7 @@ export class AgentRunner {
           stop$: stopped$,
           scheduler,
           ...(this.monitor ? { monitor: this.monitor } : {}),
-          onActivity: {
-            get observed() {
-              return activityObserved();
-            },
-            next: (activity) => emitActivity(Object.assign({}, activity, { runId, turn }, parent ? { parent } : undefined)),
-          },
+          onActivity: new TurnActivity(this.activity, runId, turn, parent),
         }).pipe(
           map((outcome) => {
             messages.push(toolMessage(outcome, contents.get(outcome.index)));

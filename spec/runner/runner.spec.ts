@@ -273,6 +273,26 @@ describe('AgentRunner', () => {
       expect(Object.isFrozen(seen!.state) && Object.isFrozen(seen!.state.prefs)).to.equal(true);
     });
 
+    it('survives being spread into a wrapper: { ...ctx } keeps every field, the live signal included', async () => {
+      const seen: { keys?: string[]; aborted?: boolean; wrappedSignal?: AbortSignal; ownSignal?: AbortSignal } = {};
+      const tools = new ToolRegistry().register({ name: 'lookup' }, (_args, ctx) => {
+        const wrapped = { ...ctx, extra: true };
+        seen.keys = Object.keys(wrapped).sort();
+        seen.wrappedSignal = wrapped.signal;
+        seen.ownSignal = ctx.signal;
+        return new Promise((resolve) => wrapped.signal.addEventListener('abort', () => resolve((seen.aborted = true))));
+      });
+      const controller = new AbortController();
+      const running = new AgentRunner({ provider: new ScriptedProvider([lookups(1), { text: 'done' }]), tools }).run(planner, 'go', { signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort();
+      const result = await running;
+      expect(result.status).to.equal('cancelled');
+      expect(seen.keys).to.deep.equal(['callId', 'extra', 'idempotencyKey', 'record', 'runAgent', 'runId', 'signal', 'state', 'tenant', 'tool']);
+      expect(seen.wrappedSignal).to.equal(seen.ownSignal);
+      expect(seen.aborted).to.equal(true);
+    });
+
     it('merges recorded deltas of successful calls in call order into the run\'s state', async () => {
       const tools = new ToolRegistry()
         .register({ name: 'lookup', args: t.type({ q: t.string }) }, async ({ q }, ctx) => {
