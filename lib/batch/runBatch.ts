@@ -78,20 +78,18 @@ class CallContext implements InvokeContext {
   readonly #sharedLanes: LaneStore;
   readonly #outer: ReadonlySet<string>;
 
-  static readonly #getters: PropertyDescriptorMap = {
-    signal: {
-      enumerable: true,
-      get(this: CallContext) {
-        return (this.#controller ??= new AbortController()).signal;
-      },
+  static readonly #signal: PropertyDescriptor = {
+    enumerable: true,
+    get(this: CallContext) {
+      return (this.#controller ??= new AbortController()).signal;
     },
-    // The shared lanes this call stands in, its caller's included: a nested run does not take them again.
-    held: {
-      enumerable: true,
-      get(this: CallContext) {
-        const taken = this.#steps.filter((step) => step.store === this.#sharedLanes).map((step) => step.key);
-        return taken.length === 0 ? this.#outer : new Set([...this.#outer, ...taken]);
-      },
+  };
+  // The shared lanes this call stands in, its caller's included: a nested run does not take them again.
+  static readonly #held: PropertyDescriptor = {
+    enumerable: true,
+    get(this: CallContext) {
+      const taken = this.#steps.filter((step) => step.store === this.#sharedLanes).map((step) => step.key);
+      return taken.length === 0 ? this.#outer : new Set([...this.#outer, ...taken]);
     },
   };
 
@@ -100,7 +98,8 @@ class CallContext implements InvokeContext {
     this.#steps = steps;
     this.#sharedLanes = sharedLanes;
     this.#outer = outer;
-    Object.defineProperties(this, CallContext.#getters);
+    Object.defineProperty(this, 'signal', CallContext.#signal);
+    Object.defineProperty(this, 'held', CallContext.#held);
   }
 
   /** Aborts the body's signal, if it ever asked for it. */

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
 
 interface Watched {
+  readonly monitor: LoopMonitor;
   readonly tool: string;
   readonly onStall: (error: EventLoopStalledError) => void;
   // Set once a stall was reported, so a call is failed once at most.
@@ -22,31 +23,42 @@ export interface WatchedCall<T> {
   readonly release: () => void;
 }
 
+// One storage and one hook for every monitor of the process. Node keeps each AsyncLocalStorage
+// ever made in a list it walks for every async resource created, so a storage per monitor
+// (per runner) would slow every Promise of a process that makes runners as it goes.
+const storage = new AsyncLocalStorage<Watched>();
+// Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
+const stack: Array<{ watched: Watched | undefined; start: number }> = [];
+// Watched calls not yet released, over all monitors; the hook is enabled only while there are some.
+let active = 0;
+const hook: AsyncHook = createHook({
+  before: () => {
+    stack.push({ watched: storage.getStore(), start: performance.now() });
+  },
+  after: () => {
+    const frame = stack.pop();
+    if (frame?.watched !== undefined) check(frame.watched, performance.now() - frame.start);
+  },
+});
+
+function check(watched: Watched, elapsed: number): void {
+  if (elapsed <= watched.monitor.limitMs || watched.stalled || watched.released) return;
+  watched.stalled = true;
+  watched.onStall(new EventLoopStalledError(watched.tool, elapsed, watched.monitor.limitMs));
+}
+
 export class LoopMonitor {
-  /** Watched calls not yet released (for tests: the hook is on while this is above zero). */
+  /** This monitor's watched calls not yet released (for tests: none once every call ended). */
   get watching(): number {
     return this.active;
   }
 
-  private readonly storage = new AsyncLocalStorage<Watched>();
-  // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
-  private readonly stack: Array<{ watched: Watched | undefined; start: number }> = [];
-  // Watched calls not yet released; the hook is enabled only while there are some.
+  // This monitor's watched calls not yet released.
   private active = 0;
-  private readonly hook: AsyncHook;
 
   /** @param limitMs a synchronous stretch longer than this fails the call */
   constructor(readonly limitMs: number) {
     if (!(limitMs > 0)) throw new TypeError(`Expected loopStallMs to be a positive number, got ${limitMs}`);
-    this.hook = createHook({
-      before: () => {
-        this.stack.push({ watched: this.storage.getStore(), start: performance.now() });
-      },
-      after: () => {
-        const frame = this.stack.pop();
-        if (frame?.watched !== undefined) this.check(frame.watched, performance.now() - frame.start);
-      },
-    });
   }
 
   /**
@@ -54,28 +66,24 @@ export class LoopMonitor {
    * it schedules as it runs. `onStall` is told (once) if any stretch passes the limit.
    */
   watch<T>(tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): WatchedCall<T> {
-    const watched: Watched = { tool, onStall, stalled: false, released: false };
-    if (this.active++ === 0) this.hook.enable();
+    const watched: Watched = { monitor: this, tool, onStall, stalled: false, released: false };
+    this.active++;
+    if (active++ === 0) hook.enable();
     const release = (): void => {
       if (watched.released) return;
       watched.released = true;
-      if (--this.active === 0) this.hook.disable();
+      this.active--;
+      if (--active === 0) hook.disable();
     };
     const start = performance.now();
     let value: T;
     try {
-      value = this.storage.run(watched, body);
+      value = storage.run(watched, body);
     } catch (error) {
       release();
       throw error;
     }
-    this.check(watched, performance.now() - start);
+    check(watched, performance.now() - start);
     return { value, release };
-  }
-
-  private check(watched: Watched, elapsed: number): void {
-    if (elapsed <= this.limitMs || watched.stalled || watched.released) return;
-    watched.stalled = true;
-    watched.onStall(new EventLoopStalledError(watched.tool, elapsed, this.limitMs));
   }
 }

@@ -119,6 +119,21 @@ describe('loop monitor', () => {
       expect(stalls).to.deep.equal([]);
     });
 
+    it('charges each stall after an await to its own call, each by its own monitor\'s limit, with both in flight', async () => {
+      const strict = new LoopMonitor(20);
+      const lenient = new LoopMonitor(10_000);
+      const stalls: string[] = [];
+      const after = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+      const a = strict.watch('strict-tool', () => after(2).then(() => block(40)), (error) => stalls.push(`strict ${error.tool}`));
+      const b = lenient.watch('lenient-tool', () => after(4).then(() => block(40)), (error) => stalls.push(`lenient ${error.tool}`));
+      expect(strict.watching + lenient.watching).to.equal(2);
+      await Promise.all([a.value, b.value]);
+      a.release();
+      b.release();
+      expect(stalls).to.deep.equal(['strict strict-tool']);
+      expect(strict.watching + lenient.watching).to.equal(0);
+    });
+
     it('rethrows what the body throws', () => {
       const monitor = new LoopMonitor(20);
       expect(() => monitor.watch('tool', () => {
