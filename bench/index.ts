@@ -86,8 +86,19 @@ const row = (r: Row) => {
 const print = (r: Row) =>
   console.log(`${r.workload.padEnd(36)} ${r.figure.padEnd(30)} ${r.value.toFixed(r.value < 10 ? 2 : 1).padStart(10)} ${r.unit.padEnd(8)} ${r.note ?? ''}`);
 
+// A service that has been up a while has its engine compiled: the latency workloads are
+// measured after this many calls have gone through it (cold starts are W3's first round).
+const WARM_CALLS = 20_000;
+
+/** Runs turns of `n` calls answering at once until about WARM_CALLS calls went through. */
+async function warmUp(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}): Promise<void> {
+  const rounds = Math.max(2, Math.ceil(WARM_CALLS / Math.max(n, 1)));
+  for (let i = 0; i < rounds; i++) await oneTurn(n, () => Promise.resolve(1), options);
+}
+
 async function w1(): Promise<void> {
   for (const n of [4, 16, 64]) {
+    await warmUp(n, { concurrency: everything });
     // The floor: the same sleeps under a plain Promise.all, so timer lateness is not charged to the runner.
     const floor = await best(3, () => Promise.all(Array.from({ length: n }, () => sleep(50))));
     row({ workload: `W1 floor, N=${n}, 50ms each`, figure: 'Promise.all wall / one call', value: floor / 50, unit: 'x' });
@@ -98,6 +109,7 @@ async function w1(): Promise<void> {
 
 async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false }, body: () => unknown): Promise<number> {
   const repeats = n >= 100_000 ? 3 : 5;
+  await warmUp(n, options);
   const withCalls = await best(repeats, () => oneTurn(n, body, options));
   const empty = await best(repeats, () => oneTurn(0, body, options));
   return ((withCalls - empty) * 1000) / n;

@@ -29,8 +29,20 @@ export interface WatchedCall<T> {
 const storage = new AsyncLocalStorage<Watched>();
 // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
 const stack: Array<{ watched: Watched | undefined; start: number }> = [];
-// Watched calls not yet released, over all monitors; the hook is enabled only while there are some.
+// Watched calls not yet released, over all monitors; the hook is enabled only while there are
+// some, give or take a turn of the event loop: it is turned off by a check scheduled once the
+// last one is released, so calls that answer at once, one after another, do not switch it on
+// and off for each (switching costs more than a call).
 let active = 0;
+let enabled = false;
+let offCheck: NodeJS.Immediate | undefined;
+function turnOffIfIdle(): void {
+  offCheck = undefined;
+  if (active === 0 && enabled) {
+    enabled = false;
+    hook.disable();
+  }
+}
 const hook: AsyncHook = createHook({
   before: () => {
     stack.push({ watched: storage.getStore(), start: performance.now() });
@@ -48,6 +60,11 @@ function check(watched: Watched, elapsed: number): void {
 }
 
 export class LoopMonitor {
+  /** @internal Whether the process-wide hook is on (for tests: off a turn of the loop after the last call ended). */
+  static get hooked(): boolean {
+    return enabled;
+  }
+
   /** This monitor's watched calls not yet released (for tests: none once every call ended). */
   get watching(): number {
     return this.active;
@@ -68,12 +85,16 @@ export class LoopMonitor {
   watch<T>(tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): WatchedCall<T> {
     const watched: Watched = { monitor: this, tool, onStall, stalled: false, released: false };
     this.active++;
-    if (active++ === 0) hook.enable();
+    active++;
+    if (!enabled) {
+      enabled = true;
+      hook.enable();
+    }
     const release = (): void => {
       if (watched.released) return;
       watched.released = true;
       this.active--;
-      if (--active === 0) hook.disable();
+      if (--active === 0 && offCheck === undefined) offCheck = setImmediate(turnOffIfIdle).unref();
     };
     const start = performance.now();
     let value: T;

@@ -84,6 +84,19 @@ describe('loop monitor', () => {
     const runner = new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [...call('c1', 'crunch')!, ...call('c2', 'fetch')!] }, { text: 'done' }]), tools, loopStallMs: 50 });
     await runner.run(agent, 'go');
     expect((runner as unknown as { monitor: LoopMonitor }).monitor.watching).to.equal(0);
+    // The process-wide hook stays on for a turn of the loop (calls answering one after another
+    // do not switch it each time), then goes off.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(LoopMonitor.hooked).to.equal(false);
+  });
+
+  it('keeps the hook on across calls that answer at once, and turns it off once they are done', async () => {
+    const monitor = new LoopMonitor(1_000);
+    for (let i = 0; i < 3; i++) monitor.watch('quick', () => i, () => undefined).release();
+    expect(monitor.watching).to.equal(0);
+    expect(LoopMonitor.hooked).to.equal(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(LoopMonitor.hooked).to.equal(false);
   });
 
   it('does nothing when turned off with loopStallMs: false', async () => {
