@@ -5,12 +5,12 @@
 // the transcript it emits does not depend on which call finished first.
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { asyncScheduler, defer, isObservable, map, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, defer, isObservable, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
 import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type NestedRunResult, type RunState, type ToolContext } from '../tools/index.js';
+import { decodeArguments, LoopMonitor, ToolRegistry, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext } from '../tools/index.js';
 import { Agent, OnToolError } from './Agent.js';
 import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
@@ -170,6 +170,56 @@ class ToolCallContext implements ToolContext {
   }
 }
 
+// What a turn's calls share: their run, their tenant, the state they read, and how a body starts a sub-agent.
+interface CallScope {
+  readonly runId: string;
+  readonly tenant: string;
+  readonly view: RunState;
+  readonly nested: (agent: AgentRef, input: string, context: InvokeContext, callId: string) => Promise<NestedRunResult>;
+}
+
+// One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
+// rather than a closure per call.
+class RunnerCall implements BatchCall {
+  readonly parallelSafe: boolean | undefined;
+  readonly idempotent: boolean | undefined;
+  readonly needsApproval: boolean;
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    /** The decoded arguments; for a call refused before decoding, what the model sent. */
+    readonly args: unknown,
+    readonly rejected: ErrorInfo | undefined,
+    declaration: ResolvedDeclaration | undefined,
+    private readonly body: ToolBody<unknown> | undefined,
+    private readonly scope: CallScope,
+  ) {
+    this.parallelSafe = declaration?.parallelSafe;
+    this.idempotent = declaration?.idempotent;
+    this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
+  }
+
+  invoke(context: InvokeContext): unknown {
+    const { callId, tool, scope } = this;
+    // The signal and the held lanes are read only if the body asks: most never do.
+    const ctx = new ToolCallContext(
+      callId,
+      tool,
+      scope.tenant,
+      scope.runId,
+      scope.view,
+      context,
+      (delta) => {
+        const unclonable = notPlainData(delta);
+        if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
+        context.record(delta);
+      },
+      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, callId),
+    );
+    return this.body!(this.args, ctx);
+  }
+}
+
 // One turn's call activity as the runner's activity$ carries it: with the run and turn.
 class TurnActivity implements ActivitySink {
   constructor(
@@ -214,6 +264,8 @@ export class AgentRunner {
   private readonly approve: Approve | undefined;
   private readonly guardrails: Guardrails | undefined;
   private readonly hooks: Hooks | undefined;
+  // True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them.
+  private readonly policed: boolean;
   private readonly scheduler: SchedulerLike;
   private readonly activity = new Subject<RunnerActivity>();
   /** Live scheduling events of every run on this runner: runs starting and ending, calls queued (on which lane), started, settled. */
@@ -253,6 +305,7 @@ export class AgentRunner {
     this.approve = approve;
     this.guardrails = guardrails;
     this.hooks = hooks;
+    this.policed = approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined;
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -400,97 +453,84 @@ export class AgentRunner {
     };
 
     // One turn's calls as a batch: the outcomes in call order, each already its tool message.
-    const batchOf = (turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>): Observable<Outcome> => {
-        const view = snapshot(state);
-        const seen = new Set<string>();
-        const targets: PolicyTarget[] = [];
-        const calls: BatchCall[] = toolCalls.map((toolCall, position): BatchCall => {
-          const { id: callId, name } = toolCall;
-          const target = (args: unknown, needsApproval: boolean) => targets.push({ call: { runId, callId, tool: name, args, tenant }, needsApproval });
-          const problem = malformed.get(position);
-          if (problem !== undefined) {
-            target(toolCall.arguments, false);
-            return { callId, tool: name, rejected: { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` } };
-          }
-          if (seen.has(callId)) {
-            target(toolCall.arguments, false);
-            return { callId, tool: name, rejected: { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` } };
-          }
-          seen.add(callId);
-          const registered = allowedSet.has(name) ? this.tools.get(name) : undefined;
-          if (registered === undefined) {
-            target(toolCall.arguments, false);
-            return { callId, tool: name, rejected: toErrorInfo(new UnknownToolError(name, allowed)) };
-          }
-          const { declaration, body } = registered;
-          const decoded = decodeArguments(declaration, toolCall.arguments);
-          if (isLeft(decoded)) {
-            target(toolCall.arguments, false);
-            return { callId, tool: name, rejected: toErrorInfo(decoded.left), parallelSafe: declaration.parallelSafe, idempotent: declaration.idempotent };
-          }
-          const args = decoded.right;
-          target(args, declaration.needsApproval);
-          return {
-            callId, tool: name,
-            args,
-            parallelSafe: declaration.parallelSafe,
-            idempotent: declaration.idempotent,
-            invoke: (context) => {
-              // The signal and the held lanes are read only if the body asks: most never do.
-              const ctx = new ToolCallContext(callId, name, tenant, runId, view, context, (delta) => {
-                const unclonable = notPlainData(delta);
-                if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
-                context.record(delta);
-              }, (sub: AgentRef, subInput: string) =>
-                this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
-              );
-              return body(args, ctx);
-            },
-          };
-        });
+    // What a turn's calls share: who runs them, and the state they read.
+    const scopeOf = (view: RunState): CallScope => ({
+      runId,
+      tenant,
+      view,
+      nested: (sub, subInput, context, callId) =>
+        this.collect(sub as Agent, subInput, { tenant, signal: context.signal }, { held: context.held, parent: { runId, callId } }),
+    });
 
-        // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
-        const contents = new Map<number, string>();
-        const toEvent = (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome);
-        const { gate, settle: policySettle } = policySteps({ approve: this.approve, guardrails: this.guardrails, hooks: this.hooks }, targets, toEvent);
-        const settle = (outcome: Outcome) => {
-          if (outcome.kind === 'result') {
-            try {
-              contents.set(outcome.index, serialise(outcome.result));
-            } catch (error) {
-              const { index, callId, tool, dispatched } = outcome;
-              return policySettle({
-                kind: 'error',
-                index,
-                callId,
-                tool,
-                dispatched,
-                error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${toErrorInfo(error).message})` },
-              });
-            }
-          }
-          return policySettle(outcome);
-        };
+    // One turn's calls as a batch. `contents` receives each result's JSON as it settles.
+    const batchOf = (turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> => {
+      const scope = scopeOf(snapshot(state));
+      const seen = new Set<string>();
+      let approvals = false;
+      const calls = toolCalls.map((toolCall, position): RunnerCall => {
+        const { id: callId, name } = toolCall;
+        const refuse = (rejected: ErrorInfo, declaration?: ResolvedDeclaration) =>
+          new RunnerCall(callId, name, toolCall.arguments, rejected, declaration, undefined, scope);
+        const problem = malformed.get(position);
+        if (problem !== undefined) {
+          return refuse({ name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+        }
+        if (seen.has(callId)) {
+          return refuse({ name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+        }
+        seen.add(callId);
+        const registered = allowedSet.has(name) ? this.tools.get(name) : undefined;
+        if (registered === undefined) return refuse(toErrorInfo(new UnknownToolError(name, allowed)));
+        const { declaration, body } = registered;
+        const decoded = decodeArguments(declaration, toolCall.arguments);
+        if (isLeft(decoded)) return refuse(toErrorInfo(decoded.left), declaration);
+        approvals ||= declaration.needsApproval;
+        return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope);
+      });
 
-        return runBatch(calls, {
-          concurrency: turnConcurrency,
-          shared: { lanes: this.lanes, concurrency: this.concurrency },
-          tenant,
-          ...(nesting ? { held: nesting.held } : {}),
-          deadline: this.deadline,
-          failFast,
-          ...(gate ? { gate } : {}),
-          settle,
-          stop$: stopped$,
-          scheduler,
-          ...(this.monitor ? { monitor: this.monitor } : {}),
-          onActivity: new TurnActivity(this.activity, runId, turn, parent),
-        }).pipe(
-          map((outcome) => {
-            messages.push(toolMessage(outcome, contents.get(outcome.index)));
-            return outcome;
-          }),
-        );
+      // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
+      const policed = this.policed || approvals;
+      const targets: PolicyTarget[] = policed
+        ? calls.map((call) => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.args, tenant }, needsApproval: call.needsApproval }))
+        : [];
+      const toEvent = (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome);
+      const { gate, settle: policySettle } = policed
+        ? policySteps({ approve: this.approve, guardrails: this.guardrails, hooks: this.hooks }, targets, toEvent)
+        : { gate: undefined, settle: undefined };
+      // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
+      const settle = (outcome: Outcome): Outcome | Promise<Outcome> => {
+        if (outcome.kind === 'result') {
+          try {
+            contents[outcome.index] = serialise(outcome.result);
+          } catch (error) {
+            const { index, callId, tool, dispatched } = outcome;
+            outcome = {
+              kind: 'error',
+              index,
+              callId,
+              tool,
+              dispatched,
+              error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${toErrorInfo(error).message})` },
+            };
+          }
+        }
+        return policySettle === undefined ? outcome : policySettle(outcome);
+      };
+
+      return runBatch(calls, {
+        concurrency: turnConcurrency,
+        shared: { lanes: this.lanes, concurrency: this.concurrency },
+        tenant,
+        ...(nesting ? { held: nesting.held } : {}),
+        deadline: this.deadline,
+        failFast,
+        ...(gate ? { gate } : {}),
+        settle,
+        stop$: stopped$,
+        scheduler,
+        ...(this.monitor ? { monitor: this.monitor } : {}),
+        onActivity: new TurnActivity(this.activity, runId, turn, parent),
+      });
     };
 
     // The run, driven by hand rather than by an operator chain per turn: ask the provider,
@@ -584,10 +624,12 @@ export class AgentRunner {
         if (subscriber.closed) return;
         if (toolCalls.length === 0) return end(finalAnswer(text));
         const outcomes: Outcome[] = [];
+        const contents: Array<string | undefined> = [];
         let done = false;
-        const subscription = batchOf(turn, toolCalls, reply.malformed).subscribe({
+        const subscription = batchOf(turn, toolCalls, reply.malformed, contents).subscribe({
           next: (outcome) => {
             outcomes.push(outcome);
+            messages.push(toolMessage(outcome, contents[outcome.index]));
             subscriber.next(toOutcomeEvent(turn, outcome));
           },
           error: (error: unknown) => {

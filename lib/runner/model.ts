@@ -60,6 +60,16 @@ export const ModelResponseCodec = t.intersection([
   }),
 ]);
 
+// A well-formed call, without the allocations of a codec's decode; undefined for anything else.
+function plainCall(entry: unknown): ToolCall | undefined {
+  if (entry === null || typeof entry !== 'object') return undefined;
+  const { id, name, arguments: args } = entry as Record<string, unknown>;
+  if (typeof id !== 'string' || typeof name !== 'string') return undefined;
+  if (args === undefined) return { id, name, arguments: '{}' };
+  if (typeof args === 'string' || t.UnknownRecord.is(args)) return { id, name, arguments: args };
+  return undefined;
+}
+
 /** A decoded reply, with what was wrong with any call that did not decode, by position. */
 export interface DecodedResponse {
   readonly response: ModelResponse;
@@ -78,6 +88,9 @@ export function decodeModelResponse(raw: unknown): Either<string, DecodedRespons
   const { text, toolCalls } = decoded.right;
   const malformed = new Map<number, string>();
   const calls = (toolCalls ?? []).map((entry, i): ToolCall => {
+    // The common case checked by hand (a subset of what the codec accepts); the codec decides the rest and words the error.
+    const plain = plainCall(entry);
+    if (plain !== undefined) return plain;
     const call = ToolCallCodec.decode(entry);
     if (isRight(call)) return { id: call.right.id, name: call.right.name, arguments: call.right.arguments ?? '{}' };
     malformed.set(i, describeFailures(call.left, `toolCalls.${i}`));
