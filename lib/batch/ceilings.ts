@@ -10,10 +10,18 @@ export interface Ceiling {
   cancel(): void;
 }
 
-interface Entry extends Ceiling {
-  readonly due: number;
-  readonly expire: () => void;
-  cancelled: boolean;
+// A class rather than a literal with a method: a method written in an object literal is a new
+// function per ceiling.
+class Entry implements Ceiling {
+  cancelled = false;
+  constructor(
+    readonly due: number,
+    readonly expire: () => void,
+  ) {}
+
+  cancel(): void {
+    this.cancelled = true;
+  }
 }
 
 class DurationQueue {
@@ -29,14 +37,7 @@ class DurationQueue {
   ) {}
 
   arm(expire: () => void): Ceiling {
-    const entry: Entry = {
-      due: this.scheduler.now() + this.ms,
-      expire,
-      cancelled: false,
-      cancel() {
-        this.cancelled = true;
-      },
-    };
+    const entry = new Entry(this.scheduler.now() + this.ms, expire);
     this.entries.push(entry);
     if (this.action === undefined) this.wake(entry.due);
     return entry;

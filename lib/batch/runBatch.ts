@@ -33,6 +33,7 @@ const SETTLED = 3; // has its outcome
 
 const noLanes: ReadonlySet<string> = new Set();
 const noSteps: readonly LaneStep[] = [];
+const noPermits: Array<Permit | undefined> = [];
 
 interface LaneStep {
   readonly store: LaneStore;
@@ -115,7 +116,10 @@ class CallRun {
   active = false;
   // The lanes this call takes, in order, and the permits held, in the order taken.
   private steps: readonly LaneStep[] = noSteps;
-  private readonly permits: Permit[] = [];
+  // Sized once the lanes are known (a few at most), so no call carries a grown array's spare
+  // room; `taken` of them are held, in the order taken.
+  private permits: Array<Permit | undefined> = noPermits;
+  private taken = 0;
   // The lane asked last; a grant that comes later carries on from the next one.
   private asking = 0;
   // The call's ceiling and the batch deadline's watch over it.
@@ -135,7 +139,7 @@ class CallRun {
   private delta: Record<string, unknown> | undefined = undefined;
   // A lane's grant that comes later carries on from the next lane; made once per call.
   private readonly onGrant = (): void => {
-    if (this.permits.length > this.asking) this.acquire(this.asking + 1);
+    if (this.taken > this.asking) this.acquire(this.asking + 1);
   };
 
   constructor(
@@ -152,14 +156,15 @@ class CallRun {
       this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: false, error: refused });
       return;
     }
-    this.steps = this.batch.lanesOf(this);
+    const steps = (this.steps = this.batch.lanesOf(this));
+    if (steps.length > 0) this.permits = new Array<Permit | undefined>(steps.length);
     this.status = QUEUED;
     this.acquire(0);
   }
 
   /** Takes the lanes from `first` on, in order. Each permit is stored before the next lane is asked, so the teardown always knows every permit held. */
   private acquire(first: number): void {
-    const { steps, permits, batch } = this;
+    const { steps, batch } = this;
     for (let i = first; i < steps.length; i++) {
       const { store, key, limit, party } = steps[i]!;
       let permit: Permit;
@@ -172,7 +177,7 @@ class CallRun {
         this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: false, error: toErrorInfo(error) });
         return;
       }
-      permits.push(permit);
+      this.permits[this.taken++] = permit;
       // Something the grant set off (a watcher of the lanes, say) may have stopped this call
       // already, its teardown run: give back what it holds and go no further.
       if (this.closed) {
@@ -290,7 +295,7 @@ class CallRun {
 
   private release(): void {
     const { permits } = this;
-    for (let i = permits.length - 1; i >= 0; i--) {
+    for (let i = this.taken - 1; i >= 0; i--) {
       // One permit failing to go back (a remote store, say) must not keep the others.
       try {
         permits[i]!.leave();
