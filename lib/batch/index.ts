@@ -1,9 +1,7 @@
 export { runBatch } from './runBatch.js';
-export { toPhases } from './phases.js';
-export { inCallOrder } from './inCallOrder.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, failedBy, stoppedOutcome } from './stops.js';
-export { fromResult, invocation, isPromiseLike, reportUnhandled } from './invocation.js';
+export { isPromiseLike, reportUnhandled } from './invocation.js';
 export type {
   ActivitySink,
   BatchCall,
