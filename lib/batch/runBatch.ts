@@ -22,7 +22,7 @@ import { Ceilings, type Ceiling } from './ceilings.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
 import { failedBy, stoppedOutcome } from './stops.js';
-import type { LoopMonitor } from '../tools/index.js';
+import type { LoopMonitor, Watch } from '../tools/index.js';
 import type { ActivitySink, BatchCall, BatchOptions, CallActivity, Delta, GateVerdict, InvokeContext, Outcome, StopReason } from './types.js';
 
 // Where each call stands; a stop classifies by it.
@@ -129,8 +129,9 @@ class CallRun {
   private invoked: CallContext | undefined = undefined;
   // An Observable body's subscription.
   private running: Unsubscribable | undefined = undefined;
-  // Ends the loop monitor's watch over this call's body.
-  private unwatch: (() => void) | undefined = undefined;
+  // The loop monitor's watch over this call's body.
+  private watch: Watch | undefined = undefined;
+
   // Set once the call has its outcome (or was torn down): later answers are ignored.
   private settled = false;
   // Set once the call is over or torn down.
@@ -148,6 +149,11 @@ class CallRun {
     readonly index: number,
   ) {
     this.parallelSafe = call.parallelSafe !== false;
+  }
+
+  // The body, given what it is handed: a function of the call, so the monitor can run it without a closure.
+  private static invoke(run: CallRun): unknown {
+    return run.call.invoke?.(run.invoked!);
   }
 
   dispatch(): void {
@@ -224,12 +230,9 @@ class CallRun {
       const { monitor } = batch;
       if (monitor === undefined) produced = call.invoke?.(context);
       else {
-        const watched = monitor.watch(call.tool, () => call.invoke?.(context), onError);
-        this.unwatch = watched.release;
-        produced = watched.value;
-        // A body that stalled synchronously has failed already; its watch ended before
-        // `unwatch` was known, so end it now.
-        if (this.settled) watched.release();
+        // Known before the body runs, so a synchronous stall's failure (halt) ends the watch too.
+        this.watch = monitor.open(call.tool, onError);
+        produced = monitor.run(this.watch, CallRun.invoke, this);
       }
     } catch (error) {
       this.fail(error);
@@ -306,7 +309,7 @@ class CallRun {
   }
 
   private halt(): void {
-    this.unwatch?.();
+    this.watch?.release();
     this.ceiling?.cancel();
     this.deadline?.cancel();
     this.running?.unsubscribe();

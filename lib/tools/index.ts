@@ -3,5 +3,5 @@ export { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDec
 export type { AgentRef, NestedRunResult, RunState, ToolBody, ToolContext } from './ToolContext.js';
 export { decodeArguments } from './decodeArguments.js';
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
-export { LoopMonitor, type WatchedCall } from './loopMonitor.js';
+export { LoopMonitor, type Watch, type WatchedCall } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';

@@ -7,15 +7,26 @@ import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks'
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
 
-interface Watched {
-  readonly monitor: LoopMonitor;
-  readonly tool: string;
-  readonly onStall: (error: EventLoopStalledError) => void;
+/** One watched call: who to tell of a stall, and whether it was told or is over. */
+export class Watch {
   // Set once a stall was reported, so a call is failed once at most.
-  stalled: boolean;
+  stalled = false;
   // Set once the call ended; later callbacks of its body are no longer charged to it.
-  released: boolean;
+  released = false;
+  constructor(
+    readonly monitor: LoopMonitor,
+    readonly tool: string,
+    readonly onStall: (error: EventLoopStalledError) => void,
+  ) {}
+
+  /** Ends the watch; later callbacks of the body are not charged. Safe to call twice. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.monitor.left();
+  }
 }
+type Watched = Watch;
 
 /** What `watch` gives back: the body's return value, and the release to call when the call ends. */
 export interface WatchedCall<T> {
@@ -83,28 +94,39 @@ export class LoopMonitor {
    * it schedules as it runs. `onStall` is told (once) if any stretch passes the limit.
    */
   watch<T>(tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): WatchedCall<T> {
-    const watched: Watched = { monitor: this, tool, onStall, stalled: false, released: false };
+    const watch = this.open(tool, onStall);
+    const value = this.run(watch, body, undefined);
+    return { value, release: () => watch.release() };
+  }
+
+  /** @internal A watch for one call, not yet running anything: `run` runs its body, `release` ends it. */
+  open(tool: string, onStall: (error: EventLoopStalledError) => void): Watch {
     this.active++;
     active++;
     if (!enabled) {
       enabled = true;
       hook.enable();
     }
-    const release = (): void => {
-      if (watched.released) return;
-      watched.released = true;
-      this.active--;
-      if (--active === 0 && offCheck === undefined) offCheck = setImmediate(turnOffIfIdle).unref();
-    };
+    return new Watch(this, tool, onStall);
+  }
+
+  /** @internal Runs `body(arg)` inside `watch`, timing its synchronous part; a throw releases the watch and is rethrown. */
+  run<A, T>(watch: Watch, body: (arg: A) => T, arg: A): T {
     const start = performance.now();
     let value: T;
     try {
-      value = storage.run(watched, body);
+      value = storage.run(watch, body, arg);
     } catch (error) {
-      release();
+      watch.release();
       throw error;
     }
-    check(watched, performance.now() - start);
-    return { value, release };
+    check(watch, performance.now() - start);
+    return value;
+  }
+
+  /** @internal A watch of this monitor was released. */
+  left(): void {
+    this.active--;
+    if (--active === 0 && offCheck === undefined) offCheck = setImmediate(turnOffIfIdle).unref();
   }
 }
