@@ -100,9 +100,9 @@ async function w1(): Promise<void> {
   for (const n of [4, 16, 64]) {
     await warmUp(n, { concurrency: everything });
     // The floor: the same sleeps under a plain Promise.all, so timer lateness is not charged to the runner.
-    const floor = await best(3, () => Promise.all(Array.from({ length: n }, () => sleep(50))));
+    const floor = await best(7, () => Promise.all(Array.from({ length: n }, () => sleep(50))));
     row({ workload: `W1 floor, N=${n}, 50ms each`, figure: 'Promise.all wall / one call', value: floor / 50, unit: 'x' });
-    const wall = await best(3, () => oneTurn(n, () => sleep(50), { concurrency: everything }));
+    const wall = await best(7, () => oneTurn(n, () => sleep(50), { concurrency: everything }));
     row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: wall / 50, unit: 'x', note: 'ideal 1.0' });
   }
 }
