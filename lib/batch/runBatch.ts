@@ -47,6 +47,12 @@ function narrower(turn: number | undefined, shared: number | undefined): number 
   return turn !== undefined && (shared === undefined || turn < shared) ? turn : undefined;
 }
 
+// A lane of the batch's own can only bind if it has fewer permits than the calls that may take
+// it; one that cannot is not taken at all (it would queue nobody, and costs a permit per call).
+function bindingOver(limit: number | undefined, calls: number): number | undefined {
+  return limit !== undefined && limit < calls ? limit : undefined;
+}
+
 function verdictError(verdict: unknown): ErrorInfo | undefined {
   if (verdict === undefined || verdict === null) return undefined;
   if (typeof verdict === 'string') return { name: 'ToolRejectedError', message: verdict };
@@ -399,7 +405,7 @@ class BatchRun {
     this.tenant = options.tenant ?? 'default';
     this.gate = options.gate;
     this.settle = options.settle;
-    this.turnLimit = tighter(turn.maxConcurrentTools, narrower(turn.perTenant, this.shared.concurrency.perTenant));
+    this.turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, this.shared.concurrency.perTenant)), calls.length);
   }
 
   begin(stop$: Observable<StopReason> | undefined): void {
@@ -455,7 +461,8 @@ class BatchRun {
     const { shared, turn, tenant } = this;
     const steps: LaneStep[] = [];
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
-    const turnTool = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
+    const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
+    const turnTool = toolBound === undefined ? undefined : bindingOver(toolBound, this.callsOf(call.tool));
     if (this.turnLimit !== undefined || turnTool !== undefined) {
       const local = (this.local ??= new LaneTable());
       this.addStep(steps, local, 'turn', this.turnLimit, '');
@@ -466,6 +473,16 @@ class BatchRun {
     else this.stepsByTool.set(call.tool, steps);
     return steps;
   }
+
+  // How many of this batch's calls are to `tool` (counted once, when first asked).
+  private callsOf(tool: string): number {
+    if (this.perTool === undefined) {
+      this.perTool = new Map();
+      for (const { tool: name } of this.calls) this.perTool.set(name, (this.perTool.get(name) ?? 0) + 1);
+    }
+    return this.perTool.get(tool) ?? 0;
+  }
+  private perTool: Map<string, number> | undefined = undefined;
 
   private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
     if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party });

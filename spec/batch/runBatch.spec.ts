@@ -37,6 +37,22 @@ describe('runBatch', () => {
       });
     });
 
+    it('binds a turn lane one permit short of the batch, and queues nobody on one as wide as the batch', () => {
+      // Bodies that never answer hold their permits, so a lane that can bind does.
+      const held = (maxConcurrentTools: number, perTool?: { lookup: number }) => {
+        const lanes: string[] = [];
+        const calls = ['a', 'b', 'c'].map((x) => call(x, NEVER));
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools, ...(perTool ? { perTool } : {}) });
+        const shared = { lanes: new LaneTable(), concurrency: new ConcurrencyConfig() };
+        runBatch(calls, { concurrency, shared, onActivity: (a) => a.type === 'queued' && lanes.push(a.lane) }).subscribe().unsubscribe();
+        return lanes;
+      };
+      expect(held(2)).to.deep.equal(['turn']);
+      expect(held(3)).to.deep.equal([]);
+      expect(held(10, { lookup: 2 })).to.deep.equal(['turn-tool:lookup']);
+      expect(held(10, { lookup: 3 })).to.deep.equal([]);
+    });
+
     it('shares a per-tool lane between two batches', () => {
       const lanes = new LaneTable();
       testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
