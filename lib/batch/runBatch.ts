@@ -181,15 +181,20 @@ class CallRun {
       const { store, key, limit, party } = steps[i]!;
       let permit: Permit;
       this.asking = i;
+      // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
+      // recorded here, so the teardown it brings gives that permit back too.
+      batch.hold();
       try {
         // Granted later: onGrant carries on from the next lane. Granted at once: the loop carries on.
         permit = store.enter(key, limit, this.onGrant, party);
       } catch (error) {
+        batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
         this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: false, error: toErrorInfo(error) });
         return;
       }
       this.permits[this.taken++] = permit;
+      batch.letGo();
       // Something the grant set off (a watcher of the lanes, say) may have stopped this call
       // already, its teardown run: give back what it holds and go no further.
       if (this.closed) {
@@ -283,19 +288,25 @@ class CallRun {
     this.settled = true;
     this.halt();
     const { batch } = this;
-    // Marked settled and delivered in one step: anything set off later (an activity watcher,
-    // a lane watcher, the permits given back) may stop the batch, and the outcome is in by then.
-    this.status = SETTLED;
-    batch.deliver(outcome);
-    batch.report(this, outcome.kind);
-    const failing = batch.failFast && outcome.kind === 'error';
-    // The permits this failure gives back must not start a sibling the stop is about to end.
-    if (failing) batch.stopping = true;
-    this.release();
-    // Under FAIL_RUN, a failure stops the batch once its own outcome is in (stopping first
-    // would let the classified siblings overtake it), and before this call is over, which
-    // could end its phase and let the next phase's gate ask for approvals in vain.
-    if (failing) batch.stop(failedBy(outcome, outcome.error));
+    // A stop set off by anything below (the consumer of the outcome, an activity watcher, a lane
+    // watcher, the permits given back) takes effect once this call has done all of it.
+    batch.hold();
+    try {
+      // Marked settled and delivered in one step, so a stop finds the outcome in.
+      this.status = SETTLED;
+      batch.deliver(outcome);
+      batch.report(this, outcome.kind);
+      const failing = batch.failFast && outcome.kind === 'error';
+      // The permits this failure gives back must not start a sibling the stop is about to end.
+      if (failing) batch.stopping = true;
+      this.release();
+      // Under FAIL_RUN, a failure stops the batch once its own outcome is in (stopping first
+      // would let the classified siblings overtake it), and before this call is over, which
+      // could end its phase and let the next phase's gate ask for approvals in vain.
+      if (failing) batch.stop(failedBy(outcome, outcome.error));
+    } finally {
+      batch.letGo();
+    }
     if (!this.closed) {
       this.closed = true;
       batch.over(this);
@@ -376,6 +387,9 @@ class BatchRun {
   private executed = false;
   // The external stop's subscription.
   private stopSubscription: Subscription | undefined = undefined;
+  // Calls in the middle of their own bookkeeping, and whether a stop waits for them.
+  private busy = 0;
+  private stopWaits = false;
   private advancing = false;
 
   // The settling side: outcomes wait here by index until every earlier call's is out.
@@ -589,8 +603,28 @@ class BatchRun {
   // The stop: the executing side is torn down (permits back, bodies aborted), then every
   // call without an outcome gets one, by what it had done.
   stop(reason: StopReason): void {
-    if (this.stopped !== undefined) return;
+    // A batch its subscriber left has nobody to report to.
+    if (this.stopped !== undefined || this.closing) return;
     this.stopped = reason;
+    if (this.executed) return;
+    // From here no call starts and the gate asks nobody; the teardown waits for calls in the
+    // middle of their own bookkeeping.
+    if (this.busy > 0) this.stopWaits = true;
+    else this.takeStop(reason);
+  }
+
+  /** A call is in the middle of its own bookkeeping: a stop waits for it. */
+  hold(): void {
+    this.busy++;
+  }
+
+  letGo(): void {
+    if (--this.busy > 0 || !this.stopWaits) return;
+    this.stopWaits = false;
+    if (!this.closing && this.stopped !== undefined) this.takeStop(this.stopped);
+  }
+
+  private takeStop(reason: StopReason): void {
     if (this.executed) return;
     this.executed = true;
     this.stopSubscription?.unsubscribe();

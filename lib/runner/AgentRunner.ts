@@ -548,6 +548,9 @@ export class AgentRunner {
         const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
         if (activityObserved()) emitActivity({ type: 'run-ended', runId, status, ...(parent ? { parent } : {}), at: scheduler.now() });
         subscriber.next(event);
+        // Whatever was still going (a model request a stop interrupted) ends before the run does.
+        current?.unsubscribe();
+        current = undefined;
         subscriber.complete();
       };
       // Anything unforeseen thrown along the way ends the run, never the process.
@@ -560,6 +563,7 @@ export class AgentRunner {
       };
 
       const ask = (turn: number): void => {
+        if (subscriber.closed) return;
         if (turn > maxTurns) return end(failed(new RunError(`${agent.name} reached maxTurns (${maxTurns}) without a final answer`)));
         // A run stopped before this turn does not take even a synchronous reply.
         if (stopReason !== undefined) return end(ending(stopReason));
@@ -579,7 +583,13 @@ export class AgentRunner {
           guarded(() => {
             if (outcome === undefined) return end(failed(new ProviderError(turn, 'the provider completed without a response')));
             if ('error' in outcome) return end(failed(new ProviderError(turn, toErrorInfo(outcome.error).message)));
-            const decoded = decodeModelResponse(outcome.raw);
+            let decoded: ReturnType<typeof decodeModelResponse>;
+            try {
+              decoded = decodeModelResponse(outcome.raw);
+            } catch (error) {
+              // A reply that throws when read (a getter, a proxy) is the provider's failure too.
+              return end(failed(new ProviderError(turn, toErrorInfo(error).message)));
+            }
             if (isLeft(decoded)) return end(failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)));
             respond(turn, decoded.right);
           });
@@ -625,28 +635,32 @@ export class AgentRunner {
         if (toolCalls.length === 0) return end(finalAnswer(text));
         const outcomes: Outcome[] = [];
         const contents: Array<string | undefined> = [];
-        let done = false;
-        const subscription = batchOf(turn, toolCalls, reply.malformed, contents).subscribe({
+        const batch$ = batchOf(turn, toolCalls, reply.malformed, contents);
+        // The batch's subscriber is `current` before the batch starts: a consumer that leaves on
+        // one of its events (take, first) tears the batch down at once, before another call starts.
+        new Observable<Outcome>((inner) => {
+          current = inner;
+          return batch$.subscribe(inner);
+        }).subscribe({
           next: (outcome) => {
             outcomes.push(outcome);
             messages.push(toolMessage(outcome, contents[outcome.index]));
             subscriber.next(toOutcomeEvent(turn, outcome));
           },
           error: (error: unknown) => {
-            done = true;
+            current = undefined;
             end({ type: 'RUN_FAILED', error: toErrorInfo(error) });
           },
           complete: () => {
-            done = true;
             current = undefined;
             guarded(() => settled(turn, outcomes));
           },
         });
-        if (!done) current = subscription;
       };
 
       // The batch is over: its deltas merged, then the run stops, fails or asks again.
       const settled = (turn: number, outcomes: readonly Outcome[]): void => {
+        if (subscriber.closed) return;
         state = assignDelta({ ...state }, mergeDeltas(outcomes));
         const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
         const reason = stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
@@ -666,19 +680,21 @@ export class AgentRunner {
               const error = new DeadlineExceededError('runSeconds', runSeconds);
               stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
             }, runSeconds * 1000);
+      // Registered before anything runs, not returned at the end: a consumer that leaves during
+      // the run's synchronous part (a scripted model, bodies that answer at once) ends it there.
+      subscriber.add(() => {
+        current?.unsubscribe();
+        timer?.unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+        // Watchers of activity$ (a live view, a recorder) still see the run end.
+        if (!ended && activityObserved()) emitActivity({ type: 'run-ended', runId, status: 'cancelled', ...(parent ? { parent } : {}), at: scheduler.now() });
+      });
       if (signal !== undefined) {
         if (signal.aborted) onAbort();
         else signal.addEventListener('abort', onAbort, { once: true });
       }
       subscriber.next({ type: 'RUN_STARTED', runId, agent: agent.name, tenant, input });
       if (!subscriber.closed) guarded(() => ask(1));
-      return () => {
-        current?.unsubscribe();
-        timer?.unsubscribe();
-        signal?.removeEventListener('abort', onAbort);
-        // Watchers of activity$ (a live view, a recorder) still see the run end.
-        if (!ended && activityObserved()) emitActivity({ type: 'run-ended', runId, status: 'cancelled', ...(parent ? { parent } : {}), at: scheduler.now() });
-      };
     });
   }
 }

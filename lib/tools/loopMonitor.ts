@@ -46,6 +46,9 @@ const stack: Array<{ watched: Watched | undefined; start: number }> = [];
 // and off for each (switching costs more than a call).
 let active = 0;
 let enabled = false;
+// The real one, taken when the module loads: a test that fakes timers (sinon) and restores them
+// must not leave the check pending for ever, and the hook on with it.
+const nextTurn = setImmediate;
 let offCheck: NodeJS.Immediate | undefined;
 function turnOffIfIdle(): void {
   offCheck = undefined;
@@ -127,6 +130,6 @@ export class LoopMonitor {
   /** @internal A watch of this monitor was released. */
   left(): void {
     this.active--;
-    if (--active === 0 && offCheck === undefined) offCheck = setImmediate(turnOffIfIdle).unref();
+    if (--active === 0 && offCheck === undefined) offCheck = nextTurn(turnOffIfIdle).unref();
   }
 }

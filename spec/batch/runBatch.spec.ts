@@ -456,6 +456,17 @@ describe('runBatch', () => {
       });
       expect(seen).to.deep.equal(['0 started a', '0 queued b turn', '2 settled a result', '2 started b', '4 settled b result']);
     });
+
+    it('under FAIL_RUN, finishes the failing call (settled, permits back) before the stop classifies its siblings', () => {
+      const seen: string[] = [];
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTool: { lookup: 1 } });
+      lanes.changes$.subscribe((c) => c.change === 'released' && seen.push(`released ${c.key}`));
+      const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}${a.type === 'settled' ? ` ${a.outcome}` : ''}`);
+      const calls = [call('a', throwError(() => new Error('no'))), call('b', NEVER)];
+      runBatch(calls, { concurrency, shared: { lanes, concurrency }, failFast: true, settle: (outcome) => outcome, onActivity }).subscribe((o) => seen.push(`out ${brief(o)}`));
+      expect(seen).to.deep.equal(['started a', 'out a!Error', 'settled a error', 'released tool:lookup', 'settled b error', 'out b!CallStoppedError']);
+    });
   });
 
   describe('nested runs', () => {

@@ -3,7 +3,7 @@
 // maxTurns, the ToolContext, activity$, and a transcript that ignores finish order.
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { filter, lastValueFrom, map, type Observable, toArray } from 'rxjs';
+import { filter, lastValueFrom, map, type Observable, takeWhile, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import {
   Agent,
@@ -360,6 +360,40 @@ describe('AgentRunner', () => {
         flush();
       });
       expect(seen).to.deep.equal(['0 run-started', '2 run-ended cancelled']);
+    });
+  });
+
+  describe('a consumer that leaves on a tool event', () => {
+    it('starts no further call, aborts none that never ran, asks the model nothing more, and leaves the lanes idle', () => {
+      const started: string[] = [];
+      const slowSignals: AbortSignal[] = [];
+      const tools = new ToolRegistry()
+        .register({ name: 'fast' }, (_args, ctx) => {
+          started.push(ctx.callId);
+          return 'fast';
+        })
+        .register({ name: 'slow' }, (_args, ctx) => {
+          started.push(ctx.callId);
+          slowSignals.push(ctx.signal);
+          return new Promise(() => undefined);
+        });
+      const provider = new ScriptedProvider([
+        { toolCalls: [{ id: 'a', name: 'fast', arguments: '{}' }, { id: 'b', name: 'slow', arguments: '{}' }, { id: 'c', name: 'fast', arguments: '{}' }] },
+        { text: 'done' },
+      ]);
+      const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ perTool: { slow: 1 }, perTenant: 4 }) });
+      const seen: string[] = [];
+      // The scripted model and the fast bodies answer at once: the whole run would go by inside
+      // subscribe, so the consumer leaves from within (takeWhile unsubscribes as it completes).
+      runner
+        .run$(planner, 'go')
+        .pipe(takeWhile((event) => event.type !== 'TOOL_RESULT', true))
+        .subscribe((event) => seen.push(event.type));
+      expect(seen).to.deep.equal(['RUN_STARTED', 'MODEL_RESPONSE', 'TOOL_RESULT']);
+      expect(started).to.deep.equal(['a']);
+      expect(slowSignals).to.deep.equal([]);
+      expect(provider.requests).to.have.length(1);
+      expect(runner.lanes.occupancy()).to.deep.equal([]);
     });
   });
 

@@ -3,6 +3,7 @@
 // an await, while its siblings' results are kept. Blocking is real CPU time here; the
 // assertions are about which call failed, never about how long anything took.
 import { expect } from 'chai';
+import sinon from 'sinon';
 import * as t from 'io-ts';
 import {
   Agent,
@@ -145,6 +146,17 @@ describe('loop monitor', () => {
       b.release();
       expect(stalls).to.deep.equal(['strict strict-tool']);
       expect(strict.watching + lenient.watching).to.equal(0);
+    });
+
+    it('turns the hook off even when the last call ended under fake timers that were then restored', async () => {
+      const clock = sinon.useFakeTimers();
+      try {
+        new LoopMonitor(1_000).watch('quick', () => 1, () => undefined).release();
+      } finally {
+        clock.restore();
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(LoopMonitor.hooked).to.equal(false);
     });
 
     it('rethrows what the body throws', () => {
