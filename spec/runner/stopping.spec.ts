@@ -272,6 +272,29 @@ describe('AgentRunner: stopping', () => {
     });
   });
 
+  describe('cancelled by a body, synchronously, from inside its own call', () => {
+    it('classifies that call as in flight and its sibling as never dispatched, then RUN_CANCELLED', async () => {
+      const controller = new AbortController();
+      const invoked: string[] = [];
+      const tools = new ToolRegistry()
+        .register({ name: 'charge' }, (_args, ctx) => {
+          invoked.push(ctx.callId);
+          controller.abort();
+          return 'charged';
+        })
+        .register({ name: 'search' }, (_args, ctx) => {
+          invoked.push(ctx.callId);
+          return 'found';
+        });
+      const runner = new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [ask('a', 'charge'), ask('b', 'search')] }, { text: 'done' }]), tools });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      expect(result.status).to.equal('cancelled');
+      expect(result.events.map(summary)).to.deep.equal(['START', 'MODEL 1', 'INDET a', 'ERROR b CallStoppedError', 'CANCELLED']);
+      expect(invoked).to.deep.equal(['a']);
+      expect(runner.lanes.occupancy()).to.deep.equal([]);
+    });
+  });
+
   describe('cancelled while the model is being asked', () => {
     function scenario({ cold }: RunHelpers) {
       const controller = new AbortController();
