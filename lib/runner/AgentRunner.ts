@@ -4,6 +4,7 @@
 // the model answers without calls. Everything is an Observable: run$ is cold, and
 // the transcript it emits does not depend on which call finished first.
 import { randomUUID } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { asyncScheduler, defer, isObservable, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
 import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
@@ -540,6 +541,8 @@ export class AgentRunner {
       // True once the run's final event went out; a run left by unsubscribing ends without one.
       let ended = false;
       let current: Unsubscribable | undefined;
+      // The signal handed to the provider, shared by the run's requests while none leaves a listener on it.
+      let requests: AbortController | undefined;
 
       const end = (event: RunEvent): void => {
         if (ended || subscriber.closed) return;
@@ -568,7 +571,12 @@ export class AgentRunner {
         // A run stopped before this turn does not take even a synchronous reply.
         if (stopReason !== undefined) return end(ending(stopReason));
         const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...messages], tools: specs };
-        const controller = new AbortController();
+        // Making an AbortController costs more than the rest of a turn's bookkeeping, so the run
+        // keeps one for its requests, and makes a new one only if the last request left a
+        // listener on its signal: a provider that never removes its listeners cannot pile them
+        // up over turns (Node warns past ten).
+        if (requests === undefined || requests.signal.aborted || getEventListeners(requests.signal, 'abort').length > 0) requests = new AbortController();
+        const controller = requests;
         // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
         let answered = false;
         let reply: Subscription | undefined;

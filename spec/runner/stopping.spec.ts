@@ -3,6 +3,7 @@
 // the run-wide deadlines (toolCallSeconds, runSeconds) and a tool's own perToolSeconds.
 // Each scenario checks the transcript, what the bodies saw, that the shared lanes are idle
 // afterwards, and that every call of a batch ended in exactly one outcome event.
+import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
 import { map, type Observable } from 'rxjs';
 import { TestScheduler, type RunHelpers } from 'rxjs/testing';
@@ -338,6 +339,42 @@ describe('AgentRunner: stopping', () => {
       });
       expect(observed!.asked.signal, 'the provider was asked').to.be.instanceOf(AbortSignal);
       expect(observed!.asked.signal!.aborted).to.equal(true);
+    });
+
+    it('hands a provider that leaves its abort listeners behind a fresh signal each turn, so none piles up', async () => {
+      const signals: AbortSignal[] = [];
+      const turns = 14;
+      const step = (_request: unknown, signal: AbortSignal): ModelResponse => {
+        signals.push(signal);
+        signal.addEventListener('abort', () => undefined); // never removed
+        return signals.length < turns ? { toolCalls: [ask(`c${signals.length}`, 'search')] } : { text: 'done' };
+      };
+      const runner = new AgentRunner({ provider: new ScriptedProvider(Array.from({ length: turns }, () => step)), tools: new ToolRegistry().register({ name: 'search' }, () => 'x') });
+      const result = await runner.run(planner, 'go', { maxTurns: turns });
+      expect(result.status).to.equal('completed');
+      expect(new Set(signals).size).to.equal(turns);
+      expect(signals.every((signal) => getEventListeners(signal, 'abort').length === 1)).to.equal(true);
+    });
+
+    it('aborts the pending request when a run that reused its signal over turns is cancelled', async () => {
+      const controller = new AbortController();
+      const signals: AbortSignal[] = [];
+      const provider = new ScriptedProvider([
+        (_request, signal) => {
+          signals.push(signal);
+          return { toolCalls: [ask('a', 'search')] };
+        },
+        (_request, signal) => {
+          signals.push(signal);
+          setTimeout(() => controller.abort(), 1);
+          return new Promise<ModelResponse>(() => undefined);
+        },
+      ]);
+      const runner = new AgentRunner({ provider, tools: new ToolRegistry().register({ name: 'search' }, () => 'x') });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      expect(result.status).to.equal('cancelled');
+      expect(signals).to.have.length(2);
+      expect(signals[1]!.aborted).to.equal(true);
     });
   });
 
