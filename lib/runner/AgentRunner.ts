@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { asyncScheduler, defer, isObservable, Observable, Subject, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, defer, from, isObservable, Observable, Subject, type ObservableInput, type SchedulerLike, type Subscription, type Unsubscribable } from 'rxjs';
 import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig, describeFailures, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
@@ -617,21 +617,30 @@ export class AgentRunner {
         } catch (error) {
           return answer({ error });
         }
-        if (isObservable(produced)) {
-          const subscription = produced.subscribe({
+        // A Promise or an Observable, as the contract says; anything else RxJS can read (an
+        // async iterable, say) is taken as it always was, and the rest is the provider's failure.
+        let reply$: Observable<unknown> | undefined;
+        if (isObservable(produced)) reply$ = produced;
+        else if (!isPromiseLike(produced)) {
+          try {
+            reply$ = from(produced as ObservableInput<unknown>);
+          } catch {
+            return answer({ error: new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`) });
+          }
+        }
+        if (reply$ !== undefined) {
+          const subscription = reply$.subscribe({
             next: (raw) => answer({ raw }),
             error: (error: unknown) => answer({ error }),
             complete: () => answer(undefined),
           });
           if (answered) subscription.unsubscribe();
           else reply = subscription;
-        } else if (isPromiseLike(produced)) {
-          produced.then(
+        } else {
+          (produced as PromiseLike<unknown>).then(
             (raw) => answer({ raw }),
             (error: unknown) => answer({ error }),
           );
-        } else {
-          answer({ error: new TypeError(`respond must return a Promise or an Observable, got ${describeValue(produced)}`) });
         }
       };
 

@@ -148,6 +148,25 @@ describe('AgentRunner with a failing provider', () => {
     });
   }
 
+  it('ends the run with RUN_FAILED saying what respond must return when it returns a bare reply', async () => {
+    const provider = { respond: () => ({ text: 'not wrapped' }) } as unknown as ModelProvider;
+    expect(failure(await run(provider))).to.deep.equal({
+      name: 'ProviderError',
+      message: 'model provider failed on turn 1: respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got {"text":"not wrapped"}',
+    });
+  });
+
+  it('takes the first reply of a respond that returns an async iterable, as RxJS reads one', async () => {
+    const provider = {
+      async *respond() {
+        yield { text: 'streamed' };
+      },
+    } as unknown as ModelProvider;
+    const result = await run(provider);
+    expect(result.status).to.equal('completed');
+    expect(result.output).to.equal('streamed');
+  });
+
   it('ends the run with RUN_FAILED naming the path and what was expected when the reply does not decode', async () => {
     const provider: ModelProvider = {
       respond: async () => ({ text: 42, toolCalls: 'none' }) as unknown as ModelResponse,
