@@ -120,10 +120,10 @@ class CallRun {
   refused: ErrorInfo | undefined = undefined;
   /** True from dispatch until the call is over (or torn down). */
   active = false;
-  // The lanes this call takes, in order, and the permits held, in the order taken.
+  // The lanes this call takes, in order.
   private steps: readonly LaneStep[] = noSteps;
-  // Sized once the lanes are known (a few at most), so no call carries a grown array's spare
-  // room; `taken` of them are held, in the order taken.
+  // The permits it holds, in the order taken: `taken` of them. Sized once the lanes are known
+  // (a few at most), so no call carries a grown array's spare room.
   private permits: Array<Permit | undefined> = noPermits;
   private taken = 0;
   // The lane asked last; a grant that comes later carries on from the next one.
@@ -144,7 +144,7 @@ class CallRun {
   private closed = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
-  // A lane's grant that comes later carries on from the next lane; made once per call.
+  // What every lane of this call is handed to call on a grant; made once per call.
   private readonly onGrant = (): void => {
     if (this.taken > this.asking) this.acquire(this.asking + 1);
   };

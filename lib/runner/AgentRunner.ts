@@ -453,7 +453,6 @@ export class AgentRunner {
       return { type: 'RUN_COMPLETED', output: decoded.right };
     };
 
-    // One turn's calls as a batch: the outcomes in call order, each already its tool message.
     // What a turn's calls share: who runs them, and the state they read.
     const scopeOf = (view: RunState): CallScope => ({
       runId,
