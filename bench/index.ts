@@ -138,17 +138,22 @@ async function w2(): Promise<void> {
   }
 }
 
+/** `runs` agents, each with a script of its own (one turn of 4 calls, then an answer), so runs on one runner do not share a script position. */
+function scriptedRuns(runs: number): { script: Record<string, ModelResponse[]>; agents: Agent[] } {
+  const script: Record<string, ModelResponse[]> = {};
+  const agents = Array.from({ length: runs }, (_, i) => {
+    script[`a${i}`] = [turnOf(4), { text: 'done' }];
+    return new Agent({ name: `a${i}`, instructions: '', model: 'scripted' });
+  });
+  return { script, agents };
+}
+
 async function w3(): Promise<void> {
   const runs = 500;
   const tools = new ToolRegistry().register({ name: 'work' }, () => sleep(1));
-  // Each run needs its own script position, so every run gets its own agent name; each round
-  // gets a fresh runner and script.
+  // Each round gets a fresh runner and scripts.
   const round = () => {
-    const script: Record<string, ModelResponse[]> = {};
-    const agents = Array.from({ length: runs }, (_, i) => {
-      script[`a${i}`] = [turnOf(4), { text: 'done' }];
-      return new Agent({ name: `a${i}`, instructions: '', model: 'scripted' });
-    });
+    const { script, agents } = scriptedRuns(runs);
     const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency: everything });
     return () => Promise.all(agents.map((a) => runner.run(a, 'go')));
   };
@@ -184,11 +189,7 @@ async function w4(): Promise<void> {
   // The binding lane: 4 tenants x 3 = 12 permits offered, but the tool lane allows 8.
   const limit = perTool / (latency / 1000);
   const contended = (ms: number) => {
-    const script: Record<string, ModelResponse[]> = {};
-    const agents = Array.from({ length: runs }, (_, i) => {
-      script[`a${i}`] = [turnOf(4), { text: 'done' }];
-      return new Agent({ name: `a${i}`, instructions: '', model: 'scripted' });
-    });
+    const { script, agents } = scriptedRuns(runs);
     const tools = new ToolRegistry().register({ name: 'work' }, () => sleep(ms));
     const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency: new ConcurrencyConfig({ perTool: { work: perTool }, perTenant }) });
     return { runner, go: () => Promise.all(agents.map((a, i) => runner.run(a, 'go', { tenant: `t${i % tenants}` }))) };

@@ -165,7 +165,7 @@ class CallRun {
   dispatch(): void {
     const refused = this.call.rejected ?? this.refused;
     if (refused !== undefined) {
-      this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: false, error: refused });
+      this.finish(this.failure(false, refused));
       return;
     }
     const steps = (this.steps = this.batch.lanesOf(this));
@@ -190,7 +190,7 @@ class CallRun {
       } catch (error) {
         batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
-        this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: false, error: toErrorInfo(error) });
+        this.finish(this.failure(false, toErrorInfo(error)));
         return;
       }
       this.permits[this.taken++] = permit;
@@ -280,7 +280,12 @@ class CallRun {
   }
 
   private fail(error: unknown): void {
-    this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched: true, error: toErrorInfo(error) });
+    this.finish(this.failure(true, toErrorInfo(error)));
+  }
+
+  // This call's error outcome, built field by field (see docs/performance.md on spreads).
+  private failure(dispatched: boolean, error: ErrorInfo): Outcome {
+    return { index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched, error };
   }
 
   private finish(outcome: Outcome): void {
