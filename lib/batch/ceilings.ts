@@ -11,12 +11,14 @@ export interface Ceiling {
 }
 
 // A class rather than a literal with a method: a method written in an object literal is a new
-// function per ceiling.
+// function per ceiling. It keeps what to call and on what, so a caller with many ceilings can
+// hand one shared function and itself rather than a closure per ceiling.
 class Entry implements Ceiling {
   cancelled = false;
   constructor(
     readonly due: number,
-    readonly expire: () => void,
+    readonly expire: (target: unknown) => void,
+    readonly target: unknown,
   ) {}
 
   cancel(): void {
@@ -36,8 +38,8 @@ class DurationQueue {
     private readonly ms: number,
   ) {}
 
-  arm(expire: () => void): Ceiling {
-    const entry = new Entry(this.scheduler.now() + this.ms, expire);
+  arm(expire: (target: unknown) => void, target: unknown): Ceiling {
+    const entry = new Entry(this.scheduler.now() + this.ms, expire, target);
     this.entries.push(entry);
     if (this.action === undefined) this.wake(entry.due);
     return entry;
@@ -62,7 +64,7 @@ class DurationQueue {
       const entry = this.entries[this.head]!;
       if (!entry.cancelled && entry.due > now) break;
       this.entries[this.head++] = undefined as unknown as Entry;
-      if (!entry.cancelled) entry.expire();
+      if (!entry.cancelled) entry.expire(entry.target);
     }
     if (this.head === this.entries.length) {
       this.entries = [];
@@ -81,13 +83,16 @@ export class Ceilings {
   constructor(private readonly scheduler: SchedulerLike) {}
 
   /** Calls `expire` after `ms`, unless cancelled first. */
-  arm(ms: number, expire: () => void): Ceiling {
+  arm(ms: number, expire: () => void): Ceiling;
+  /** Calls `expire(target)` after `ms`, unless cancelled first. */
+  arm<T>(ms: number, expire: (target: T) => void, target: T): Ceiling;
+  arm(ms: number, expire: (target: unknown) => void, target?: unknown): Ceiling {
     let queue = this.queues.get(ms);
     if (queue === undefined) {
       queue = new DurationQueue(this.scheduler, ms);
       this.queues.set(ms, queue);
     }
-    return queue.arm(expire);
+    return queue.arm(expire, target);
   }
 
   /** Ends every timer; called when the batch ends, however it ends. */

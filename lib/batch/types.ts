@@ -9,7 +9,11 @@ import type { LoopMonitor } from '../tools/index.js';
 /** A delta: the keys a call changed in the run's state. */
 export type Delta = Readonly<Record<string, unknown>>;
 
-/** What the batch hands a call's body when it dispatches it. */
+/**
+ * What the batch hands a call's body when it dispatches it. `signal` and `held` are getters
+ * (made only when read), so read them from the context itself: a spread copy does not carry
+ * them. (The runner's ToolContext, which tool bodies get, does keep `signal` in a spread.)
+ */
 export interface InvokeContext {
   /** Aborts when the call is stopped in flight or times out. */
   readonly signal: AbortSignal;

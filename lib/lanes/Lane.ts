@@ -24,16 +24,15 @@ const LEFT = 2;
 /**
  * One request for a permit. `leave()` gives the permit back if it was granted, or
  * withdraws the request if it was still waiting; calling it again does nothing.
+ * A request granted at once is a plain Ticket; one that had to wait is a QueuedTicket, which
+ * also carries its place in the queue and what to call on its grant (most requests never
+ * wait, and a batch of thousands holds one of these per call and lane).
  */
 export class Ticket {
   /** @internal */ state = WAITING;
-  /** @internal */ prev: Ticket | undefined = undefined;
-  /** @internal */ next: Ticket | undefined = undefined;
-  /** @internal */ queue: PartyQueue | undefined = undefined;
   constructor(
     /** @internal */ readonly lane: Lane,
     /** @internal */ readonly party: string,
-    /** @internal */ readonly onGrant: () => void,
   ) {}
 
   /** True once the permit was granted and until it is given back. */
@@ -46,10 +45,24 @@ export class Ticket {
   }
 }
 
+/** A request that waits in a party's queue until it is granted (or withdrawn). */
+class QueuedTicket extends Ticket {
+  /** @internal */ prev: QueuedTicket | undefined = undefined;
+  /** @internal */ next: QueuedTicket | undefined = undefined;
+  /** @internal */ queue: PartyQueue | undefined = undefined;
+  constructor(
+    lane: Lane,
+    party: string,
+    /** @internal */ readonly onGrant: () => void,
+  ) {
+    super(lane, party);
+  }
+}
+
 /** One party's waiters, oldest first, and its place in the lane's rotation of parties. */
 class PartyQueue {
-  head: Ticket | undefined = undefined;
-  tail: Ticket | undefined = undefined;
+  head: QueuedTicket | undefined = undefined;
+  tail: QueuedTicket | undefined = undefined;
   // Neighbours in the rotation of parties that have someone waiting.
   prev: PartyQueue | undefined = undefined;
   next: PartyQueue | undefined = undefined;
@@ -108,7 +121,7 @@ export class Lane {
   enter(onGrant: () => void, party = ''): Ticket {
     if (this.holderCount < this.limit && this.waiterCount === 0) {
       // A free permit and nobody ahead: granted at once, without queueing.
-      const ticket = new Ticket(this, party, onGrant);
+      const ticket = new Ticket(this, party);
       ticket.state = HOLDING;
       this.holderCount++;
       this.onChange?.(this, 'granted', party);
@@ -120,7 +133,7 @@ export class Lane {
       queue = new PartyQueue(party);
       this.parties.set(party, queue);
     }
-    const ticket = new Ticket(this, party, onGrant);
+    const ticket = new QueuedTicket(this, party, onGrant);
     ticket.queue = queue;
     if (queue.tail === undefined) queue.head = ticket;
     else {
@@ -146,7 +159,8 @@ export class Lane {
       this.drain();
     } else {
       ticket.state = LEFT;
-      this.unlink(ticket);
+      // Only a queued ticket is ever waiting.
+      this.unlink(ticket as QueuedTicket);
       this.waiterCount--;
       this.onChange?.(this, 'withdrawn', party);
     }
@@ -176,7 +190,7 @@ export class Lane {
     }
   }
 
-  private unlink(ticket: Ticket): void {
+  private unlink(ticket: QueuedTicket): void {
     const queue = ticket.queue!;
     if (ticket.prev === undefined) queue.head = ticket.next;
     else ticket.prev.next = ticket.next;

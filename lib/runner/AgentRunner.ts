@@ -107,7 +107,14 @@ function serialise(result: unknown): string {
   if (typeof result === 'string') return result;
   // JSON would silently turn these into nothing; the model should not read "null" for a function.
   if (typeof result === 'function' || typeof result === 'symbol') throw new TypeError(`a ${typeof result} is not JSON`);
-  const text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  let text: string | undefined;
+  try {
+    // Without a replacer first: a replacer makes JSON.stringify call back for every value.
+    text = JSON.stringify(result);
+  } catch {
+    // A BigInt anywhere goes as its digits; anything else that throws (a cycle) throws again.
+    text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  }
   // `undefined` (a body that returned nothing) goes back as null.
   return text ?? 'null';
 }
