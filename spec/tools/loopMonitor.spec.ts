@@ -100,6 +100,24 @@ describe('loop monitor', () => {
     expect(LoopMonitor.hooked).to.equal(false);
   });
 
+  it('leaves no storage of its own on the process once idle, to tag every later Promise', async () => {
+    // Each enabled AsyncLocalStorage tags every new Promise with a store of its own; other
+    // libraries in the process may have theirs, so the monitor's is counted against them.
+    const stores = (promise: Promise<unknown>) => Object.getOwnPropertySymbols(promise).filter((symbol) => symbol.description === 'kResourceStore').length;
+    await new Promise((resolve) => setImmediate(resolve));
+    const others = stores(Promise.resolve(0));
+    const monitor = new LoopMonitor(1_000);
+    const watched = monitor.watch('quick', () => Promise.resolve(1), () => undefined);
+    try {
+      expect(stores(watched.value)).to.equal(others + 1);
+    } finally {
+      watched.release();
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(LoopMonitor.hooked).to.equal(false);
+    expect(stores(Promise.resolve(2))).to.equal(others);
+  });
+
   it('does nothing when turned off with loopStallMs: false', async () => {
     const tools = new ToolRegistry().register({ name: 'crunch' }, () => {
       block(80);
