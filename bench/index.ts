@@ -178,6 +178,35 @@ async function w3(): Promise<void> {
   // The floor: the same 2,000 sleeps of 1 ms under one Promise.all, no runner.
   const floor = await best(5, () => Promise.all(Array.from({ length: runs * 4 }, () => sleep(1))));
   row({ workload: 'W3 floor', figure: '2,000 sleeps of 1ms, Promise.all', value: floor, unit: 'ms' });
+  // What a service pays per run in flight: runs waiting on their model, and runs whose four
+  // calls wait in a lane (after one turn each). Measured after a collection, over 4,000 runs.
+  const waiting = 4_000;
+  let answer: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  const slow = { respond: () => answered.then((): ModelResponse => ({ text: 'done' })) };
+  await heapPerRun('W3 heap per run', 'waiting on its model', waiting, new AgentRunner({ provider: slow, tools }), answer);
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const { script, agents } = scriptedRuns(waiting);
+  const queued = new AgentRunner({
+    provider: new ScriptedProvider(script),
+    tools: new ToolRegistry().register({ name: 'work' }, () => gate),
+    concurrency: new ConcurrencyConfig({ perTool: { work: 8 } }),
+  });
+  await heapPerRun('W3 heap per run', 'its 4 calls queued in a lane', waiting, queued, open, agents);
+}
+
+/** Heap per run while `runs` runs are held (by a model or a lane) until `release`. */
+async function heapPerRun(workload: string, figure: string, runs: number, runner: AgentRunner, release: () => void, agents?: readonly Agent[]): Promise<void> {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const done = Promise.all(Array.from({ length: runs }, (_, i) => runner.run(agents?.[i] ?? agent, 'go')));
+  await sleep(20);
+  gc();
+  const during = process.memoryUsage().heapUsed;
+  release();
+  await done;
+  row({ workload, figure, value: (during - before) / runs, unit: 'bytes' });
 }
 
 async function w4(): Promise<void> {

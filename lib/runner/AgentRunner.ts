@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { notPlainData, RunLoop, type Nesting, type RunnerParts, type RunPlan } from './runLoop.js';
+import { notPlainData, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -81,6 +81,34 @@ function checkFunction(value: unknown, field: string): void {
 function checkObject(value: unknown, field: string): void {
   if (value !== undefined && (value === null || typeof value !== 'object')) {
     throw new ConfigError(field, `${field} must be an object, got ${describeValue(value)}`);
+  }
+}
+
+// A run collected into its RunResult: the transcript as it comes, the final state and
+// messages from the loop, resolved when the run completes.
+class RunCollector implements RunFinish {
+  private readonly events: RunEvent[] = [];
+  private state: RunState = {};
+  private messages: readonly Message[] = [];
+
+  constructor(private readonly resolve: (result: RunResult) => void) {}
+
+  finish(final: { state: RunState; messages: readonly Message[] }): void {
+    this.state = final.state;
+    this.messages = final.messages;
+  }
+
+  next(event: RunEvent): void {
+    this.events.push(event);
+  }
+
+  complete(): void {
+    const { events, state, messages } = this;
+    const last = events[events.length - 1];
+    const base = { events, state, messages };
+    if (last?.type === 'RUN_COMPLETED') this.resolve({ status: 'completed', output: last.output, ...base });
+    else if (last?.type === 'RUN_CANCELLED') this.resolve({ status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base });
+    else this.resolve({ status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base });
   }
 }
 
@@ -189,23 +217,8 @@ export class AgentRunner {
 
   private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
     return new Promise<RunResult>((resolve) => {
-      const events: RunEvent[] = [];
-      let state: RunState = {};
-      let messages: readonly Message[] = [];
-      const finish = (final: { state: RunState; messages: readonly Message[] }) => {
-        state = final.state;
-        messages = final.messages;
-      };
-      this.start(agent, input, options, nesting, finish).subscribe({
-        next: (event) => events.push(event),
-        complete: () => {
-          const last = events[events.length - 1];
-          const base = { events, state, messages };
-          if (last?.type === 'RUN_COMPLETED') resolve({ status: 'completed', output: last.output, ...base });
-          else if (last?.type === 'RUN_CANCELLED') resolve({ status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base });
-          else resolve({ status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base });
-        },
-      });
+      const collector = new RunCollector(resolve);
+      this.start(agent, input, options, nesting, collector).subscribe(collector);
     });
   }
 
@@ -214,7 +227,7 @@ export class AgentRunner {
     input: string,
     options: RunOptions,
     nesting: Nesting | undefined,
-    onFinish: ((final: { state: RunState; messages: readonly Message[] }) => void) | undefined,
+    onFinish: RunFinish | undefined,
   ): Observable<RunEvent> {
     if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
     if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);

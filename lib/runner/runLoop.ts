@@ -217,7 +217,12 @@ export interface RunPlan {
   /** The runner's lanes narrowed by the agent's: the turn's own bounds. */
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;
-  readonly onFinish: ((final: { state: RunState; messages: readonly Message[] }) => void) | undefined;
+  readonly onFinish: RunFinish | undefined;
+}
+
+/** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */
+export interface RunFinish {
+  finish(final: { state: RunState; messages: readonly Message[] }): void;
 }
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
@@ -238,7 +243,8 @@ export class RunLoop {
   private readonly runId = flat(randomUUID());
   private readonly parent: RunParent | undefined;
   private readonly specs: readonly ToolSpec[];
-  private readonly allowedSet: ReadonlySet<string>;
+  // The agent's tools, as a set once the first batch needs it (a run waiting on its model has none).
+  private allowedSet: ReadonlySet<string> | undefined = undefined;
   private readonly failFast: boolean;
   // The run's state, replaced (never mutated) as each batch's deltas are merged.
   private state: Record<string, unknown>;
@@ -246,8 +252,8 @@ export class RunLoop {
   private readonly messages: Message[];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   private stopReason: StopReason | undefined = undefined;
-  // Who hears of a stop: the batch in flight, through its stop$.
-  private readonly listeners = new Set<(reason: StopReason) => void>();
+  // Who hears of a stop: the batch in flight, through its stop$ (made with the first batch).
+  private listeners: Set<(reason: StopReason) => void> | undefined = undefined;
   // True while the provider is asked: a stop then ends the run at once (the teardown aborts the request).
   private waiting = false;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -266,7 +272,6 @@ export class RunLoop {
   ) {
     this.parent = plan.nesting?.parent;
     this.specs = parts.tools.specs(plan.allowed);
-    this.allowedSet = new Set(plan.allowed);
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = assignDelta({}, snapshot(plan.initial));
     this.messages = [{ role: 'user', content: plan.input }];
@@ -323,7 +328,7 @@ export class RunLoop {
   private stop(reason: StopReason): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    for (const listener of [...this.listeners]) listener(reason);
+    if (this.listeners !== undefined) for (const listener of [...this.listeners]) listener(reason);
     if (this.waiting) this.end(ending(reason));
   }
 
@@ -340,7 +345,7 @@ export class RunLoop {
     if (this.ended || subscriber.closed) return;
     this.ended = true;
     this.waiting = false;
-    this.plan.onFinish?.({ state: Object.freeze({ ...this.state }), messages: [...this.messages] });
+    this.plan.onFinish?.finish({ state: Object.freeze({ ...this.state }), messages: [...this.messages] });
     const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
     if (this.activityObserved()) this.emitActivity({ type: 'run-ended', runId: this.runId, status, ...(this.parent ? { parent: this.parent } : {}), at: this.parts.scheduler.now() });
     subscriber.next(event);
@@ -496,7 +501,7 @@ export class RunLoop {
         return refused(toolCall, scope, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
       }
       seen.add(callId);
-      const registered = this.allowedSet.has(name) ? parts.tools.get(name) : undefined;
+      const registered = (this.allowedSet ??= new Set(allowed)).has(name) ? parts.tools.get(name) : undefined;
       if (registered === undefined) return refused(toolCall, scope, toErrorInfo(new UnknownToolError(name, allowed)));
       const { declaration, body } = registered;
       const decoded = decodeArguments(declaration, toolCall.arguments);
@@ -557,8 +562,9 @@ export class RunLoop {
         return undefined;
       }
       const listener = (reason: StopReason): void => subscriber.next(reason);
-      this.listeners.add(listener);
-      return () => this.listeners.delete(listener);
+      const listeners = (this.listeners ??= new Set());
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     });
   }
 }
