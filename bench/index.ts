@@ -102,8 +102,18 @@ async function w1(): Promise<void> {
     // The floor: the same sleeps under a plain Promise.all, so timer lateness is not charged to the runner.
     const floor = await best(7, () => Promise.all(Array.from({ length: n }, () => sleep(50))));
     row({ workload: `W1 floor, N=${n}, 50ms each`, figure: 'Promise.all wall / one call', value: floor / 50, unit: 'x' });
-    const wall = await best(7, () => oneTurn(n, () => sleep(50), { concurrency: everything }));
-    row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: wall / 50, unit: 'x', note: 'ideal 1.0' });
+    // The run alone is timed: its runner (and the scripted model it needs) is made before the
+    // clock starts, as a service makes its runner once and runs on it.
+    const walls: number[] = [];
+    for (let i = 0; i < 2 + 7; i++) {
+      const runner = runnerFor(turnOf(n), () => sleep(50), { concurrency: everything });
+      const wall = await timed(async () => {
+        const result = await runner.run(agent, 'go');
+        if (result.status !== 'completed') throw new Error(`bench run ended ${result.status}: ${result.error?.message}`);
+      });
+      if (i >= 2) walls.push(wall);
+    }
+    row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: median(walls) / 50, unit: 'x', note: 'ideal 1.0' });
   }
 }
 
