@@ -38,8 +38,10 @@ export interface WatchedCall<T> {
 // ever made in a list it walks for every async resource created, so a storage per monitor
 // (per runner) would slow every Promise of a process that makes runners as it goes.
 const storage = new AsyncLocalStorage<Watched>();
-// Callbacks may nest (a callback that synchronously enters another async scope), so each keeps its own start.
-const stack: Array<{ watched: Watched | undefined; start: number }> = [];
+// Callbacks may nest (a callback that synchronously enters another async scope), so each keeps
+// its own start: two stacks side by side, so that timing a callback allocates nothing.
+const watchedStack: Array<Watched | undefined> = [];
+const startStack: number[] = [];
 // Watched calls not yet released, over all monitors; the hook is enabled only while there are
 // some, give or take a turn of the event loop: it is turned off by a check scheduled once the
 // last one is released, so calls that answer at once, one after another, do not switch it on
@@ -64,11 +66,15 @@ function turnOffIfIdle(): void {
 }
 const hook: AsyncHook = createHook({
   before: () => {
-    stack.push({ watched: storage.getStore(), start: performance.now() });
+    const watched = storage.getStore();
+    watchedStack.push(watched);
+    // Only a watched call's callbacks are timed.
+    startStack.push(watched === undefined ? 0 : performance.now());
   },
   after: () => {
-    const frame = stack.pop();
-    if (frame?.watched !== undefined) check(frame.watched, performance.now() - frame.start);
+    const watched = watchedStack.pop();
+    const start = startStack.pop();
+    if (watched !== undefined && start !== undefined) check(watched, performance.now() - start);
   },
 });
 
