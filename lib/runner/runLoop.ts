@@ -226,8 +226,8 @@ export interface RunFinish {
 }
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
-// reading one character flattens it into one string, a tenth of the memory for as long as
-// the run lives.
+// reading one character flattens it into one string: about 0.4 KB less for as long as the
+// run lives (and every idempotency key built from it is cheaper to read).
 function flat(text: string): string {
   text.charCodeAt(0);
   return text;
