@@ -53,6 +53,15 @@ function bindingOver(limit: number | undefined, calls: number): number | undefin
   return limit !== undefined && limit < calls ? limit : undefined;
 }
 
+// Gives a permit back; one failing to go back (a remote store, say) must not keep the others.
+function leave(permit: Permit): void {
+  try {
+    permit.leave();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
 function verdictError(verdict: unknown): ErrorInfo | undefined {
   if (verdict === undefined || verdict === null) return undefined;
   if (typeof verdict === 'string') return { name: 'ToolRejectedError', message: verdict };
@@ -203,6 +212,13 @@ class CallRun {
         this.finish(this.failure(false, toErrorInfo(error)));
         return;
       }
+      if (this.closed) {
+        // Torn down while in the store (its subscriber left from a watcher of the lanes, say):
+        // what it had stored is back already, and this permit goes back too, never stored.
+        batch.letGo();
+        leave(permit);
+        return;
+      }
       this.permits[this.taken++] = permit;
       batch.letGo();
       // Something the grant set off (a watcher of the lanes, say) may have stopped this call
@@ -320,14 +336,7 @@ class CallRun {
 
   private release(): void {
     const { permits } = this;
-    for (let i = this.taken - 1; i >= 0; i--) {
-      // One permit failing to go back (a remote store, say) must not keep the others.
-      try {
-        permits[i]!.leave();
-      } catch (error) {
-        reportUnhandled(error);
-      }
-    }
+    for (let i = this.taken - 1; i >= 0; i--) leave(permits[i]!);
     // Given back (leaving twice would do nothing): the batch, kept until its last call is out,
     // need not keep them.
     this.taken = 0;

@@ -38,8 +38,11 @@ function serialise(result: unknown): string {
   try {
     // Without a replacer first: a replacer makes JSON.stringify call back for every value.
     text = JSON.stringify(result);
-  } catch {
-    // A BigInt anywhere goes as its digits; anything else that throws (a cycle) throws again.
+  } catch (error) {
+    // Only a BigInt is worth a second walk (it goes as its digits); anything else that throws
+    // (a cycle, a toJSON that fails) fails the call as it stands. A result holding a BigInt is
+    // read twice, so a getter in it runs twice.
+    if (!(error instanceof TypeError && /BigInt/.test(error.message))) throw error;
     text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
   }
   // `undefined` (a body that returned nothing) goes back as null.
@@ -595,8 +598,9 @@ class ModelTurn implements Unsubscribable {
   ) {}
 
   listen(reply$: Observable<unknown>): void {
-    // This record is the observer: no closures per request.
-    const subscription = reply$.subscribe(this);
+    // Closures rather than this record as the observer: under RxJS's deprecated
+    // useDeprecatedNextContext, an observer's methods run on a copy of it, not on it.
+    const subscription = reply$.subscribe({ next: (raw) => this.next(raw), error: (error: unknown) => this.error(error), complete: () => this.complete() });
     if (this.done) subscription.unsubscribe();
     else this.reply = subscription;
   }

@@ -171,6 +171,24 @@ describe('bad input catalogue', () => {
       });
     }
 
+    it('returning a result whose toJSON throws: ToolResultError with its message, and toJSON asked once', async () => {
+      let asked = 0;
+      const tools = new ToolRegistry().register({ name: 'bad' }, () => ({
+        toJSON() {
+          asked++;
+          // Fails the first time only: a second walk of the result would hide the failure.
+          if (asked === 1) throw new Error('not today');
+          return { fine: true };
+        },
+      }));
+      const { by } = await turn(tools, [{ id: 'c1', name: 'bad', arguments: '{}' }]);
+      const error = errorOf(by.get('c1'));
+      expect(error.name).to.equal('ToolResultError');
+      expect(error.message).to.equal('the result of bad cannot be sent to the model as JSON (not today)');
+      expect(asked).to.equal(1);
+      expectSiblingKept(by);
+    });
+
     it('returning a BigInt inside the result: sent as a string', async () => {
       const tools = new ToolRegistry().register({ name: 'count' }, () => ({ total: 2n ** 70n }));
       const { result } = await turn(tools, [{ id: 'c1', name: 'count', arguments: '{}' }]);

@@ -5,13 +5,16 @@
 // afterwards, and that every call of a batch ended in exactly one outcome event.
 import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
-import { map, type Observable } from 'rxjs';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { config, map, of, type Observable, type Subscription } from 'rxjs';
 import { TestScheduler, type RunHelpers } from 'rxjs/testing';
 import {
   Agent,
   AgentRunner,
   ConcurrencyConfig,
   DeadlineConfig,
+  LaneTable,
   ScriptedProvider,
   ToolRegistry,
   type LaneOccupancy,
@@ -356,6 +359,23 @@ describe('AgentRunner: stopping', () => {
       expect(signals.every((signal) => getEventListeners(signal, 'abort').length === 1)).to.equal(true);
     });
 
+    it("leaves the signal of a request that answered alone, under RxJS's deprecated useDeprecatedNextContext too", async () => {
+      const signals: AbortSignal[] = [];
+      const provider = { respond: (_request: unknown, signal: AbortSignal) => (signals.push(signal), of<ModelResponse>({ text: 'final' })) };
+      const runner = new AgentRunner({ provider, tools: new ToolRegistry().register({ name: 'search' }, () => 'x') });
+      // Under that setting RxJS runs an observer's methods on a copy of the observer.
+      const before = config.useDeprecatedNextContext;
+      config.useDeprecatedNextContext = true;
+      try {
+        const result = await runner.run(planner, 'go');
+        expect(result.status).to.equal('completed');
+      } finally {
+        config.useDeprecatedNextContext = before;
+      }
+      expect(signals).to.have.length(1);
+      expect(signals[0]!.aborted).to.equal(false);
+    });
+
     it('aborts the pending request when a run that reused its signal over turns is cancelled', async () => {
       const controller = new AbortController();
       const signals: AbortSignal[] = [];
@@ -587,6 +607,40 @@ describe('AgentRunner: stopping', () => {
         helpers.flush();
       });
       expectOneOutcomePerCall(watched!.events);
+    });
+  });
+
+  describe('what a stopped run leaves behind', () => {
+    // A full collection on demand: the flag set at run time, the function taken from a fresh context.
+    function collector(): () => void {
+      setFlagsFromString('--expose-gc');
+      return runInNewContext('gc') as () => void;
+    }
+
+    it('keeps nothing of a runner whose run was left from a lane watcher while a call was entering its lane', async () => {
+      const gc = collector();
+      let lanes: WeakRef<object> | undefined;
+      await (async () => {
+        const provider = new ScriptedProvider([() => Promise.resolve<ModelResponse>({ toolCalls: [ask('c1', 'search')] }), { text: 'done' }]);
+        const runner = new AgentRunner({ provider, tools: new ToolRegistry().register({ name: 'search' }, () => 'x'), concurrency: new ConcurrencyConfig({ perTool: { search: 1 } }) });
+        lanes = new WeakRef(runner.lanes);
+        let run: Subscription | undefined;
+        // Leaving on the grant tears the call down while it is still inside the lane's enter().
+        const watcher = (runner.lanes as LaneTable).changes$.subscribe((change) => {
+          if (change.change === 'granted' && change.key === 'tool:search') run?.unsubscribe();
+        });
+        await new Promise<void>((resolve) => {
+          run = runner.run$(planner, 'go').subscribe({ complete: resolve });
+          run.add(resolve);
+        });
+        watcher.unsubscribe();
+        expect(runner.lanes.occupancy().filter((lane) => lane.holders > 0 || lane.waiters > 0)).to.deep.equal([]);
+      })();
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        gc();
+      }
+      expect(lanes!.deref(), 'the runner and its lanes were collected').to.equal(undefined);
     });
   });
 });
