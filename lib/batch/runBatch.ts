@@ -505,8 +505,11 @@ class BatchRun {
     }
     this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
     if (call.parallelSafe === false) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
-    else this.stepsByTool.set(call.tool, steps);
-    return steps;
+    // Copied to its exact length: an array grown by push keeps room for seventeen, and every
+    // call of the tool holds this one until the batch ends.
+    const exact = steps.length === 0 ? noSteps : steps.slice();
+    if (call.parallelSafe !== false) this.stepsByTool.set(call.tool, exact);
+    return exact;
   }
 
   // How many of this batch's calls are to `tool` (counted once, when first asked).

@@ -9,7 +9,7 @@ import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseUnknownFields, 
 import { ConfigError, type ErrorInfo } from '../errors.js';
 import type { CallActivity } from '../batch/index.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { LoopMonitor, ToolRegistry, type RunState } from '../tools/index.js';
+import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
@@ -112,6 +112,14 @@ class RunCollector implements RunFinish {
   }
 }
 
+/** An agent's tools on one runner, as of a registry of `size` tools. */
+interface AgentTools {
+  readonly size: number;
+  readonly allowed: readonly string[];
+  readonly specs: readonly ToolSpec[];
+  readonly missing: readonly string[];
+}
+
 /**
  * Runs agents: model turn, then the turn's tool calls as one batch inside the declared lanes,
  * results back to the model in call order, until the model answers.
@@ -199,6 +207,24 @@ export class AgentRunner {
     return this.start(agent, input, options, undefined, undefined);
   }
 
+  // The tools an agent may call here and what the provider is shown of them, worked out once per
+  // agent for as long as the registry keeps its size (tools are only ever added to it).
+  private readonly agentTools = new WeakMap<Agent, AgentTools>();
+  private toolsOf(agent: Agent): AgentTools {
+    let known = this.agentTools.get(agent);
+    if (known === undefined || known.size !== this.tools.size) {
+      const allowed = Object.freeze(agent.tools ?? this.tools.names);
+      known = {
+        size: this.tools.size,
+        allowed,
+        specs: Object.freeze(this.tools.specs(allowed)),
+        missing: allowed.filter((name) => !this.tools.has(name)),
+      };
+      this.agentTools.set(agent, known);
+    }
+    return known;
+  }
+
   // The runner's lanes narrowed by the agent's, made once per agent (a config is immutable).
   private readonly narrowed = new WeakMap<Agent, ConcurrencyConfig>();
   private turnConcurrency(agent: Agent): ConcurrencyConfig {
@@ -240,12 +266,11 @@ export class AgentRunner {
     const unclonable = Object.keys(state).length === 0 ? undefined : notPlainData(state);
     if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
-    const allowed = agent.tools ?? this.tools.names;
-    const missing = allowed.filter((name) => !this.tools.has(name));
+    const { allowed, specs, missing } = this.toolsOf(agent);
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    const plan: RunPlan = { agent, input, tenant, signal, initial: state, maxTurns, allowed, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
+    const plan: RunPlan = { agent, input, tenant, signal, initial: state, maxTurns, allowed, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
     // Cold: each subscription is a run of its own.
     return new Observable<RunEvent>((subscriber) => new RunLoop(this.parts, plan, subscriber).begin());
   }

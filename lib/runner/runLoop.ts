@@ -217,6 +217,8 @@ export interface RunPlan {
   readonly initial: Readonly<Record<string, unknown>>;
   readonly maxTurns: number;
   readonly allowed: readonly string[];
+  /** What the provider is shown of those tools. */
+  readonly specs: readonly ToolSpec[];
   /** The runner's lanes narrowed by the agent's: the turn's own bounds. */
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;
@@ -245,7 +247,6 @@ function flat(text: string): string {
 export class RunLoop {
   private readonly runId = flat(randomUUID());
   private readonly parent: RunParent | undefined;
-  private readonly specs: readonly ToolSpec[];
   // The agent's tools, as a set once the first batch needs it (a run waiting on its model has none).
   private allowedSet: ReadonlySet<string> | undefined = undefined;
   private readonly failFast: boolean;
@@ -274,7 +275,6 @@ export class RunLoop {
     private readonly subscriber: Subscriber<RunEvent>,
   ) {
     this.parent = plan.nesting?.parent;
-    this.specs = parts.tools.specs(plan.allowed);
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = assignDelta({}, snapshot(plan.initial));
     this.messages = [{ role: 'user', content: plan.input }];
@@ -383,7 +383,7 @@ export class RunLoop {
     if (turn > plan.maxTurns) return this.end(failed(new RunError(`${plan.agent.name} reached maxTurns (${plan.maxTurns}) without a final answer`)));
     // A run stopped before this turn does not take even a synchronous reply.
     if (this.stopReason !== undefined) return this.end(ending(this.stopReason));
-    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...this.messages], tools: this.specs };
+    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...this.messages], tools: plan.specs };
     // Making an AbortController costs more than the rest of a turn's bookkeeping, so the run
     // keeps one for its requests, and makes a new one only if the last request left a
     // listener on its signal: a provider that never removes its listeners cannot pile them

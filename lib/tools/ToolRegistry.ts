@@ -54,6 +54,11 @@ export class ToolRegistry {
     return this.tools.has(name);
   }
 
+  /** How many tools are registered (tools are only ever added). */
+  get size(): number {
+    return this.tools.size;
+  }
+
   /** The registered names, in registration order. */
   get names(): string[] {
     return [...this.tools.keys()];

@@ -397,6 +397,23 @@ describe('AgentRunner', () => {
     });
   });
 
+  describe('tools registered as the runner goes', () => {
+    it('shows the next run a tool registered after an earlier run, and lets an agent that named it run', async () => {
+      const tools = new ToolRegistry().register({ name: 'lookup' }, () => 1);
+      const provider = new ScriptedProvider([{ text: 'one' }, { text: 'two' }, { toolCalls: [{ id: 'c1', name: 'late', arguments: {} }] }, { text: 'three' }]);
+      const runner = new AgentRunner({ provider, tools });
+      const picky = new Agent({ name: 'picky', instructions: '', model: 'm', tools: ['late'] });
+      expect(() => runner.run$(picky, 'go')).to.throw(ConfigError, 'agent picky lists tools the registry does not have: late');
+      await runner.run(planner, 'go');
+      tools.register({ name: 'late' }, () => 'here');
+      await runner.run(planner, 'go');
+      const result = await runner.run(picky, 'go');
+      expect(provider.requests.map((request) => request.tools.map((tool) => tool.name))).to.deep.equal([['lookup'], ['lookup', 'late'], ['late'], ['late']]);
+      expect(result.status).to.equal('completed');
+      expect(result.events.find((event) => event.type === 'TOOL_RESULT')).to.deep.include({ callId: 'c1', result: 'here' });
+    });
+  });
+
   describe('bad options', () => {
     const tools = new ToolRegistry().register({ name: 'lookup' }, () => 1);
     const provider = new ScriptedProvider([]);
