@@ -419,7 +419,7 @@ export class RunLoop {
     }
   }
 
-  /** @internal The provider answered turn `turn` (or failed, or completed without a reply). */
+  /** @internal The provider answered `asking` (or failed, or completed without a reply). */
   answered(asking: ModelTurn, outcome: { raw: unknown } | { error: unknown } | undefined): void {
     this.waiting = false;
     if (this.current === asking) this.current = undefined;
