@@ -64,9 +64,14 @@ function runnerFor(turn: ModelResponse, body: () => unknown, options: { concurre
   return new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, ...options });
 }
 
-async function oneTurn(n: number, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
-  const result = await runnerFor(turnOf(n), body, options).run(agent, 'go');
+/** Runs `agent` on `runner` to its end; a run that does not complete spoils the figure, so it throws. */
+async function runToEnd(runner: AgentRunner): Promise<void> {
+  const result = await runner.run(agent, 'go');
   if (result.status !== 'completed') throw new Error(`bench run ended ${result.status}: ${result.error?.message}`);
+}
+
+async function oneTurn(n: number, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
+  await runToEnd(runnerFor(turnOf(n), body, options));
 }
 
 // Lanes, per-call ceilings, the reorder and the transcript all active.
@@ -90,15 +95,20 @@ const print = (r: Row) =>
 // measured after this many calls have gone through it (cold starts are W3's first round).
 const WARM_CALLS = 20_000;
 
-/** Runs turns of `n` calls answering at once until about WARM_CALLS calls went through. */
-async function warmUp(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}): Promise<void> {
-  const rounds = Math.max(2, Math.ceil(WARM_CALLS / Math.max(n, 1)));
-  for (let i = 0; i < rounds; i++) await oneTurn(n, () => Promise.resolve(1), options);
+/** Repeats `run` (a round of `calls` calls) until about WARM_CALLS calls went through, twice at least. */
+async function warmUp(run: () => Promise<unknown>, calls: number): Promise<void> {
+  const rounds = Math.max(2, Math.ceil(WARM_CALLS / Math.max(calls, 1)));
+  for (let i = 0; i < rounds; i++) await run();
+}
+
+/** Warms the engine with turns of `n` calls answering at once. */
+function warmEngine(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}): Promise<void> {
+  return warmUp(() => oneTurn(n, () => Promise.resolve(1), options), n);
 }
 
 async function w1(): Promise<void> {
   for (const n of [4, 16, 64]) {
-    await warmUp(n, { concurrency: everything });
+    await warmEngine(n, { concurrency: everything });
     // The floor: the same sleeps under a plain Promise.all, so timer lateness is not charged to the runner.
     const floor = await best(7, () => Promise.all(Array.from({ length: n }, () => sleep(50))));
     row({ workload: `W1 floor, N=${n}, 50ms each`, figure: 'Promise.all wall / one call', value: floor / 50, unit: 'x' });
@@ -107,10 +117,7 @@ async function w1(): Promise<void> {
     const walls: number[] = [];
     for (let i = 0; i < 2 + 7; i++) {
       const runner = runnerFor(turnOf(n), () => sleep(50), { concurrency: everything });
-      const wall = await timed(async () => {
-        const result = await runner.run(agent, 'go');
-        if (result.status !== 'completed') throw new Error(`bench run ended ${result.status}: ${result.error?.message}`);
-      });
+      const wall = await timed(() => runToEnd(runner));
       if (i >= 2) walls.push(wall);
     }
     row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: median(walls) / 50, unit: 'x', note: 'ideal 1.0' });
@@ -119,7 +126,7 @@ async function w1(): Promise<void> {
 
 async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false }, body: () => unknown): Promise<number> {
   const repeats = n >= 100_000 ? 3 : 5;
-  await warmUp(n, options);
+  await warmEngine(n, options);
   const withCalls = await best(repeats, () => oneTurn(n, body, options));
   const empty = await best(repeats, () => oneTurn(0, body, options));
   return ((withCalls - empty) * 1000) / n;
@@ -208,15 +215,21 @@ async function w3(): Promise<void> {
 
 /** Heap per run while `runs` runs are held (by a model or a lane) until `release`. */
 async function heapPerRun(workload: string, figure: string, runs: number, runner: AgentRunner, release: () => void, agents?: readonly Agent[]): Promise<void> {
+  const held = await heapHeld(() => Promise.all(Array.from({ length: runs }, (_, i) => runner.run(agents?.[i] ?? agent, 'go'))), release);
+  row({ workload, figure, value: held / runs, unit: 'bytes' });
+}
+
+/** The heap (after a collection) that what `start` starts holds while it waits, until `release` lets it finish. */
+async function heapHeld(start: () => Promise<unknown>, release: () => void): Promise<number> {
   gc();
   const before = process.memoryUsage().heapUsed;
-  const done = Promise.all(Array.from({ length: runs }, (_, i) => runner.run(agents?.[i] ?? agent, 'go')));
-  await sleep(20);
+  const done = start();
+  await sleep(50);
   gc();
   const during = process.memoryUsage().heapUsed;
   release();
   await done;
-  row({ workload, figure, value: (during - before) / runs, unit: 'bytes' });
+  return during - before;
 }
 
 async function w4(): Promise<void> {
@@ -315,23 +328,18 @@ async function scalingFloors(sizes: readonly number[]): Promise<void> {
       await Promise.all(kept.map((record) => immediate().then((answer) => (record.answer = { kind: 'result', answer }))));
       return kept;
     };
-    await warmUpFloor(records, n);
+    await warmUp(records, n);
     const kept = await best(n >= 100_000 ? 3 : 5, records);
     row({ workload: `Scaling floor N=${n}`, figure: 'a record and a Promise per call', value: (kept * 1000) / n, unit: 'us/call' });
     const merged = () => lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(() => immediate()), toArray()));
     let mergeMapTime: number;
     if (n >= 100_000) mergeMapTime = await timed(merged);
     else {
-      await warmUpFloor(merged, n);
+      await warmUp(merged, n);
       mergeMapTime = await best(5, merged);
     }
     row({ workload: `Scaling floor N=${n}`, figure: 'bare mergeMap', value: (mergeMapTime * 1000) / n, unit: 'us/call' });
   }
-}
-
-async function warmUpFloor(run: () => Promise<unknown>, n: number): Promise<void> {
-  const rounds = Math.max(2, Math.ceil(WARM_CALLS / n));
-  for (let i = 0; i < rounds; i++) await run();
 }
 
 async function scaling(): Promise<void> {
@@ -353,15 +361,8 @@ async function scaling(): Promise<void> {
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   const runner = runnerFor(turnOf(n), () => gate, { concurrency: new ConcurrencyConfig({ maxConcurrentTools: 1 }), loopStallMs: false });
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const done = runner.run(agent, 'go');
-  await sleep(50);
-  gc();
-  const during = process.memoryUsage().heapUsed;
-  release();
-  await done;
-  row({ workload: `Scaling, ${n} calls queued`, figure: 'heap per queued call', value: (during - before) / n, unit: 'bytes' });
+  const held = await heapHeld(() => runner.run(agent, 'go'), release);
+  row({ workload: `Scaling, ${n} calls queued`, figure: 'heap per queued call', value: held / n, unit: 'bytes' });
 }
 
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
