@@ -283,8 +283,8 @@ export class RunLoop {
   /** Starts the run: its teardown first, so a consumer that leaves during the run's synchronous part (a scripted model, bodies that answer at once) ends it there. */
   begin(): void {
     const { subscriber, plan, parts } = this;
-    if (this.activityObserved()) {
-      this.emitActivity({ type: 'run-started', runId: this.runId, agent: plan.agent.name, tenant: plan.tenant, ...(this.parent ? { parent: this.parent } : {}), at: parts.scheduler.now() });
+    if (parts.activity.observed) {
+      parts.activity.next({ type: 'run-started', runId: this.runId, agent: plan.agent.name, tenant: plan.tenant, ...(this.parent ? { parent: this.parent } : {}), at: parts.scheduler.now() });
     }
     const runSeconds = parts.deadline.runSeconds;
     if (runSeconds !== undefined) {
@@ -323,9 +323,7 @@ export class RunLoop {
     this.timer?.unsubscribe();
     this.plan.signal?.removeEventListener('abort', this);
     // Watchers of activity$ (a live view, a recorder) still see the run end.
-    if (!this.ended && this.activityObserved()) {
-      this.emitActivity({ type: 'run-ended', runId: this.runId, status: 'cancelled', ...(this.parent ? { parent: this.parent } : {}), at: this.parts.scheduler.now() });
-    }
+    if (!this.ended) this.runEnded('cancelled');
   }
 
   private stop(reason: StopReason): void {
@@ -335,12 +333,10 @@ export class RunLoop {
     if (this.waiting) this.end(ending(reason));
   }
 
-  private activityObserved(): boolean {
-    return this.parts.activity.observed;
-  }
-
-  private emitActivity(activity: RunnerActivity): void {
-    if (this.parts.activity.observed) this.parts.activity.next(activity);
+  // Tells watchers of activity$ the run ended; the event is made only if someone watches.
+  private runEnded(status: RunStatus): void {
+    const { activity, scheduler } = this.parts;
+    if (activity.observed) activity.next({ type: 'run-ended', runId: this.runId, status, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
   }
 
   private end(event: RunEvent): void {
@@ -350,7 +346,7 @@ export class RunLoop {
     this.waiting = false;
     this.plan.onFinish?.finish({ state: Object.freeze({ ...this.state }), messages: [...this.messages] });
     const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
-    if (this.activityObserved()) this.emitActivity({ type: 'run-ended', runId: this.runId, status, ...(this.parent ? { parent: this.parent } : {}), at: this.parts.scheduler.now() });
+    this.runEnded(status);
     subscriber.next(event);
     // Whatever was still going (a model request a stop interrupted) ends before the run does.
     this.current?.unsubscribe();
