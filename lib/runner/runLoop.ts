@@ -198,6 +198,8 @@ export interface RunnerParts {
   readonly policies: Policies;
   /** True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them. */
   readonly policed: boolean;
+  /** The signals handed to the provider. */
+  readonly requests: RequestSignals;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
 }
@@ -264,8 +266,6 @@ export class RunLoop {
   private ended = false;
   // Whatever is in flight: a model request or a batch.
   private current: Unsubscribable | undefined = undefined;
-  // The signal handed to the provider, shared by the run's requests while none leaves a listener on it.
-  private requests: AbortController | undefined = undefined;
   // The runSeconds timer.
   private timer: Subscription | undefined = undefined;
 
@@ -380,13 +380,8 @@ export class RunLoop {
     // A run stopped before this turn does not take even a synchronous reply.
     if (this.stopReason !== undefined) return this.end(ending(this.stopReason));
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...this.messages], tools: plan.specs };
-    // Making an AbortController costs more than the rest of a turn's bookkeeping, so the run
-    // keeps one for its requests, and makes a new one only if the last request left a
-    // listener on its signal: a provider that never removes its listeners cannot pile them
-    // up over turns (Node warns past ten).
-    let { requests } = this;
-    if (requests === undefined || requests.signal.aborted || getEventListeners(requests.signal, 'abort').length > 0) requests = this.requests = new AbortController();
-    const asking = new ModelTurn(this, turn, requests);
+    const requests = parts.requests.take();
+    const asking = new ModelTurn(this, turn, requests, parts.requests);
     this.waiting = true;
     this.current = asking;
     let produced: Promise<ModelResponse> | Observable<ModelResponse> | unknown;
@@ -581,6 +576,30 @@ function failed(error: Error): RunEvent {
   return { type: 'RUN_FAILED', error: toErrorInfo(error) };
 }
 
+/**
+ * The AbortControllers a runner hands its provider, one per request in flight. Making one costs
+ * more than the rest of a turn's bookkeeping, and its signal holds about 0.9 KB (Node gives each
+ * a hidden class of its own), so a request that has answered gives its controller back, and the
+ * next request of any run on the runner takes it, unless it was aborted or a listener was left
+ * on its signal: a provider that never removes its listeners cannot pile them up (Node warns
+ * past ten). A run waiting in a lane, or on its own tools, holds none.
+ */
+export class RequestSignals {
+  // At most one, kept between requests; more in flight at once each have their own.
+  private spare: AbortController | undefined = undefined;
+
+  take(): AbortController {
+    const { spare } = this;
+    this.spare = undefined;
+    if (spare === undefined || spare.signal.aborted || getEventListeners(spare.signal, 'abort').length > 0) return new AbortController();
+    return spare;
+  }
+
+  giveBack(controller: AbortController): void {
+    this.spare ??= controller;
+  }
+}
+
 /** One request to the provider: the reply's observer, and what the run unsubscribes to abandon it. */
 class ModelTurn implements Unsubscribable {
   // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
@@ -591,6 +610,7 @@ class ModelTurn implements Unsubscribable {
     private readonly loop: RunLoop,
     readonly turn: number,
     private readonly controller: AbortController,
+    private readonly signals: RequestSignals,
   ) {}
 
   listen(reply$: Observable<unknown>): void {
@@ -625,6 +645,8 @@ class ModelTurn implements Unsubscribable {
     if (this.done) return;
     this.done = true;
     this.reply?.unsubscribe();
+    // Answered: the signal never aborts for this request now, and may serve the next one.
+    this.signals.giveBack(this.controller);
     this.loop.answered(this, outcome);
   }
 }

@@ -396,6 +396,39 @@ describe('AgentRunner: stopping', () => {
       expect(signals).to.have.length(2);
       expect(signals[1]!.aborted).to.equal(true);
     });
+
+    it('passes the signal of a request that answered on to the next run, and never shares one between requests in flight', async () => {
+      const signals: AbortSignal[] = [];
+      const pending: Array<(response: ModelResponse) => void> = [];
+      const provider = {
+        respond: (request: { agent: string }, signal: AbortSignal) => {
+          signals.push(signal);
+          if (request.agent === 'planner') return of<ModelResponse>({ text: 'at once' });
+          return new Promise<ModelResponse>((resolve) => pending.push(resolve));
+        },
+      };
+      const runner = new AgentRunner({ provider, tools: new ToolRegistry() });
+      const slow = new Agent({ name: 'slow', instructions: '', model: 'm' });
+      // Two runs answered at once, one after the other: one signal serves both.
+      expect((await runner.run(planner, 'one')).status).to.equal('completed');
+      expect((await runner.run(planner, 'two')).status).to.equal('completed');
+      expect(signals[1]).to.equal(signals[0]);
+      // Two requests waiting at once: each its own signal, and cancelling one run aborts its own only.
+      const cancel = new AbortController();
+      const first = runner.run(slow, 'three', { signal: cancel.signal });
+      const second = runner.run(slow, 'four');
+      expect(signals[3]).to.not.equal(signals[2]);
+      cancel.abort();
+      expect((await first).status).to.equal('cancelled');
+      expect(signals[2]!.aborted, 'the cancelled run aborts its request').to.equal(true);
+      expect(signals[3]!.aborted, 'the other run keeps its request').to.equal(false);
+      pending[1]!({ text: 'late' });
+      expect((await second).status).to.equal('completed');
+      // The aborted signal is never handed out again; the one that answered is.
+      expect((await runner.run(planner, 'five')).status).to.equal('completed');
+      expect(signals[4]).to.equal(signals[3]);
+      expect(signals[4]!.aborted).to.equal(false);
+    });
   });
 
   describe('unsubscribing from run$ mid-batch', () => {
