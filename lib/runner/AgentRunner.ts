@@ -116,8 +116,19 @@ class RunCollector implements RunFinish {
 interface AgentTools {
   readonly size: number;
   readonly allowed: readonly string[];
+  readonly allowedSet: ReadonlySet<string>;
   readonly specs: readonly ToolSpec[];
   readonly missing: readonly string[];
+}
+
+function toolsAmong(tools: ToolRegistry, allowed: readonly string[]): AgentTools {
+  return {
+    size: tools.size,
+    allowed,
+    allowedSet: new Set(allowed),
+    specs: Object.freeze(tools.specs(allowed)),
+    missing: allowed.filter((name) => !tools.has(name)),
+  };
 }
 
 /**
@@ -208,19 +219,20 @@ export class AgentRunner {
     return this.start(agent, input, options, undefined, undefined);
   }
 
-  // The tools an agent may call here and what the provider is shown of them, worked out once per
-  // agent for as long as the registry keeps its size (tools are only ever added to it).
+  // The tools an agent may call here and what the provider is shown of them, worked out once for
+  // the agents that list none (they may call every tool) and once per agent that lists its own,
+  // for as long as the registry keeps its size (tools are only ever added to it).
+  private everyTool: AgentTools | undefined = undefined;
   private readonly agentTools = new WeakMap<Agent, AgentTools>();
   private toolsOf(agent: Agent): AgentTools {
+    const { tools } = this;
+    if (agent.tools === undefined) {
+      if (this.everyTool?.size !== tools.size) this.everyTool = toolsAmong(tools, Object.freeze(tools.names));
+      return this.everyTool;
+    }
     let known = this.agentTools.get(agent);
-    if (known === undefined || known.size !== this.tools.size) {
-      const allowed = Object.freeze(agent.tools ?? this.tools.names);
-      known = {
-        size: this.tools.size,
-        allowed,
-        specs: Object.freeze(this.tools.specs(allowed)),
-        missing: allowed.filter((name) => !this.tools.has(name)),
-      };
+    if (known === undefined || known.size !== tools.size) {
+      known = toolsAmong(tools, agent.tools);
       this.agentTools.set(agent, known);
     }
     return known;
@@ -267,11 +279,11 @@ export class AgentRunner {
     const unclonable = Object.keys(state).length === 0 ? undefined : notPlainData(state);
     if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
-    const { allowed, specs, missing } = this.toolsOf(agent);
+    const { allowed, allowedSet, specs, missing } = this.toolsOf(agent);
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    const plan: RunPlan = { agent, input, tenant, signal, initial: state, maxTurns, allowed, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
+    const plan: RunPlan = { agent, input, tenant, signal, initial: state, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
     // Cold: each subscription is a run of its own.
     return new Observable<RunEvent>((subscriber) => new RunLoop(this.parts, plan, subscriber).begin());
   }

@@ -219,6 +219,8 @@ export interface RunPlan {
   readonly initial: Readonly<Record<string, unknown>>;
   readonly maxTurns: number;
   readonly allowed: readonly string[];
+  /** The same, as a set. */
+  readonly allowedSet: ReadonlySet<string>;
   /** What the provider is shown of those tools. */
   readonly specs: readonly ToolSpec[];
   /** The runner's lanes narrowed by the agent's: the turn's own bounds. */
@@ -249,8 +251,6 @@ function flat(text: string): string {
 export class RunLoop {
   private readonly runId = flat(randomUUID());
   private readonly parent: RunParent | undefined;
-  // The agent's tools, as a set once the first batch needs it (a run waiting on its model has none).
-  private allowedSet: ReadonlySet<string> | undefined = undefined;
   private readonly failFast: boolean;
   // The run's state, replaced (never mutated) as each batch's deltas are merged.
   private state: Record<string, unknown>;
@@ -259,7 +259,7 @@ export class RunLoop {
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   private stopReason: StopReason | undefined = undefined;
   // Who hears of a stop: the batch in flight, through its stop$ (made with the first batch).
-  private listeners: Set<(reason: StopReason) => void> | undefined = undefined;
+  private listeners: Array<(reason: StopReason) => void> | undefined = undefined;
   // True while the provider is asked: a stop then ends the run at once (the teardown aborts the request).
   private waiting = false;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -329,7 +329,7 @@ export class RunLoop {
   private stop(reason: StopReason): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    if (this.listeners !== undefined) for (const listener of [...this.listeners]) listener(reason);
+    if (this.listeners !== undefined) for (const listener of this.listeners.slice()) listener(reason);
     if (this.waiting) this.end(ending(reason));
   }
 
@@ -481,31 +481,10 @@ export class RunLoop {
   // One turn's calls as a batch. `contents` receives each result's JSON as it settles.
   private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
     const { parts, plan, runId } = this;
-    const { tenant, allowed } = plan;
-    const scope = new TurnScope(this, runId, tenant, snapshot(this.state));
-    const seen = new Set<string>();
-    let approvals = false;
-    const calls = toolCalls.map((toolCall, position): RunnerCall => {
-      const { id: callId, name } = toolCall;
-      const problem = malformed.get(position);
-      if (problem !== undefined) {
-        return refused(toolCall, scope, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
-      }
-      if (seen.has(callId)) {
-        return refused(toolCall, scope, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
-      }
-      seen.add(callId);
-      const registered = (this.allowedSet ??= new Set(allowed)).has(name) ? parts.tools.get(name) : undefined;
-      if (registered === undefined) return refused(toolCall, scope, toErrorInfo(new UnknownToolError(name, allowed)));
-      const { declaration, body } = registered;
-      const decoded = decodeArguments(declaration, toolCall.arguments);
-      if (isLeft(decoded)) return refused(toolCall, scope, toErrorInfo(decoded.left), declaration);
-      approvals ||= declaration.needsApproval;
-      return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope);
-    });
-
+    const { tenant } = plan;
+    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, snapshot(this.state)));
     // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
-    const policed = parts.policed || approvals;
+    const policed = parts.policed || calls.some((call) => call.needsApproval);
     const targets: PolicyTarget[] = policed
       ? calls.map((call) => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.args, tenant }, needsApproval: call.needsApproval }))
       : [];
@@ -548,6 +527,32 @@ export class RunLoop {
     });
   }
 
+  // The turn's calls as the batch runs them, each decoded against its tool or refused. Apart
+  // from batchOf, so that what only this needs (the ids seen, the malformed calls) is not kept
+  // alive by the settle step for as long as the batch runs.
+  private callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
+    const { allowed, allowedSet } = this.plan;
+    const { tools } = this.parts;
+    const seen = new Set<string>();
+    return toolCalls.map((toolCall, position): RunnerCall => {
+      const { id: callId, name } = toolCall;
+      const problem = malformed.get(position);
+      if (problem !== undefined) {
+        return refused(toolCall, scope, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+      }
+      if (seen.has(callId)) {
+        return refused(toolCall, scope, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+      }
+      seen.add(callId);
+      const registered = allowedSet.has(name) ? tools.get(name) : undefined;
+      if (registered === undefined) return refused(toolCall, scope, toErrorInfo(new UnknownToolError(name, allowed)));
+      const { declaration, body } = registered;
+      const decoded = decodeArguments(declaration, toolCall.arguments);
+      if (isLeft(decoded)) return refused(toolCall, scope, toErrorInfo(decoded.left), declaration);
+      return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope);
+    });
+  }
+
   // The stop as a batch sees it: at once if it has already happened.
   private stopped$(): Observable<StopReason> {
     return new Observable<StopReason>((subscriber) => {
@@ -556,9 +561,16 @@ export class RunLoop {
         return undefined;
       }
       const listener = (reason: StopReason): void => subscriber.next(reason);
-      const listeners = (this.listeners ??= new Set());
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+      // One batch at a time listens: a list made to its length is a fraction of a set's size.
+      if (this.listeners === undefined) this.listeners = [listener];
+      else this.listeners.push(listener);
+      return () => {
+        const listeners = this.listeners;
+        const at = listeners === undefined ? -1 : listeners.indexOf(listener);
+        if (at === -1) return;
+        if (listeners!.length === 1) this.listeners = undefined;
+        else listeners!.splice(at, 1);
+      };
     });
   }
 }
