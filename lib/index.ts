@@ -17,7 +17,7 @@ export {
   WorkerPoolFullError,
   type ErrorInfo,
 } from './errors.js';
-export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type LaneStore, type Permit } from './lanes/index.js';
+export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type Permit } from './lanes/index.js';
 export {
   LoopMonitor,
   ToolRegistry,

@@ -18,7 +18,7 @@ import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { LaneTable, type LaneStore, type Permit } from '../lanes/index.js';
-import { Ceilings, type Ceiling } from './ceilings.js';
+import { Ceilings } from './ceilings.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
 import { failedBy, stoppedOutcome } from './stops.js';
@@ -40,6 +40,9 @@ interface LaneStep {
   readonly key: string;
   readonly limit: number;
   readonly party: string;
+  // The store is a LaneTable itself (not a subclass, which might expect a function): it is
+  // handed the call's record, whose granted() carries on, instead of a closure per call.
+  readonly direct: boolean;
 }
 
 // A bound the turn adds on top of a shared lane: only when it is tighter than the shared one.
@@ -128,9 +131,6 @@ class CallRun {
   private taken = 0;
   // The lane asked last; a grant that comes later carries on from the next one.
   private asking = 0;
-  // The call's ceiling and the batch deadline's watch over it.
-  private ceiling: Ceiling | undefined = undefined;
-  private deadline: Ceiling | undefined = undefined;
   // What the body was handed (its AbortController, if it asked for its signal).
   private invoked: CallContext | undefined = undefined;
   // An Observable body's subscription.
@@ -144,7 +144,7 @@ class CallRun {
   private closed = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
-  // What every lane of this call is handed to call on a grant; made once, by a call that has lanes.
+  // What a lane store other than a LaneTable is handed to call on a grant; made once, if one is asked.
   private onGrant: (() => void) | undefined = undefined;
 
   constructor(
@@ -160,9 +160,16 @@ class CallRun {
     return run.call.invoke?.(run.invoked!);
   }
 
+  /** @internal A call that has its outcome (or was torn down): its ceilings no longer matter. */
+  static stale(run: CallRun): boolean {
+    return run.settled;
+  }
+
   // The call's own ceiling (its tool's perToolSeconds) expired: the call fails, its body aborted.
-  // Functions of the call, like invoke, so arming a ceiling makes no closure.
+  // Functions of the call, like invoke, so arming a ceiling makes no closure. Ceilings are not
+  // cancelled when a call settles: one that comes due after does nothing.
   private static outran(run: CallRun): void {
+    if (run.settled) return;
     const { tool, idempotent } = run.call;
     const seconds = own(run.batch.turn.perToolSeconds, tool)!;
     run.invoked?.abort(new InvocationAbortedError(`${tool} outran its ${seconds}s ceiling`));
@@ -171,6 +178,7 @@ class CallRun {
 
   // The batch's toolCallSeconds expired on this call: the whole batch stops.
   private static overdue(run: CallRun): void {
+    if (run.settled) return;
     const { batch, call } = run;
     const error = new DeadlineExceededError('toolCallSeconds', batch.toolCallSeconds!, call);
     batch.stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: call.callId });
@@ -183,29 +191,29 @@ class CallRun {
       return;
     }
     const steps = (this.steps = this.batch.lanesOf(this));
-    if (steps.length > 0) {
-      this.permits = new Array<Permit | undefined>(steps.length);
-      this.onGrant = () => {
-        if (this.taken > this.asking) this.acquire(this.asking + 1);
-      };
-    }
+    if (steps.length > 0) this.permits = new Array<Permit | undefined>(steps.length);
     this.status = QUEUED;
     this.acquire(0);
+  }
+
+  /** @internal A lane granted the permit this call asked for: a grant that came later carries on from the next lane. */
+  granted(): void {
+    if (this.taken > this.asking) this.acquire(this.asking + 1);
   }
 
   /** Takes the lanes from `first` on, in order. Each permit is stored before the next lane is asked, so the teardown always knows every permit held. */
   private acquire(first: number): void {
     const { steps, batch } = this;
     for (let i = first; i < steps.length; i++) {
-      const { store, key, limit, party } = steps[i]!;
+      const { store, key, limit, party, direct } = steps[i]!;
       let permit: Permit;
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
       // recorded here, so the teardown it brings gives that permit back too.
       batch.hold();
       try {
-        // Granted later: onGrant carries on from the next lane. Granted at once: the loop carries on.
-        permit = store.enter(key, limit, this.onGrant!, party);
+        // Granted later: granted() carries on from the next lane. Granted at once: the loop carries on.
+        permit = direct ? (store as LaneTable).enter(key, limit, this, party) : store.enter(key, limit, (this.onGrant ??= () => this.granted()), party);
       } catch (error) {
         batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
@@ -247,8 +255,8 @@ class CallRun {
     if (batch.stopped !== undefined || this.closed) return;
     this.status = RUNNING;
     const seconds = own(batch.turn.perToolSeconds, call.tool);
-    if (seconds !== undefined) this.ceiling = batch.arm(seconds * 1000, CallRun.outran, this);
-    if (batch.toolCallSeconds !== undefined) this.deadline = batch.arm(batch.toolCallSeconds * 1000, CallRun.overdue, this);
+    if (seconds !== undefined) batch.arm(seconds * 1000, CallRun.outran, this);
+    if (batch.toolCallSeconds !== undefined) batch.arm(batch.toolCallSeconds * 1000, CallRun.overdue, this);
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this.steps, batch.shared.lanes, batch.held));
     const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;
@@ -343,14 +351,13 @@ class CallRun {
     this.permits = noPermits;
   }
 
-  // Ends the watch, the ceilings and an Observable body's subscription, and lets go of them
-  // (and of the context the body was handed): a settled call keeps only what it reports.
+  // Ends the watch and an Observable body's subscription, and lets go of them (and of the
+  // context the body was handed): a settled call keeps only what it reports. Its ceilings,
+  // once it is settled, do nothing when they come due.
   private halt(): void {
     this.watch?.release();
-    this.ceiling?.cancel();
-    this.deadline?.cancel();
     this.running?.unsubscribe();
-    this.watch = this.ceiling = this.deadline = this.running = undefined;
+    this.watch = this.running = undefined;
   }
 
   /** Ends the call where it stands: permits back, the body's signal aborted if it had not settled. */
@@ -393,8 +400,11 @@ class BatchRun {
   private ceilings: Ceilings | undefined = undefined;
   // This batch's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
   private local: LaneTable | undefined = undefined;
-  // The lanes of a parallel-safe call depend only on its tool: worked out once per tool.
-  private readonly stepsByTool = new Map<string, readonly LaneStep[]>();
+  // The lanes of a parallel-safe call depend only on its tool: worked out once per tool. Most
+  // batches call one tool, kept in two fields; a map is made for a second.
+  private firstTool: string | undefined = undefined;
+  private firstSteps: readonly LaneStep[] = noSteps;
+  private stepsByTool: Map<string, readonly LaneStep[]> | undefined = undefined;
 
   // The executing side: phases one after another, the gate one call at a time. The current
   // phase ends at phaseEnd; gateNext is the next call to gate.
@@ -464,8 +474,8 @@ class BatchRun {
     this.tearDownExecuting();
   }
 
-  arm(ms: number, expire: (run: CallRun) => void, run: CallRun): Ceiling {
-    return (this.ceilings ??= new Ceilings(this.scheduler)).arm(ms, expire, run);
+  arm(ms: number, expire: (run: CallRun) => void, run: CallRun): void {
+    (this.ceilings ??= new Ceilings(this.scheduler, CallRun.stale as (target: unknown) => boolean)).arm(ms, expire, run);
   }
 
   report(run: CallRun, outcome?: Outcome['kind']): void {
@@ -491,7 +501,9 @@ class BatchRun {
   }
 
   lanesOf({ call }: CallRun): readonly LaneStep[] {
-    const known = call.parallelSafe === false ? undefined : this.stepsByTool.get(call.tool);
+    const safe = call.parallelSafe !== false;
+    if (safe && call.tool === this.firstTool) return this.firstSteps;
+    const known = safe ? this.stepsByTool?.get(call.tool) : undefined;
     if (known !== undefined) return known;
     const { shared, turn, tenant } = this;
     const steps: LaneStep[] = [];
@@ -508,7 +520,10 @@ class BatchRun {
     // Copied to its exact length: an array grown by push keeps room for seventeen, and every
     // call of the tool holds this one until the batch ends.
     const exact = steps.length === 0 ? noSteps : steps.slice();
-    if (call.parallelSafe !== false) this.stepsByTool.set(call.tool, exact);
+    if (safe && this.firstTool === undefined) {
+      this.firstTool = call.tool;
+      this.firstSteps = exact;
+    } else if (safe) (this.stepsByTool ??= new Map()).set(call.tool, exact);
     return exact;
   }
 
@@ -523,7 +538,7 @@ class BatchRun {
   private perTool: Map<string, number> | undefined = undefined;
 
   private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
-    if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party });
+    if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party, direct: Object.getPrototypeOf(store) === LaneTable.prototype });
   }
 
   // Moves the executing side on as far as it can go now: through the gate, into the lanes,

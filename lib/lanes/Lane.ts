@@ -45,6 +45,18 @@ export class Ticket {
   }
 }
 
+/**
+ * Who is told of a grant: a function, or an object whose `granted()` is called. A caller with
+ * many requests (a batch of thousands of calls) hands each request's own record rather than
+ * a closure made for it.
+ */
+export type OnGrant = (() => void) | { granted(): void };
+
+function grant(onGrant: OnGrant): void {
+  if (typeof onGrant === 'function') onGrant();
+  else onGrant.granted();
+}
+
 /** A request that waits in a party's queue until it is granted (or withdrawn). */
 class QueuedTicket extends Ticket {
   /** @internal */ prev: QueuedTicket | undefined = undefined;
@@ -53,7 +65,7 @@ class QueuedTicket extends Ticket {
   constructor(
     lane: Lane,
     party: string,
-    /** @internal */ readonly onGrant: () => void,
+    /** @internal */ readonly onGrant: OnGrant,
   ) {
     super(lane, party);
   }
@@ -114,18 +126,18 @@ export class Lane {
   }
 
   /**
-   * Asks for a permit. `onGrant` runs when it is granted, which may be at once,
+   * Asks for a permit. `onGrant` is told when it is granted, which may be at once,
    * before `enter` returns: the ticket's `holding` then reads true. Give the permit back
    * (or withdraw) with `ticket.leave()`.
    */
-  enter(onGrant: () => void, party = ''): Ticket {
+  enter(onGrant: OnGrant, party = ''): Ticket {
     if (this.holderCount < this.limit && this.waiterCount === 0) {
       // A free permit and nobody ahead: granted at once, without queueing.
       const ticket = new Ticket(this, party);
       ticket.state = HOLDING;
       this.holderCount++;
       this.onChange?.(this, 'granted', party);
-      onGrant();
+      grant(onGrant);
       return ticket;
     }
     let queue = this.parties.get(party);
@@ -183,7 +195,7 @@ export class Lane {
         this.holderCount++;
         ticket.state = HOLDING;
         this.onChange?.(this, 'granted', queue.party);
-        ticket.onGrant();
+        grant(ticket.onGrant);
       }
     } finally {
       this.draining = false;

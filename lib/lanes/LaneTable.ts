@@ -3,7 +3,7 @@
 // million tenants seen over a day do not mean a million live lanes.
 // A batch keeps a table of its own for the turn lane.
 import { Subject, type Observable } from 'rxjs';
-import { Lane, type LaneChange, type LaneOccupancy } from './Lane.js';
+import { Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
 
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
 export interface Permit {
@@ -45,7 +45,8 @@ export class LaneTable implements LaneStore {
     }
   };
 
-  enter(key: string, limit: number, onGrant: () => void, party = ''): Permit {
+  /** Asks lane `key` (made with `limit` permits if new) for a permit; `onGrant` (a function, or an object's `granted()`) may be told before this returns. */
+  enter(key: string, limit: number, onGrant: OnGrant, party = ''): Permit {
     let lane = this.lanes.get(key);
     if (lane === undefined) {
       lane = new Lane(key, limit, this.onChange);

@@ -1,3 +1,3 @@
-export { Lane, Ticket, type LaneChange, type LaneOccupancy } from './Lane.js';
+export { Lane, Ticket, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
 export { LaneTable, type LaneStore, type Permit } from './LaneTable.js';
 export { inLane, type InLaneOptions } from './inLane.js';

@@ -25,14 +25,21 @@ describe('Ceilings', () => {
     expect(fired).to.deep.equal(['c@4', 'a@5', 'b@7']);
   });
 
-  it('skips a cancelled ceiling and still fires the ones behind it', () => {
+  it('passes over targets that no longer care, waking for the next one that does', () => {
+    const settled = new Set<string>();
+    let actions: number[] = [];
     const fired = inVirtualTime((scheduler, fired) => {
-      const ceilings = new Ceilings(scheduler);
-      const first = ceilings.arm(5, () => fired.push('first'));
-      scheduler.schedule(() => ceilings.arm(5, () => fired.push(`second@${scheduler.now()}`)), 1);
-      scheduler.schedule(() => first.cancel(), 2);
+      const ceilings = new Ceilings(scheduler, (name) => settled.has(name as string));
+      const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
+      ceilings.arm(5, expire, 'a');
+      scheduler.schedule(() => ceilings.arm(5, expire, 'b'), 1);
+      scheduler.schedule(() => ceilings.arm(5, expire, 'c'), 3);
+      // b settles before a's ceiling fires: once a fires, b is passed over and the next wake is c's.
+      scheduler.schedule(() => settled.add('b'), 2);
+      scheduler.schedule(() => (actions = scheduler.actions.map((action) => action.delay)), 5);
     });
-    expect(fired).to.deep.equal(['second@6']);
+    expect(fired).to.deep.equal(['a@5', 'c@8']);
+    expect(actions, 'one action, for c (due at 8), after a fired').to.deep.equal([8]);
   });
 
   it('lets a ceiling that fires arm another of the same duration', () => {

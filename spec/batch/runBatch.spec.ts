@@ -71,6 +71,24 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
 
+    it('hands a store that extends LaneTable a function to call on a grant, and queues in it as in the table', () => {
+      // A subclass may call onGrant itself: it must be handed a function, not the call's record.
+      class CountingTable extends LaneTable {
+        grants = 0;
+        override enter(key: string, limit: number, onGrant: () => void, party?: string) {
+          return super.enter(key, limit, () => (this.grants++, onGrant()), party);
+        }
+      }
+      const lanes = new CountingTable();
+      testScheduler.run(({ cold, expectObservable }) => {
+        const concurrency = new ConcurrencyConfig({ perTool: { search: 1 } });
+        const calls = ['a', 'b'].map((x) => call(x, cold('---(r|)'), { tool: 'search' }));
+        expectObservable(runBatch(calls, { concurrency, shared: { lanes, concurrency } }).pipe(briefly)).toBe('---a--(b|)', { a: 'a=r', b: 'b=r' });
+      });
+      expect(lanes.grants).to.equal(2);
+      expect(lanes.size).to.equal(0);
+    });
+
     it('shares a tenant lane across batches while another tenant runs freely', () => {
       const lanes = new LaneTable();
       testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
@@ -320,6 +338,16 @@ describe('runBatch', () => {
         const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
         const outcomes$ = runBatch([call('q', quick), call('h', hang, { tool: 'charge' }), call('n', cold('-------(n|)'), { idempotent: true })], { deadline });
         expectObservable(outcomes$.pipe(briefly)).toBe('-a--(bc|)', { a: 'q=q', b: 'h?', c: 'n!CallStoppedError' });
+      });
+    });
+
+    it('lets the ceiling and the deadline of a call that settled come and go without effect', () => {
+      testScheduler.run(({ cold, expectObservable }) => {
+        // a settles at 2; b waits for its permit, runs 2-5, inside its own 4ms. a's 4ms end at 4, while b runs.
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1, perToolSeconds: { lookup: 0.004 } });
+        const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
+        const calls = [call('a', cold('--(a|)')), call('b', cold('---(b|)'))];
+        expectObservable(runBatch(calls, { concurrency, deadline }).pipe(briefly)).toBe('--a--(b|)', { a: 'a=a', b: 'b=b' });
       });
     });
 

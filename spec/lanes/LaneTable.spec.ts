@@ -19,6 +19,20 @@ describe('LaneTable', () => {
     expect(table.size).to.equal(0);
   });
 
+  it("tells an object's granted() when handed one instead of a function, at once or once a permit frees", () => {
+    const table = new LaneTable();
+    const told: string[] = [];
+    const first = table.enter('tool:x', 1, { granted: () => told.push('first') });
+    const second = table.enter('tool:x', 1, { granted: () => told.push('second') });
+    expect(told).to.deep.equal(['first']);
+    expect(second.holding).to.equal(false);
+    first.leave();
+    expect(told).to.deep.equal(['first', 'second']);
+    expect(second.holding).to.equal(true);
+    second.leave();
+    expect(table.size).to.equal(0);
+  });
+
   it('reports every change on changes$', () => {
     const table = new LaneTable();
     const seen: string[] = [];
