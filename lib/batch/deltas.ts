@@ -13,7 +13,9 @@ export function assignDelta(target: Record<string, unknown>, patch: Delta): Reco
 
 /** The batch's merged delta: the deltas of calls that succeeded, in call order. */
 export function mergeDeltas(outcomes: Iterable<Outcome>): Record<string, unknown> {
-  const ordered = [...outcomes].sort((a, b) => a.index - b.index);
+  const list = Array.isArray(outcomes) ? (outcomes as readonly Outcome[]) : [...outcomes];
+  // A batch's outcomes come in call order already; only a list out of order is sorted (a copy).
+  const ordered = list.every((outcome, i) => i === 0 || list[i - 1]!.index <= outcome.index) ? list : [...list].sort((a, b) => a.index - b.index);
   const merged: Record<string, unknown> = {};
   for (const outcome of ordered) {
     if (outcome.kind === 'result' && outcome.delta !== undefined) assignDelta(merged, outcome.delta);

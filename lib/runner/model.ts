@@ -70,6 +70,14 @@ function plainCall(entry: unknown): ToolCall | undefined {
   return undefined;
 }
 
+// What a reply without a malformed call reports: one empty map, shared, that cannot be filled.
+class EmptyMap<K, V> extends Map<K, V> {
+  override set(): this {
+    throw new TypeError('this map is read-only');
+  }
+}
+const noneMalformed: ReadonlyMap<number, string> = new EmptyMap<number, string>();
+
 /** A decoded reply, with what was wrong with any call that did not decode, by position. */
 export interface DecodedResponse {
   readonly response: ModelResponse;
@@ -83,17 +91,24 @@ export interface DecodedResponse {
  * fails alone and its siblings still run.
  */
 export function decodeModelResponse(raw: unknown): Either<string, DecodedResponse> {
-  const decoded = ModelResponseCodec.decode(raw);
-  if (isLeft(decoded)) return left(describeFailures(decoded.left, 'response'));
-  const { text, toolCalls } = decoded.right;
-  const malformed = new Map<number, string>();
-  const calls = (toolCalls ?? []).map((entry, i): ToolCall => {
+  let text: unknown;
+  let toolCalls: unknown;
+  // The common reply checked by hand (exactly what the codec accepts, without its allocations);
+  // the codec decides anything else and words the error.
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) ({ text, toolCalls } = raw as Record<string, unknown>);
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || !(text == null || typeof text === 'string') || !(toolCalls == null || Array.isArray(toolCalls))) {
+    const decoded = ModelResponseCodec.decode(raw);
+    if (isLeft(decoded)) return left(describeFailures(decoded.left, 'response'));
+    ({ text, toolCalls } = decoded.right);
+  }
+  let malformed: Map<number, string> | undefined;
+  const calls = ((toolCalls ?? []) as readonly unknown[]).map((entry, i): ToolCall => {
     // The common case checked by hand (a subset of what the codec accepts); the codec decides the rest and words the error.
     const plain = plainCall(entry);
     if (plain !== undefined) return plain;
     const call = ToolCallCodec.decode(entry);
     if (isRight(call)) return { id: call.right.id, name: call.right.name, arguments: call.right.arguments ?? '{}' };
-    malformed.set(i, describeFailures(call.left, `toolCalls.${i}`));
+    (malformed ??= new Map()).set(i, describeFailures(call.left, `toolCalls.${i}`));
     const record = entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>) : {};
     const args = record.arguments;
     return {
@@ -102,8 +117,8 @@ export function decodeModelResponse(raw: unknown): Either<string, DecodedRespons
       arguments: typeof args === 'string' || (args !== null && typeof args === 'object' && !Array.isArray(args)) ? (args as ToolCall['arguments']) : '{}',
     };
   });
-  return right({
-    response: { ...(typeof text === 'string' ? { text } : {}), ...(calls.length > 0 ? { toolCalls: calls } : {}) },
-    malformed,
-  });
+  const response: { text?: string; toolCalls?: readonly ToolCall[] } = {};
+  if (typeof text === 'string') response.text = text;
+  if (calls.length > 0) response.toolCalls = calls;
+  return right({ response, malformed: malformed ?? noneMalformed });
 }

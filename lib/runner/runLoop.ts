@@ -254,6 +254,8 @@ export class RunLoop {
   private readonly failFast: boolean;
   // The run's state, replaced (never mutated) as each batch's deltas are merged.
   private state: Record<string, unknown>;
+  // The frozen copy of it tools read, made when a turn first needs it after the state changed.
+  private view: RunState | undefined = undefined;
   // The conversation so far, as the provider will see it next turn.
   private readonly messages: Message[];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
@@ -466,7 +468,11 @@ export class RunLoop {
     this.current = undefined;
     try {
       if (this.subscriber.closed) return;
-      this.state = assignDelta({ ...this.state }, mergeDeltas(outcomes));
+      // The state is replaced only when some call recorded something.
+      if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
+        this.state = assignDelta({ ...this.state }, mergeDeltas(outcomes));
+        this.view = undefined;
+      }
       const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
       const reason = this.stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
       if (reason !== undefined) return this.end(ending(reason));
@@ -482,7 +488,7 @@ export class RunLoop {
   private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
     const { parts, plan, runId } = this;
     const { tenant } = plan;
-    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, snapshot(this.state)));
+    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, (this.view ??= snapshot(this.state))));
     // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
     const policed = parts.policed || calls.some((call) => call.needsApproval);
     const targets: PolicyTarget[] = policed
