@@ -241,6 +241,8 @@ export class AgentRunner {
   // The runner's lanes narrowed by the agent's, made once per agent (a config is immutable).
   private readonly narrowed = new WeakMap<Agent, ConcurrencyConfig>();
   private turnConcurrency(agent: Agent): ConcurrencyConfig {
+    // An agent that narrows nothing runs under the runner's own config.
+    if (agent.concurrency === undefined) return this.concurrency;
     let config = this.narrowed.get(agent);
     if (config === undefined) {
       config = this.concurrency.narrowedTo(agent.concurrency);
