@@ -13,7 +13,7 @@
 // A stop (FAIL_RUN on a failure, a cancel, a deadline) tears the dispatches down, which
 // gives every permit back and aborts every body in flight, then classifies each call
 // that had not settled by what it had done: never dispatched, or stopped in flight.
-import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type SchedulerLike, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type SchedulerLike, type Subscribable, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
@@ -417,7 +417,7 @@ class BatchRun {
   // True once every phase is done, or a stop ended the executing side.
   private executed = false;
   // The external stop's subscription.
-  private stopSubscription: Subscription | undefined = undefined;
+  private stopSubscription: Unsubscribable | undefined = undefined;
   // Calls in the middle of their own bookkeeping, and whether a stop waits for them.
   private busy = 0;
   private stopWaits = false;
@@ -453,10 +453,10 @@ class BatchRun {
     this.turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, this.shared.concurrency.perTenant)), calls.length);
   }
 
-  begin(stop$: Observable<StopReason> | undefined): void {
+  begin(stop$: Subscribable<StopReason> | undefined): void {
     // A stop from outside: a stop that has already happened stops the batch before any call is asked for.
     if (stop$ !== undefined) {
-      const subscription = stop$.subscribe((reason) => this.stop(reason));
+      const subscription = stop$.subscribe({ next: (reason) => this.stop(reason) });
       if (this.executed) subscription.unsubscribe();
       else this.stopSubscription = subscription;
     }
@@ -470,8 +470,15 @@ class BatchRun {
     this.closing = true;
     this.ceilings?.close();
     this.settling?.unsubscribe();
-    this.stopSubscription?.unsubscribe();
+    this.unlistenStop();
     this.tearDownExecuting();
+  }
+
+  // Stops listening for the stop from outside, once: a hand-made subscribe need not take a second unsubscribe.
+  private unlistenStop(): void {
+    const subscription = this.stopSubscription;
+    this.stopSubscription = undefined;
+    subscription?.unsubscribe();
   }
 
   arm(ms: number, expire: (run: CallRun) => void, run: CallRun): void {
@@ -559,7 +566,7 @@ class BatchRun {
         } else if (this.open === 0) {
           if (this.phaseEnd === count) {
             this.executed = true;
-            this.stopSubscription?.unsubscribe();
+            this.unlistenStop();
             this.pump();
             return;
           }
@@ -666,7 +673,7 @@ class BatchRun {
   private takeStop(reason: StopReason): void {
     if (this.executed) return;
     this.executed = true;
-    this.stopSubscription?.unsubscribe();
+    this.unlistenStop();
     this.tearDownExecuting();
     for (const run of this.runs) {
       const at = run.status;

@@ -1,6 +1,6 @@
 // The batch's vocabulary: a call as the batch sees it (no models, no registry),
 // the one outcome every call ends in, why a batch stopped, and its options.
-import type { Observable, ObservableInput, SchedulerLike } from 'rxjs';
+import type { Observable, ObservableInput, SchedulerLike, Subscribable } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
@@ -109,8 +109,12 @@ export interface BatchOptions {
   readonly gate?: (call: BatchCall, index: number) => GateVerdict | PromiseLike<GateVerdict> | Observable<GateVerdict>;
   /** Serial, in call order, after the reorder: output guardrails, end hooks. May replace the outcome. */
   readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | ObservableInput<Outcome>;
-  /** A stop from outside (cancel, the run's deadline). The first value stops the batch. */
-  readonly stop$?: Observable<StopReason>;
+  /**
+   * A stop from outside (cancel, the run's deadline). The first value stops the batch. An
+   * Observable, or anything with RxJS's `subscribe(observer)` shape (a run hands its batches a
+   * source of its own, lighter than an Observable).
+   */
+  readonly stop$?: Subscribable<StopReason>;
   /**
    * Live scheduling events: a function, or a sink that says whether anyone is watching
    * (`observed`, as an RxJS Subject does), so that no event is built for nobody.

@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, isPromiseLike, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
+import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
@@ -261,7 +261,10 @@ export class RunLoop {
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   private stopReason: StopReason | undefined = undefined;
   // Who hears of a stop: the batch in flight, through its stop$ (made with the first batch).
-  private listeners: Array<(reason: StopReason) => void> | undefined = undefined;
+  private listeners: StopListener[] | undefined = undefined;
+  // What batches subscribe to for the run's stop (made with the first batch): the run itself,
+  // through listen(), rather than an Observable and its subscriber per batch.
+  private stops: Subscribable<StopReason> | undefined = undefined;
   // True while the provider is asked: a stop then ends the run at once (the teardown aborts the request).
   private waiting = false;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -331,7 +334,16 @@ export class RunLoop {
   private stop(reason: StopReason): void {
     if (this.stopReason !== undefined) return;
     this.stopReason = reason;
-    if (this.listeners !== undefined) for (const listener of this.listeners.slice()) listener(reason);
+    if (this.listeners !== undefined) {
+      for (const listener of this.listeners.slice()) {
+        // As an RxJS subscriber would: a listener that throws is reported, and the others still hear.
+        try {
+          listener.observer.next?.(reason);
+        } catch (error) {
+          reportUnhandled(error);
+        }
+      }
+    }
     if (this.waiting) this.end(ending(reason));
   }
 
@@ -526,7 +538,7 @@ export class RunLoop {
       failFast: this.failFast,
       ...(gate ? { gate } : {}),
       settle,
-      stop$: this.stopped$(),
+      stop$: (this.stops ??= { subscribe: (observer) => this.listen(observer) }),
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
@@ -559,25 +571,35 @@ export class RunLoop {
     });
   }
 
-  // The stop as a batch sees it: at once if it has already happened.
-  private stopped$(): Observable<StopReason> {
-    return new Observable<StopReason>((subscriber) => {
-      if (this.stopReason !== undefined) {
-        subscriber.next(this.stopReason);
-        return undefined;
-      }
-      const listener = (reason: StopReason): void => subscriber.next(reason);
-      // One batch at a time listens: a list made to its length is a fraction of a set's size.
-      if (this.listeners === undefined) this.listeners = [listener];
-      else this.listeners.push(listener);
-      return () => {
-        const listeners = this.listeners;
-        const at = listeners === undefined ? -1 : listeners.indexOf(listener);
-        if (at === -1) return;
-        if (listeners!.length === 1) this.listeners = undefined;
-        else listeners!.splice(at, 1);
-      };
-    });
+  /** @internal The stop as a batch sees it: told at once of one that has already happened. */
+  listen(observer: Partial<Observer<StopReason>>): Unsubscribable {
+    const listener = new StopListener(this, observer);
+    if (this.stopReason !== undefined) observer.next?.(this.stopReason);
+    // One batch at a time listens: a list made to its length is a fraction of a set's size.
+    else if (this.listeners === undefined) this.listeners = [listener];
+    else this.listeners.push(listener);
+    return listener;
+  }
+
+  /** @internal A batch no longer listens. */
+  unlisten(listener: StopListener): void {
+    const { listeners } = this;
+    const at = listeners === undefined ? -1 : listeners.indexOf(listener);
+    if (at === -1) return;
+    if (listeners!.length === 1) this.listeners = undefined;
+    else listeners!.splice(at, 1);
+  }
+}
+
+/** One batch listening for its run's stop; unsubscribing stops listening. */
+class StopListener implements Unsubscribable {
+  constructor(
+    private readonly loop: RunLoop,
+    readonly observer: Partial<Observer<StopReason>>,
+  ) {}
+
+  unsubscribe(): void {
+    this.loop.unlisten(this);
   }
 }
 

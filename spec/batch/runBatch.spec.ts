@@ -373,6 +373,25 @@ describe('runBatch', () => {
       expect(signals.get('hang')!.aborted).to.equal(true);
     });
 
+    it('takes its stop from anything with a subscribe(observer), and stops listening when it ends', async () => {
+      let told: ((reason: StopReason) => void) | undefined;
+      let listening = 0;
+      const stop$ = {
+        subscribe(observer: { next?: (reason: StopReason) => void }) {
+          listening++;
+          told = (reason) => observer.next?.(reason);
+          return { unsubscribe: () => void listening-- };
+        },
+      };
+      const done = lastValueFrom(runBatch([call('quick', () => 1), call('hang', () => new Promise(() => undefined))], { stop$ }).pipe(toArray()));
+      await Promise.resolve();
+      expect(listening).to.equal(1);
+      told!({ kind: 'cancelled', why: 'stop' });
+      const outcomes = await done;
+      expect(outcomes.map(brief)).to.deep.equal(['quick=1', 'hang?']);
+      expect(listening).to.equal(0);
+    });
+
     it('stops at once, dispatching nothing, when the stop came before the batch', async () => {
       const invoked: string[] = [];
       const outcomes = await lastValueFrom(
