@@ -1,4 +1,4 @@
-export { runBatch } from './runBatch.js';
+export { openBatch, runBatch, type OpenBatch } from './runBatch.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, failedBy, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';

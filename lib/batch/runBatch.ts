@@ -13,7 +13,7 @@
 // A stop (FAIL_RUN on a failure, a cancel, a deadline) tears the dispatches down, which
 // gives every permit back and aborts every body in flight, then classifies each call
 // that had not settled by what it had done: never dispatched, or stopped in flight.
-import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type SchedulerLike, type Subscribable, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
@@ -435,7 +435,7 @@ class BatchRun {
     readonly calls: readonly BatchCall[],
     readonly turn: ConcurrencyConfig,
     options: BatchOptions,
-    private readonly subscriber: Subscriber<Outcome>,
+    private readonly subscriber: BatchSink,
   ) {
     this.count = calls.length;
     this.runs = calls.map((call, index) => new CallRun(this, call, index));
@@ -757,6 +757,91 @@ class BatchRun {
     this.subscriber.next(outcome);
     if (this.failFast && outcome.kind === 'error' && outcome.stopped === undefined) this.stop(failedBy(outcome, outcome.error));
   }
+}
+
+/** What a batch reports to: an RxJS Subscriber, or a runner's own observer through `openBatch`. */
+interface BatchSink {
+  readonly closed: boolean;
+  next(outcome: Outcome): void;
+  error(error: unknown): void;
+  complete(): void;
+}
+
+/** A batch opened with `openBatch`: `begin()` starts it, `unsubscribe()` ends it where it stands. */
+export interface OpenBatch extends Unsubscribable {
+  begin(): void;
+}
+
+// A batch's sink for a runner, in place of an Observable and its subscriber: it keeps the
+// Subscriber's contract the batch relies on. After an error or the completion nothing more is
+// passed on; the observer hears the end before the batch is torn down, as a Subscriber's
+// finalizers run after its observer's complete; an observer that throws is reported, not
+// thrown into the batch; and unsubscribing tears the batch down once.
+class DirectBatch implements BatchSink, OpenBatch {
+  closed = false;
+  private stopped = false;
+  private readonly batch: BatchRun;
+
+  constructor(
+    calls: readonly BatchCall[],
+    private readonly options: BatchOptions,
+    private readonly observer: Observer<Outcome>,
+  ) {
+    this.batch = new BatchRun(calls, options.concurrency ?? new ConcurrencyConfig(), options, this);
+  }
+
+  begin(): void {
+    this.batch.begin(this.options.stop$);
+  }
+
+  next(outcome: Outcome): void {
+    if (this.stopped) return;
+    try {
+      this.observer.next(outcome);
+    } catch (error) {
+      reportUnhandled(error);
+    }
+  }
+
+  error(error: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    try {
+      this.observer.error(error);
+    } catch (thrown) {
+      reportUnhandled(thrown);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  complete(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    try {
+      this.observer.complete();
+    } catch (thrown) {
+      reportUnhandled(thrown);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  unsubscribe(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopped = true;
+    this.batch.end();
+  }
+}
+
+/**
+ * @internal A batch as `runBatch` runs it, reporting straight to `observer`: what a runner uses
+ * for each turn, without the Observable and the subscriber a subscription makes. Call `begin()`
+ * once whatever may need to end it holds the handle.
+ */
+export function openBatch(calls: readonly BatchCall[], options: BatchOptions, observer: Observer<Outcome>): OpenBatch {
+  return new DirectBatch(calls, options, observer);
 }
 
 /**

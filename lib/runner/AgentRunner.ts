@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan } from './runLoop.js';
+import { notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -85,11 +85,16 @@ function checkObject(value: unknown, field: string): void {
 }
 
 // A run collected into its RunResult: the transcript as it comes, the final state and
-// messages from the loop, resolved when the run completes.
-class RunCollector implements RunFinish {
+// messages from the loop, resolved when the run completes. It is the run's sink itself, in
+// place of an Observable and its subscriber: nothing is taken after the completion, and the
+// run's teardown runs once the completion was heard, as a Subscriber's finalizers do.
+class RunCollector implements RunFinish, RunSink {
   private readonly events: RunEvent[] = [];
   private state: RunState = {};
   private messages: readonly Message[] = [];
+  private stopped = false;
+  closed = false;
+  private teardown: (() => void) | undefined = undefined;
 
   constructor(private readonly resolve: (result: RunResult) => void) {}
 
@@ -98,11 +103,34 @@ class RunCollector implements RunFinish {
     this.messages = final.messages;
   }
 
+  add(teardown: () => void): void {
+    const before = this.teardown;
+    this.teardown =
+      before === undefined
+        ? teardown
+        : () => {
+            before();
+            teardown();
+          };
+  }
+
   next(event: RunEvent): void {
-    this.events.push(event);
+    if (!this.stopped) this.events.push(event);
   }
 
   complete(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    try {
+      this.settle();
+    } finally {
+      this.closed = true;
+      this.teardown?.();
+      this.teardown = undefined;
+    }
+  }
+
+  private settle(): void {
     const { events, state, messages } = this;
     const last = events[events.length - 1];
     const base = { events, state, messages };
@@ -259,7 +287,7 @@ export class AgentRunner {
   private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
     return new Promise<RunResult>((resolve) => {
       const collector = new RunCollector(resolve);
-      this.start(agent, input, options, nesting, collector).subscribe(collector);
+      new RunLoop(this.parts, this.plan(agent, input, options, nesting, collector), collector).begin();
     });
   }
 
@@ -270,6 +298,13 @@ export class AgentRunner {
     nesting: Nesting | undefined,
     onFinish: RunFinish | undefined,
   ): Observable<RunEvent> {
+    const plan = this.plan(agent, input, options, nesting, onFinish);
+    // Cold: each subscription is a run of its own.
+    return new Observable<RunEvent>((subscriber) => new RunLoop(this.parts, plan, subscriber).begin());
+  }
+
+  // A run's options checked (a ConfigError for the first that is wrong), and what it needs worked out.
+  private plan(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined, onFinish: RunFinish | undefined): RunPlan {
     if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
     if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);
     if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
@@ -285,8 +320,6 @@ export class AgentRunner {
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    const plan: RunPlan = { agent, input, tenant, signal, initial: state, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
-    // Cold: each subscription is a run of its own.
-    return new Observable<RunEvent>((subscriber) => new RunLoop(this.parts, plan, subscriber).begin());
+    return { agent, input, tenant, signal, initial: state, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
   }
 }

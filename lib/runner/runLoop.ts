@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { openBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
@@ -229,6 +229,19 @@ export interface RunPlan {
   readonly onFinish: RunFinish | undefined;
 }
 
+/**
+ * Where a run's events go: the subscriber of `run$()`, or `run()`'s own collector, which keeps
+ * a Subscriber's contract the run relies on (nothing after the completion, `closed` once it is
+ * over, its teardown run after the completion was heard).
+ */
+export interface RunSink {
+  readonly closed: boolean;
+  next(event: RunEvent): void;
+  complete(): void;
+  /** The run's teardown, run once the sink is done with (completed, or unsubscribed). */
+  add(teardown: () => void): void;
+}
+
 /** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */
 export interface RunFinish {
   finish(final: { state: RunState; messages: readonly Message[] }): void;
@@ -277,7 +290,7 @@ export class RunLoop {
   constructor(
     private readonly parts: RunnerParts,
     private readonly plan: RunPlan,
-    private readonly subscriber: Subscriber<RunEvent>,
+    private readonly subscriber: RunSink,
   ) {
     this.parent = plan.nesting?.parent;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
@@ -453,14 +466,11 @@ export class RunLoop {
     subscriber.next({ type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls });
     if (subscriber.closed) return;
     if (toolCalls.length === 0) return this.end(this.finalAnswer(text));
-    const batch = new BatchTurn(this, turn);
-    const batch$ = this.batchOf(turn, toolCalls, reply.malformed, batch.contents);
-    // The batch's subscriber is `current` before the batch starts: a consumer that leaves on
-    // one of its events (take, first) tears the batch down at once, before another call starts.
-    new Observable<Outcome>((inner) => {
-      this.current = inner;
-      return batch$.subscribe(inner);
-    }).subscribe(batch);
+    const batch = this.batchOf(turn, toolCalls, reply.malformed, new BatchTurn(this, turn));
+    // The batch is `current` before it starts: a consumer that leaves on one of its events
+    // (take, first) tears the batch down at once, before another call starts.
+    this.current = batch;
+    batch.begin();
   }
 
   /** @internal One outcome of the batch of turn `turn`, in call order. */
@@ -497,7 +507,8 @@ export class RunLoop {
   }
 
   // One turn's calls as a batch. `contents` receives each result's JSON as it settles.
-  private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
+  private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, observer: BatchTurn): OpenBatch {
+    const { contents } = observer;
     const { parts, plan, runId } = this;
     const { tenant } = plan;
     const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, (this.view ??= snapshot(this.state))));
@@ -529,7 +540,7 @@ export class RunLoop {
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
 
-    return runBatch(calls, {
+    return openBatch(calls, {
       concurrency: plan.turnConcurrency,
       shared: parts.shared,
       tenant,
@@ -542,7 +553,7 @@ export class RunLoop {
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
-    });
+    }, observer);
   }
 
   // The turn's calls as the batch runs them, each decoded against its tool or refused. Apart

@@ -5,6 +5,7 @@
 // afterwards, and that every call of a batch ended in exactly one outcome event.
 import { getEventListeners } from 'node:events';
 import { expect } from 'chai';
+import sinon from 'sinon';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { config, map, of, type Observable, type Subscription } from 'rxjs';
@@ -674,6 +675,34 @@ describe('AgentRunner: stopping', () => {
         gc();
       }
       expect(lanes!.deref(), 'the runner and its lanes were collected').to.equal(undefined);
+    });
+
+    it('run() cancelled mid-batch gives every permit back, aborts the bodies, drops its listener and clears its timers', async () => {
+      const clock = sinon.useFakeTimers();
+      try {
+        const aborted: string[] = [];
+        const body = (_args: unknown, ctx: { callId: string; signal: AbortSignal }) =>
+          new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve(aborted.push(ctx.callId))));
+        const runner = new AgentRunner({
+          provider: new ScriptedProvider([{ toolCalls: [ask('a', 'search'), ask('b', 'search'), ask('c', 'search')] }]),
+          tools: new ToolRegistry().register({ name: 'search' }, body),
+          concurrency: new ConcurrencyConfig({ perTool: { search: 2 } }),
+          deadline: new DeadlineConfig({ runSeconds: 60, toolCallSeconds: 30 }),
+          loopStallMs: false,
+        });
+        const cancel = new AbortController();
+        const done = runner.run(planner, 'go', { signal: cancel.signal });
+        expect(runner.lanes.occupancy()).to.deep.equal([{ key: 'tool:search', limit: 2, holders: 2, waiters: 1 }]);
+        cancel.abort();
+        const result = await done;
+        expect(result.status).to.equal('cancelled');
+        expect(aborted).to.deep.equal(['a', 'b']);
+        expect(runner.lanes.occupancy()).to.deep.equal([]);
+        expect(getEventListeners(cancel.signal, 'abort')).to.have.length(0);
+        expect(clock.countTimers(), 'the runSeconds and toolCallSeconds timers').to.equal(0);
+      } finally {
+        clock.restore();
+      }
     });
   });
 });
