@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
+import { emptyState, notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -90,7 +90,7 @@ function checkObject(value: unknown, field: string): void {
 // run's teardown runs once the completion was heard, as a Subscriber's finalizers do.
 class RunCollector implements RunFinish, RunSink {
   private readonly events: RunEvent[] = [];
-  private state: RunState = {};
+  private state: RunState = emptyState;
   private messages: readonly Message[] = [];
   private stopped = false;
   closed = false;
@@ -280,7 +280,7 @@ export class AgentRunner {
   }
 
   /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
-  async run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
+  run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
     return this.collect(agent, input, options, undefined);
   }
 
@@ -309,7 +309,7 @@ export class AgentRunner {
     if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);
     if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
     refuseUnknownFields(options, runFields, 'run options');
-    const { tenant = 'default', signal, state = {}, maxTurns = 20 } = options;
+    const { tenant = 'default', signal, state = emptyState, maxTurns = 20 } = options;
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);

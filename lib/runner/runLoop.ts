@@ -57,7 +57,8 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-const emptyState: RunState = Object.freeze({});
+/** The state of a run that has none: one frozen object, shared. */
+export const emptyState: RunState = Object.freeze({});
 
 // A deeply frozen copy tools can read while other calls of the batch record deltas. The
 // state is plain data (checked at the run's start and at every delta), so the copy is whole.
@@ -266,7 +267,7 @@ export class RunLoop {
   private readonly parent: RunParent | undefined;
   private readonly failFast: boolean;
   // The run's state, replaced (never mutated) as each batch's deltas are merged.
-  private state: Record<string, unknown>;
+  private state: Readonly<Record<string, unknown>>;
   // The frozen copy of it tools read, made when a turn first needs it after the state changed.
   private view: RunState | undefined = undefined;
   // The conversation so far, as the provider will see it next turn.
@@ -294,7 +295,7 @@ export class RunLoop {
   ) {
     this.parent = plan.nesting?.parent;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = assignDelta({}, snapshot(plan.initial));
+    this.state = Object.keys(plan.initial).length === 0 ? emptyState : assignDelta({}, snapshot(plan.initial));
     this.messages = [{ role: 'user', content: plan.input }];
   }
 
@@ -549,7 +550,7 @@ export class RunLoop {
       failFast: this.failFast,
       ...(gate ? { gate } : {}),
       settle,
-      stop$: (this.stops ??= { subscribe: (observer) => this.listen(observer) }),
+      stop$: this.stopSource(),
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
@@ -580,6 +581,12 @@ export class RunLoop {
       if (isLeft(decoded)) return refused(toolCall, scope, toErrorInfo(decoded.left), declaration);
       return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope);
     });
+  }
+
+  // Made apart from batchOf, so that the function it holds for the rest of the run keeps
+  // nothing of the first batch alive.
+  private stopSource(): Subscribable<StopReason> {
+    return (this.stops ??= { subscribe: (observer) => this.listen(observer) });
   }
 
   /** @internal The stop as a batch sees it: told at once of one that has already happened. */
