@@ -40,8 +40,8 @@ interface LaneStep {
   readonly key: string;
   readonly limit: number;
   readonly party: string;
-  // The store is a LaneTable itself (not a subclass, which might expect a function): it is
-  // handed the call's record, whose granted() carries on, instead of a closure per call.
+  // The store is a plain LaneTable (see isPlainTable): it is handed the call's record, whose
+  // granted() carries on, instead of a closure per call.
   readonly direct: boolean;
 }
 
@@ -54,6 +54,13 @@ function narrower(turn: number | undefined, shared: number | undefined): number 
 // it; one that cannot is not taken at all (it would queue nobody, and costs a permit per call).
 function bindingOver(limit: number | undefined, calls: number): number | undefined {
   return limit !== undefined && limit < calls ? limit : undefined;
+}
+
+// A LaneTable as the library makes it: not a subclass, and its enter not replaced on the
+// instance (a wrapper for metrics, say) or by a proxy. Such a wrapper may call onGrant itself,
+// so only a plain table is handed the call's record in place of a function.
+function isPlainTable(store: LaneStore): boolean {
+  return Object.getPrototypeOf(store) === LaneTable.prototype && store.enter === LaneTable.prototype.enter;
 }
 
 // Gives a permit back; one failing to go back (a remote store, say) must not keep the others.
@@ -545,7 +552,7 @@ class BatchRun {
   private perTool: Map<string, number> | undefined = undefined;
 
   private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
-    if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party, direct: Object.getPrototypeOf(store) === LaneTable.prototype });
+    if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party, direct: isPlainTable(store) });
   }
 
   // Moves the executing side on as far as it can go now: through the gate, into the lanes,

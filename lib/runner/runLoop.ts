@@ -268,8 +268,6 @@ export class RunLoop {
   private readonly failFast: boolean;
   // The run's state, replaced (never mutated) as each batch's deltas are merged.
   private state: Readonly<Record<string, unknown>>;
-  // The frozen copy of it tools read, made when a turn first needs it after the state changed.
-  private view: RunState | undefined = undefined;
   // The conversation so far, as the provider will see it next turn.
   private readonly messages: Message[];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
@@ -494,7 +492,6 @@ export class RunLoop {
       // The state is replaced only when some call recorded something.
       if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
         this.state = assignDelta({ ...this.state }, mergeDeltas(outcomes));
-        this.view = undefined;
       }
       const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
       const reason = this.stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
@@ -512,7 +509,7 @@ export class RunLoop {
     const { contents } = observer;
     const { parts, plan, runId } = this;
     const { tenant } = plan;
-    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, (this.view ??= snapshot(this.state))));
+    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, snapshot(this.state)));
     // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
     const policed = parts.policed || calls.some((call) => call.needsApproval);
     const targets: PolicyTarget[] = policed
@@ -654,7 +651,9 @@ export class RequestSignals {
   }
 
   giveBack(controller: AbortController): void {
-    this.spare ??= controller;
+    // One with a listener still on it is let go with its request: kept, it would keep alive
+    // whatever that listener holds until the runner's next request.
+    if (this.spare === undefined && !controller.signal.aborted && getEventListeners(controller.signal, 'abort').length === 0) this.spare = controller;
   }
 }
 

@@ -89,6 +89,28 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
 
+    it('hands a table whose enter was wrapped on the instance, or behind a proxy, a function to call', () => {
+      const wrapped = new LaneTable();
+      const enter = wrapped.enter.bind(wrapped);
+      wrapped.enter = (key, limit, onGrant, party) => enter(key, limit, () => (onGrant as () => void)(), party);
+      const proxied = new Proxy(new LaneTable(), {
+        get: (target, property, receiver) =>
+          property === 'enter'
+            ? (key: string, limit: number, onGrant: () => void, party?: string) => target.enter(key, limit, () => onGrant(), party)
+            : Reflect.get(target, property, receiver),
+      });
+      for (const lanes of [wrapped, proxied]) {
+        new TestScheduler((actual, expected) => {
+          expect(actual).to.deep.equal(expected);
+        }).run(({ cold, expectObservable }) => {
+          const concurrency = new ConcurrencyConfig({ perTool: { search: 1 } });
+          const calls = ['a', 'b'].map((x) => call(x, cold('---(r|)'), { tool: 'search' }));
+          expectObservable(runBatch(calls, { concurrency, shared: { lanes, concurrency } }).pipe(briefly)).toBe('---a--(b|)', { a: 'a=r', b: 'b=r' });
+        });
+        expect(lanes.occupancy()).to.deep.equal([]);
+      }
+    });
+
     it('shares a tenant lane across batches while another tenant runs freely', () => {
       const lanes = new LaneTable();
       testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {

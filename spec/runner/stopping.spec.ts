@@ -677,6 +677,54 @@ describe('AgentRunner: stopping', () => {
       expect(lanes!.deref(), 'the runner and its lanes were collected').to.equal(undefined);
     });
 
+    it("keeps nothing a provider's leftover abort listener holds once the run is over", async () => {
+      const gc = collector();
+      let held: WeakRef<object> | undefined;
+      const runner = new AgentRunner({
+        provider: {
+          respond: (_request: unknown, signal: AbortSignal) => {
+            const payload = { rows: new Array(1000).fill('x') };
+            held = new WeakRef(payload);
+            signal.addEventListener('abort', () => payload.rows.length); // never removed
+            return Promise.resolve<ModelResponse>({ text: 'done' });
+          },
+        },
+        tools: new ToolRegistry(),
+      });
+      expect((await runner.run(planner, 'go')).status).to.equal('completed');
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        gc();
+      }
+      expect(held!.deref(), 'what the listener held was collected').to.equal(undefined);
+    });
+
+    it('keeps no copy of the state a turn read while the run waits on its model', async () => {
+      const gc = collector();
+      let view: WeakRef<object> | undefined;
+      let collected: unknown;
+      const runner = new AgentRunner({
+        provider: new ScriptedProvider([
+          { toolCalls: [ask('a', 'search')] },
+          async () => {
+            for (let i = 0; i < 3; i++) {
+              await new Promise((resolve) => setTimeout(resolve, 5));
+              gc();
+            }
+            collected = view!.deref();
+            return { text: 'done' };
+          },
+        ]),
+        tools: new ToolRegistry().register({ name: 'search' }, (_args, ctx) => {
+          view = new WeakRef(ctx.state);
+          return 'x';
+        }),
+      });
+      const result = await runner.run(planner, 'go', { state: { rows: new Array(1000).fill('x') } });
+      expect(result.status).to.equal('completed');
+      expect(collected, 'the first turn’s view of the state was collected').to.equal(undefined);
+    });
+
     it('run() cancelled mid-batch gives every permit back, aborts the bodies, drops its listener and clears its timers', async () => {
       const clock = sinon.useFakeTimers();
       try {
