@@ -779,6 +779,8 @@ export interface OpenBatch extends Unsubscribable {
   begin(): void;
 }
 
+const noObserver: Observer<Outcome> = { next: () => undefined, error: () => undefined, complete: () => undefined };
+
 // A batch's sink for a runner, in place of an Observable and its subscriber: it keeps the
 // Subscriber's contract the batch relies on. After an error or the completion nothing more is
 // passed on; the observer hears the end before the batch is torn down, as a Subscriber's
@@ -792,7 +794,9 @@ class DirectBatch implements BatchSink, OpenBatch {
   constructor(
     calls: readonly BatchCall[],
     private readonly options: BatchOptions,
-    private readonly observer: Observer<Outcome>,
+    // Let go of once the batch is torn down, as a Subscriber lets go of its destination: a
+    // body that never settles keeps the batch, not whoever observed it.
+    private observer: Observer<Outcome>,
   ) {
     this.batch = new BatchRun(calls, options.concurrency ?? new ConcurrencyConfig(), options, this);
   }
@@ -839,6 +843,7 @@ class DirectBatch implements BatchSink, OpenBatch {
     this.closed = true;
     this.stopped = true;
     this.batch.end();
+    this.observer = noObserver;
   }
 }
 

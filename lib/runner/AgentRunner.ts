@@ -281,7 +281,12 @@ export class AgentRunner {
 
   /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
   run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
-    return this.collect(agent, input, options, undefined);
+    // Always a Promise, even for a call without its runner (`const { run } = runner`).
+    try {
+      return this.collect(agent, input, options, undefined);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {

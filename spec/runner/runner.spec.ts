@@ -430,6 +430,21 @@ describe('AgentRunner', () => {
       { title: 'an agent listing an unregistered tool', make: () => new AgentRunner({ provider, tools }).run$(new Agent({ name: 'a', instructions: '', model: 'm', tools: ['nope'] }), 'go'), message: 'agent a lists tools the registry does not have: nope' },
       { title: 'an agent with both freeText and an output codec', make: () => new Agent({ name: 'a', instructions: '', model: 'm', freeText: true, output: t.string }), message: 'Agent freeText cannot be true with an output codec: the final answer is either free text or decoded JSON' },
     ];
+    it('refuses bad options to run() with a rejected Promise, never a throw, even called without its runner', async () => {
+      const runner = new AgentRunner({ provider, tools });
+      const refused = runner.run(planner, 'go', { tenant: '' });
+      expect(refused).to.be.instanceOf(Promise);
+      const error = await refused.then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
+      expect(error).to.be.instanceOf(ConfigError);
+      const { run } = runner;
+      const unbound = run(planner, 'go');
+      expect(unbound).to.be.instanceOf(Promise);
+      expect(await unbound.then(() => undefined, (reason: unknown) => reason)).to.be.instanceOf(TypeError);
+    });
+
     for (const c of cases) {
       it(`refuses ${c.title} with a ConfigError`, () => {
         let caught: unknown;
