@@ -151,7 +151,7 @@ class CallRun {
   private closed = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
-  // What a lane store other than a LaneTable is handed to call on a grant; made once, if one is asked.
+  // What a lane store other than a plain LaneTable is handed to call on a grant; made once, if one is asked.
   private onGrant: (() => void) | undefined = undefined;
 
   constructor(
