@@ -815,22 +815,19 @@ class DirectBatch implements BatchSink, OpenBatch {
   }
 
   error(error: unknown): void {
-    if (this.stopped) return;
-    this.stopped = true;
-    try {
-      this.observer.error(error);
-    } catch (thrown) {
-      reportUnhandled(thrown);
-    } finally {
-      this.unsubscribe();
-    }
+    this.last((observer) => observer.error(error));
   }
 
   complete(): void {
+    this.last((observer) => observer.complete());
+  }
+
+  // The observer hears the end (once), then the batch is torn down.
+  private last(tell: (observer: Observer<Outcome>) => void): void {
     if (this.stopped) return;
     this.stopped = true;
     try {
-      this.observer.complete();
+      tell(this.observer);
     } catch (thrown) {
       reportUnhandled(thrown);
     } finally {

@@ -646,15 +646,20 @@ export class RequestSignals {
   take(): AbortController {
     const { spare } = this;
     this.spare = undefined;
-    if (spare === undefined || spare.signal.aborted || getEventListeners(spare.signal, 'abort').length > 0) return new AbortController();
-    return spare;
+    // Checked again: a provider may have added a listener after its request answered.
+    return spare !== undefined && unused(spare) ? spare : new AbortController();
   }
 
   giveBack(controller: AbortController): void {
     // One with a listener still on it is let go with its request: kept, it would keep alive
     // whatever that listener holds until the runner's next request.
-    if (this.spare === undefined && !controller.signal.aborted && getEventListeners(controller.signal, 'abort').length === 0) this.spare = controller;
+    if (this.spare === undefined && unused(controller)) this.spare = controller;
   }
+}
+
+// Neither aborted nor listened to: fit to hand to another request.
+function unused(controller: AbortController): boolean {
+  return !controller.signal.aborted && getEventListeners(controller.signal, 'abort').length === 0;
 }
 
 /** One request to the provider: the reply's observer, and what the run unsubscribes to abandon it. */
