@@ -645,10 +645,17 @@ describe('AgentRunner: stopping', () => {
   });
 
   describe('what a stopped run leaves behind', () => {
-    // A full collection on demand: the flag set at run time, the function taken from a fresh context.
-    function collector(): () => void {
+    // Full collections on demand, a few turns of the loop apart so that what the last turn let
+    // go of is gone: the flag set at run time, the function taken from a fresh context.
+    function collector(): () => Promise<void> {
       setFlagsFromString('--expose-gc');
-      return runInNewContext('gc') as () => void;
+      const gc = runInNewContext('gc') as () => void;
+      return async () => {
+        for (let i = 0; i < 3; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          gc();
+        }
+      };
     }
 
     it('keeps nothing of a runner whose run was left from a lane watcher while a call was entering its lane', async () => {
@@ -670,10 +677,7 @@ describe('AgentRunner: stopping', () => {
         watcher.unsubscribe();
         expect(runner.lanes.occupancy().filter((lane) => lane.holders > 0 || lane.waiters > 0)).to.deep.equal([]);
       })();
-      for (let i = 0; i < 3; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        gc();
-      }
+      await gc();
       expect(lanes!.deref(), 'the runner and its lanes were collected').to.equal(undefined);
     });
 
@@ -692,10 +696,7 @@ describe('AgentRunner: stopping', () => {
         tools: new ToolRegistry(),
       });
       expect((await runner.run(planner, 'go')).status).to.equal('completed');
-      for (let i = 0; i < 3; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        gc();
-      }
+      await gc();
       expect(held!.deref(), 'what the listener held was collected').to.equal(undefined);
     });
 
@@ -707,10 +708,7 @@ describe('AgentRunner: stopping', () => {
         provider: new ScriptedProvider([
           { toolCalls: [ask('a', 'search')] },
           async () => {
-            for (let i = 0; i < 3; i++) {
-              await new Promise((resolve) => setTimeout(resolve, 5));
-              gc();
-            }
+            await gc();
             collected = view!.deref();
             return { text: 'done' };
           },
