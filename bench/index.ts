@@ -7,6 +7,7 @@
 // figures are taken after a collection.
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pLimit from 'p-limit';
 import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
@@ -88,8 +89,10 @@ const rows: Row[] = [];
 const row = (r: Row) => {
   rows.push(r);
 };
+// Ratios near 1 (W1) with three decimals: the second is where the runner and its floor differ.
+const digits = (r: Row) => (r.unit === 'x' && r.value < 2 ? 3 : r.value < 10 ? 2 : 1);
 const print = (r: Row) =>
-  console.log(`${r.workload.padEnd(36)} ${r.figure.padEnd(30)} ${r.value.toFixed(r.value < 10 ? 2 : 1).padStart(10)} ${r.unit.padEnd(8)} ${r.note ?? ''}`);
+  console.log(`${r.workload.padEnd(36)} ${r.figure.padEnd(30)} ${r.value.toFixed(digits(r)).padStart(10)} ${r.unit.padEnd(8)} ${r.note ?? ''}`);
 
 // A service that has been up a while has its engine compiled: the latency workloads are
 // measured after this many calls have gone through it (cold starts are W3's first round).
@@ -130,6 +133,37 @@ async function w1(): Promise<void> {
     row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'wall / one call', value: median(walls) / 50, unit: 'x', note: 'ideal 1.0' });
     row({ workload: `W1 fan-out, N=${n}, 50ms each`, figure: 'over the floor beside it', value: median(over) / 50, unit: 'x', note: 'median of (run - floor) / 50 ms' });
   }
+  await afterIdle(64);
+}
+
+// What W1's 50 ms of idle costs on this machine. The engine's own work in a W1 run is the same
+// run with bodies that answer at once; it is timed back to back, and after 50 ms asleep, as
+// W1's turn end and next turn run. Beside it, the machine alone: every cache line of 1 MiB
+// read and written, back to back and after the same sleep, which shows how much colder the
+// machine's caches are after 50 ms asleep, with no engine involved.
+async function afterIdle(n: number): Promise<void> {
+  const rounds = 15;
+  const engine = () => runToEnd(runnerFor(turnOf(n), () => Promise.resolve(1), { concurrency: everything }));
+  const memory = new Uint8Array(1 << 20);
+  const touch = async () => {
+    for (let i = 0; i < memory.length; i += 64) memory[i] = (memory[i]! + 1) & 255;
+  };
+  const pair = async (work: () => Promise<unknown>): Promise<{ warm: number; idle: number }> => {
+    const warm: number[] = [];
+    const idle: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      await work();
+      warm.push(await timed(work));
+      await sleep(50);
+      idle.push(await timed(work));
+    }
+    return { warm: median(warm), idle: median(idle) };
+  };
+  const run = await pair(engine);
+  const touched = await pair(touch);
+  row({ workload: `W1 engine alone, N=${n}`, figure: 'bodies at once, back to back', value: run.warm / 50, unit: 'x', note: `${(run.warm * 1000).toFixed(0)} us: what W1 adds on a machine that stays warm` });
+  row({ workload: `W1 engine alone, N=${n}`, figure: 'the same after 50 ms asleep', value: run.idle / 50, unit: 'x', note: `${(run.idle * 1000).toFixed(0)} us, ${(run.idle / run.warm).toFixed(1)}x back to back` });
+  row({ workload: 'W1 machine alone', figure: '1 MiB touched after 50 ms asleep', value: touched.idle / touched.warm, unit: 'x', note: `${(touched.idle * 1000).toFixed(0)} us, against ${(touched.warm * 1000).toFixed(0)} us back to back` });
 }
 
 async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false }, body: () => unknown): Promise<number> {
@@ -283,14 +317,31 @@ async function w4(): Promise<void> {
   const floors: number[] = [];
   const rates: number[] = [];
   const ofFloor: number[] = [];
+  // The collector's pauses inside each timed round: while one runs, no timer fires and no call
+  // starts, so a pause costs the lane its full width.
+  const pauses: Array<{ start: number; duration: number }> = [];
+  const collector = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) pauses.push({ start: entry.startTime, duration: entry.duration });
+  });
+  collector.observe({ entryTypes: ['gc'] });
+  const rounds: Array<{ start: number; end: number }> = [];
   for (let i = 0; i < 3; i++) {
     const floorRate = await floorLoops();
     const unwatched = contended(latency);
-    const rate = (runs * 4) / ((await timed(unwatched.go)) / 1000);
+    const start = performance.now();
+    await unwatched.go();
+    const end = performance.now();
+    rounds.push({ start, end });
+    const rate = (runs * 4) / ((end - start) / 1000);
     floors.push(floorRate);
     rates.push(rate);
     ofFloor.push(rate / floorRate);
   }
+  // The observer hears of a collection a moment after it.
+  await sleep(10);
+  collector.disconnect();
+  const paused = rounds.map(({ start, end }) => pauses.filter((p) => p.start >= start && p.start < end).reduce((sum, p) => sum + p.duration, 0));
+  const roundWall = median(rounds.map(({ start, end }) => end - start));
   const floor = median(floors);
   const achieved = median(rates);
   const { runner, go } = contended(latency);
@@ -329,6 +380,13 @@ async function w4(): Promise<void> {
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'timer floor / lane limit', value: (100 * floor) / limit, unit: '%', note: `${perTool} plain loops of ${latency}ms sleeps, no runner: ${floor.toFixed(0)} calls/s` });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'achieved / timer floor', value: 100 * median(ofFloor), unit: '%', note: 'median over three rounds, each beside its own floor' });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'achieved / lane limit', value: (100 * achieved) / limit, unit: '%', note: `${achieved.toFixed(0)} of ${limit.toFixed(0)} calls/s, median of three rounds` });
+  row({
+    workload: `W4 contention, ${runs} runs, 4 tenants`,
+    figure: 'collector pauses in a timed round',
+    value: median(paused),
+    unit: 'ms',
+    note: `median of three; ${((100 * median(paused)) / roundWall).toFixed(1)} % of a round's wall time`,
+  });
   row({ workload: `W4 contention, ${runs} runs, 4 tenants`, figure: 'the same, activity$ watched', value: (100 * achievedWatched) / limit, unit: '%', note: 'the round the waits below come from' });
   // The tail (fewer waiters than permits once the queue runs dry) is not the engine's doing.
   const window = lastSettle - (firstStart ?? 0);
