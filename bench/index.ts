@@ -143,24 +143,30 @@ async function w1(): Promise<void> {
 // machine's caches are after 50 ms asleep, with no engine involved.
 async function afterIdle(n: number): Promise<void> {
   const rounds = 15;
-  const engine = () => runToEnd(runnerFor(turnOf(n), () => Promise.resolve(1), { concurrency: everything }));
+  // Each timing gets its work ready before the clock starts: a run gets a runner of its own, made
+  // beforehand as in W1.
+  const engine = () => {
+    const runner = runnerFor(turnOf(n), () => Promise.resolve(1), { concurrency: everything });
+    return () => runToEnd(runner);
+  };
   const memory = new Uint8Array(1 << 20);
   const touch = async () => {
     for (let i = 0; i < memory.length; i += 64) memory[i] = (memory[i]! + 1) & 255;
   };
-  const pair = async (work: () => Promise<unknown>): Promise<{ warm: number; idle: number }> => {
+  const pair = async (ready: () => () => Promise<unknown>): Promise<{ warm: number; idle: number }> => {
     const warm: number[] = [];
     const idle: number[] = [];
     for (let i = 0; i < rounds; i++) {
-      await work();
-      warm.push(await timed(work));
+      await ready()();
+      warm.push(await timed(ready()));
+      const next = ready();
       await sleep(50);
-      idle.push(await timed(work));
+      idle.push(await timed(next));
     }
     return { warm: median(warm), idle: median(idle) };
   };
   const run = await pair(engine);
-  const touched = await pair(touch);
+  const touched = await pair(() => touch);
   row({ workload: `W1 engine alone, N=${n}`, figure: 'bodies at once, back to back', value: run.warm / 50, unit: 'x', note: `${(run.warm * 1000).toFixed(0)} us: what W1 adds on a machine that stays warm` });
   row({ workload: `W1 engine alone, N=${n}`, figure: 'the same after 50 ms asleep', value: run.idle / 50, unit: 'x', note: `${(run.idle * 1000).toFixed(0)} us, ${(run.idle / run.warm).toFixed(1)}x back to back` });
   row({ workload: 'W1 machine alone', figure: '1 MiB touched after 50 ms asleep', value: touched.idle / touched.warm, unit: 'x', note: `${(touched.idle * 1000).toFixed(0)} us, against ${(touched.warm * 1000).toFixed(0)} us back to back` });
