@@ -89,7 +89,7 @@ const rows: Row[] = [];
 const row = (r: Row) => {
   rows.push(r);
 };
-// Ratios near 1 (W1) with three decimals: the second is where the runner and its floor differ.
+// Ratios near 1 (W1) get three decimals: the runner and its floor differ in the second and third.
 const digits = (r: Row) => (r.unit === 'x' && r.value < 2 ? 3 : r.value < 10 ? 2 : 1);
 const print = (r: Row) =>
   console.log(`${r.workload.padEnd(36)} ${r.figure.padEnd(30)} ${r.value.toFixed(digits(r)).padStart(10)} ${r.unit.padEnd(8)} ${r.note ?? ''}`);
@@ -137,8 +137,8 @@ async function w1(): Promise<void> {
 }
 
 // What W1's 50 ms of idle costs on this machine. The engine's own work in a W1 run is the same
-// run with bodies that answer at once; it is timed back to back, and after 50 ms asleep, as
-// W1's turn end and next turn run. Beside it, the machine alone: every cache line of 1 MiB
+// run with bodies that answer at once; it is timed back to back, and after 50 ms asleep, the
+// way W1's run does its second half (the calls settling, the next turn) after its bodies' sleep. Beside it, the machine alone: every cache line of 1 MiB
 // read and written, back to back and after the same sleep, which shows how much colder the
 // machine's caches are after 50 ms asleep, with no engine involved.
 async function afterIdle(n: number): Promise<void> {
