@@ -1,4 +1,4 @@
 export { ConcurrencyConfig, type ConcurrencyOptions } from './ConcurrencyConfig.js';
 export { DeadlineConfig, type DeadlineOptions } from './DeadlineConfig.js';
-export { decodeConfig, own, refuseUnknownFields, tighter, PositiveInt, PositiveSeconds } from './limits.js';
+export { decodeConfig, own, refuseNonConfig, refuseUnknownFields, tighter, PositiveInt, PositiveSeconds } from './limits.js';
 export { describeFailures, describeValue, failures, type Failure } from './report.js';

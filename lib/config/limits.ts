@@ -65,6 +65,17 @@ export function refuseUnknownFields(input: object, known: readonly string[], wha
   }
 }
 
+/**
+ * A config that may be given as itself or as the options to build it from (`concurrency`,
+ * `deadline`): anything but an object is refused here, naming `field`; options are checked
+ * by the config's own constructor, with its messages. `what` is how the message names the field.
+ */
+export function refuseNonConfig(value: unknown, field: string, config: string, what = field): void {
+  if (value !== undefined && (value === null || typeof value !== 'object')) {
+    throw new ConfigError(field, `${what} must be a ${config} or its options, got ${describeValue(value)}`);
+  }
+}
+
 /** A lookup that only sees a record's own keys: `perTool.constructor` is not a limit. */
 export function own<V>(record: Readonly<Record<string, V>>, key: string): V | undefined {
   return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;

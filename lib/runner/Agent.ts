@@ -2,7 +2,7 @@
 // answer must look like, which tools it may call, how it narrows the runner's lanes
 // for its own turns, and what a failed call does to the run.
 import type * as t from 'io-ts';
-import { ConcurrencyConfig, describeValue, refuseUnknownFields, type ConcurrencyOptions } from '../config/index.js';
+import { ConcurrencyConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 
 /** What a failed call does to its run. */
@@ -66,9 +66,7 @@ export class Agent<O = unknown> {
     if (freeText === true && output !== undefined) {
       throw new ConfigError('freeText', 'Agent freeText cannot be true with an output codec: the final answer is either free text or decoded JSON');
     }
-    if (concurrency !== undefined && (concurrency === null || typeof concurrency !== 'object')) {
-      throw new ConfigError('concurrency', `Agent concurrency must be a ConcurrencyConfig or its options, got ${describeValue(concurrency)}`);
-    }
+    refuseNonConfig(concurrency, 'concurrency', 'ConcurrencyConfig', 'Agent concurrency');
     if (onToolError !== OnToolError.SURFACE_TO_MODEL && onToolError !== OnToolError.FAIL_RUN) {
       throw new ConfigError('onToolError', `Agent onToolError must be SURFACE_TO_MODEL or FAIL_RUN, got ${describeValue(onToolError)}`);
     }

@@ -5,7 +5,7 @@
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
 import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
-import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
+import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError, type ErrorInfo } from '../errors.js';
 import type { CallActivity } from '../batch/index.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
@@ -197,12 +197,8 @@ export class AgentRunner {
       throw new ConfigError('provider', `provider must have a respond(request, signal) method, got ${describeValue(provider)}`);
     }
     if (!(tools instanceof ToolRegistry)) throw new ConfigError('tools', `tools must be a ToolRegistry, got ${describeValue(tools)}`);
-    if (concurrency !== undefined && (concurrency === null || typeof concurrency !== 'object')) {
-      throw new ConfigError('concurrency', `concurrency must be a ConcurrencyConfig or its options, got ${describeValue(concurrency)}`);
-    }
-    if (deadline !== undefined && (deadline === null || typeof deadline !== 'object')) {
-      throw new ConfigError('deadline', `deadline must be a DeadlineConfig or its options, got ${describeValue(deadline)}`);
-    }
+    refuseNonConfig(concurrency, 'concurrency', 'ConcurrencyConfig');
+    refuseNonConfig(deadline, 'deadline', 'DeadlineConfig');
     checkFunction(approve, 'approve');
     checkObject(guardrails, 'guardrails');
     checkObject(hooks, 'hooks');
