@@ -12,7 +12,6 @@ import type { SchedulerLike, Subscription } from 'rxjs';
 
 type Expire = (target: unknown) => void;
 
-const callIt: Expire = (fn) => (fn as () => void)();
 const neverStale = (): boolean => false;
 
 class DurationQueue {
@@ -88,18 +87,14 @@ export class Ceilings {
     private readonly stale: (target: unknown) => boolean = neverStale,
   ) {}
 
-  /** Calls `expire` after `ms`. */
-  arm(ms: number, expire: () => void): void;
   /** Calls `expire(target)` after `ms`; `expire` decides whether `target` still cares. */
-  arm<T>(ms: number, expire: (target: T) => void, target: T): void;
-  arm(ms: number, expire: Expire, target?: unknown): void {
+  arm<T>(ms: number, expire: (target: T) => void, target: T): void {
     let queue = this.queues.get(ms);
     if (queue === undefined) {
       queue = new DurationQueue(this.scheduler, ms, this.stale);
       this.queues.set(ms, queue);
     }
-    if (arguments.length === 2) queue.arm(callIt, expire);
-    else queue.arm(expire, target);
+    queue.arm(expire as Expire, target);
   }
 
   /** Ends every timer; called when the batch ends, however it ends. */

@@ -17,10 +17,10 @@ describe('Ceilings', () => {
   it('fires each ceiling its duration after it was armed, in order', () => {
     const fired = inVirtualTime((scheduler, fired) => {
       const ceilings = new Ceilings(scheduler);
-      const at = (name: string) => () => fired.push(`${name}@${scheduler.now()}`);
-      ceilings.arm(5, at('a'));
-      scheduler.schedule(() => ceilings.arm(5, at('b')), 2);
-      scheduler.schedule(() => ceilings.arm(3, at('c')), 1);
+      const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
+      ceilings.arm(5, expire, 'a');
+      scheduler.schedule(() => ceilings.arm(5, expire, 'b'), 2);
+      scheduler.schedule(() => ceilings.arm(3, expire, 'c'), 1);
     });
     expect(fired).to.deep.equal(['c@4', 'a@5', 'b@7']);
   });
@@ -45,10 +45,11 @@ describe('Ceilings', () => {
   it('lets a ceiling that fires arm another of the same duration', () => {
     const fired = inVirtualTime((scheduler, fired) => {
       const ceilings = new Ceilings(scheduler);
-      ceilings.arm(4, () => {
-        fired.push(`a@${scheduler.now()}`);
-        ceilings.arm(4, () => fired.push(`b@${scheduler.now()}`));
-      });
+      const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
+      ceilings.arm(4, (name) => {
+        expire(name);
+        ceilings.arm(4, expire, 'b');
+      }, 'a');
     });
     expect(fired).to.deep.equal(['a@4', 'b@8']);
   });
@@ -57,7 +58,7 @@ describe('Ceilings', () => {
     let actions = -1;
     const fired = inVirtualTime((scheduler, fired) => {
       const ceilings = new Ceilings(scheduler);
-      ceilings.arm(5, () => fired.push('late'));
+      ceilings.arm(5, (name) => fired.push(name), 'late');
       scheduler.schedule(() => {
         ceilings.close();
         actions = scheduler.actions.length;
