@@ -514,8 +514,7 @@ class BatchRun {
     }
   }
 
-  lanesOf({ call }: CallRun): readonly LaneStep[] {
-    const safe = call.parallelSafe !== false;
+  lanesOf({ call, parallelSafe: safe }: CallRun): readonly LaneStep[] {
     if (safe && call.tool === this.firstTool) return this.firstSteps;
     const known = safe ? this.stepsByTool?.get(call.tool) : undefined;
     if (known !== undefined) return known;
@@ -530,7 +529,7 @@ class BatchRun {
       this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
     }
     this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
-    if (call.parallelSafe === false) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
+    if (!safe) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
     // Copied to its exact length: an array grown by push keeps room for seventeen, and every
     // call of the tool holds this one until the batch ends.
     const exact = steps.length === 0 ? noSteps : steps.slice();

@@ -95,8 +95,9 @@ export function decodeModelResponse(raw: unknown): Either<string, DecodedRespons
   let toolCalls: unknown;
   // The common reply checked by hand (exactly what the codec accepts, without its allocations);
   // the codec decides anything else and words the error.
-  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) ({ text, toolCalls } = raw as Record<string, unknown>);
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || !(text == null || typeof text === 'string') || !(toolCalls == null || Array.isArray(toolCalls))) {
+  const isRecord = raw !== null && typeof raw === 'object' && !Array.isArray(raw);
+  if (isRecord) ({ text, toolCalls } = raw as Record<string, unknown>);
+  if (!isRecord || !(text == null || typeof text === 'string') || !(toolCalls == null || Array.isArray(toolCalls))) {
     const decoded = ModelResponseCodec.decode(raw);
     if (isLeft(decoded)) return left(describeFailures(decoded.left, 'response'));
     ({ text, toolCalls } = decoded.right);
