@@ -31,6 +31,14 @@ const turnOf = (n: number, tool = 'work'): ModelResponse => ({
   toolCalls: Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: tool, arguments: {} })),
 });
 
+/** A body, or a floor's task, that answers at once. */
+const immediate = () => Promise.resolve(1);
+
+/** The bare RxJS floor: N tasks that answer at once, through one mergeMap, collected. */
+function bareMergeMap(n: number): Promise<unknown> {
+  return lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(() => immediate()), toArray()));
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -106,7 +114,7 @@ async function warmUp(run: () => Promise<unknown>, calls: number): Promise<void>
 
 /** Warms the engine with turns of `n` calls answering at once. */
 function warmEngine(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}): Promise<void> {
-  return warmUp(() => oneTurn(n, () => Promise.resolve(1), options), n);
+  return warmUp(() => oneTurn(n, immediate, options), n);
 }
 
 async function w1(): Promise<void> {
@@ -146,7 +154,7 @@ async function afterIdle(n: number): Promise<void> {
   // Each timing gets its work ready before the clock starts: a run gets a runner of its own, made
   // beforehand as in W1.
   const engine = () => {
-    const runner = runnerFor(turnOf(n), () => Promise.resolve(1), { concurrency: everything });
+    const runner = runnerFor(turnOf(n), immediate, { concurrency: everything });
     return () => runToEnd(runner);
   };
   const memory = new Uint8Array(1 << 20);
@@ -181,13 +189,12 @@ async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; lo
 }
 
 async function floors(n: number): Promise<void> {
-  const immediate = () => Promise.resolve(1);
   const all = await best(5, () => Promise.all(Array.from({ length: n }, immediate)));
   row({ workload: `W2 floor, N=${n}`, figure: 'Promise.all per call', value: (all * 1000) / n, unit: 'us' });
   const limit = pLimit(n);
   const limited = await best(5, () => Promise.all(Array.from({ length: n }, () => limit(immediate))));
   row({ workload: `W2 floor, N=${n}`, figure: 'p-limit per call', value: (limited * 1000) / n, unit: 'us' });
-  const merged = await best(5, () => lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(() => immediate()), toArray())));
+  const merged = await best(5, () => bareMergeMap(n));
   row({ workload: `W2 floor, N=${n}`, figure: 'bare mergeMap per call', value: (merged * 1000) / n, unit: 'us' });
 }
 
@@ -196,9 +203,9 @@ async function w2(): Promise<void> {
     await floors(n);
     const sync = await perCall(n, { concurrency: everything }, () => 1);
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body returns value', value: sync, unit: 'us/call' });
-    const promised = await perCall(n, { concurrency: everything }, () => Promise.resolve(1));
+    const promised = await perCall(n, { concurrency: everything }, immediate);
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves', value: promised, unit: 'us/call' });
-    const unmonitored = await perCall(n, { concurrency: everything, loopStallMs: false }, () => Promise.resolve(1));
+    const unmonitored = await perCall(n, { concurrency: everything, loopStallMs: false }, immediate);
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, loop monitor off', value: unmonitored, unit: 'us/call' });
   }
 }
@@ -406,7 +413,6 @@ async function w4(): Promise<void> {
 // at once and kept until the last answer, as a batch keeps its outcomes; and a bare RxJS
 // mergeMap over the same N (at 100k one timed run: it takes seconds).
 async function scalingFloors(sizes: readonly number[]): Promise<void> {
-  const immediate = () => Promise.resolve(1);
   for (const n of sizes) {
     const records = async () => {
       const kept = Array.from({ length: n }, (_, index) => ({ index, id: `c${index}`, answer: undefined as unknown }));
@@ -416,7 +422,7 @@ async function scalingFloors(sizes: readonly number[]): Promise<void> {
     await warmUp(records, n);
     const kept = await best(n >= 100_000 ? 3 : 5, records);
     row({ workload: `Scaling floor N=${n}`, figure: 'a record and a Promise per call', value: (kept * 1000) / n, unit: 'us/call' });
-    const merged = () => lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(() => immediate()), toArray()));
+    const merged = () => bareMergeMap(n);
     let mergeMapTime: number;
     if (n >= 100_000) mergeMapTime = await timed(merged);
     else {
@@ -431,14 +437,14 @@ async function scaling(): Promise<void> {
   const sizes = quick ? [100, 1_000, 10_000] : [100, 1_000, 10_000, 100_000];
   await scalingFloors(sizes.filter((size) => size >= 1_000));
   for (const n of sizes) {
-    const cost = await perCall(n, { concurrency: everything }, () => Promise.resolve(1));
+    const cost = await perCall(n, { concurrency: everything }, immediate);
     row({ workload: `Scaling N=${n}`, figure: 'per call, all lanes', value: cost, unit: 'us/call' });
   }
   // The same with at most 1,000 calls in flight: the batch, the reorder and the transcript still
   // grow with N, but the calls held at once do not, so the garbage collector's share stays put.
   const bounded = new ConcurrencyConfig({ maxConcurrentTools: 1_000, perTool: { work: 1_000_000 }, perTenant: 1_000_000, perToolSeconds: { work: 60 } });
   for (const n of sizes.filter((size) => size >= 10_000)) {
-    const cost = await perCall(n, { concurrency: bounded }, () => Promise.resolve(1));
+    const cost = await perCall(n, { concurrency: bounded }, immediate);
     row({ workload: `Scaling N=${n}`, figure: 'per call, turn lane of 1,000', value: cost, unit: 'us/call' });
   }
   // Heap per queued call: a turn lane of 1 and bodies that wait, sampled while everything queues.
