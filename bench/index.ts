@@ -382,7 +382,7 @@ async function w4(): Promise<void> {
         notFullSince = undefined;
       }
     }
-    if (a.type === 'settled') {
+    if (a.type === 'ended') {
       lastSettle = now;
       if (running-- === perTool) notFullSince = now;
     }

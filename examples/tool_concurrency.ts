@@ -15,8 +15,10 @@ function timeline(activity: readonly RunnerActivity[], origin: number): string[]
     const row = rows.get(a.callId) ?? { tool: a.tool };
     if (a.type === 'queued') row.queued = a.at - origin;
     if (a.type === 'started') row.started = a.at - origin;
+    // The bar ends when the call ended; the outcome is the one the transcript has (settled).
+    if (a.type === 'ended') row.settled = a.at - origin;
     if (a.type === 'settled') {
-      row.settled = a.at - origin;
+      row.settled ??= a.at - origin;
       row.outcome = a.outcome;
     }
     rows.set(a.callId, row);

@@ -13,11 +13,11 @@
 // A stop (FAIL_RUN on a failure, a cancel, a deadline) tears the dispatches down, which
 // gives every permit back and aborts every body in flight, then classifies each call
 // that had not settled by what it had done: never dispatched, or stopped in flight.
-import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type Observer, type SchedulerAction, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
-import { LaneTable, type LaneStore, type Permit } from '../lanes/index.js';
+import { enterWithLoan, LaneTable, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import { Ceilings } from './ceilings.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
@@ -31,7 +31,7 @@ const QUEUED = 1; // through the gate, waiting for its lanes
 const RUNNING = 2; // every lane granted, body invoked
 const SETTLED = 3; // has its outcome
 
-const noLanes: ReadonlySet<string> = new Set();
+const noLoans: ReadonlyMap<string, Loan> = new Map();
 const noSteps: readonly LaneStep[] = [];
 const noPermits: Array<Permit | undefined> = [];
 
@@ -43,6 +43,8 @@ interface LaneStep {
   // The store is a plain LaneTable (see isPlainTable): it is handed the call's record, whose
   // granted() carries on, instead of a closure per call.
   readonly direct: boolean;
+  // The permit of this lane a caller lends (a nested run), if any.
+  readonly loan: Loan | undefined;
 }
 
 // A bound the turn adds on top of a shared lane: only when it is tighter than the shared one.
@@ -82,37 +84,40 @@ function isOutcome(value: unknown): value is Outcome {
   return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value && !isObservable(value) && !isPromiseLike(value);
 }
 
-// What a body is handed. Its signal and held lanes are getters on the prototype: the
-// AbortController and the set are made only if the body asks, and a class whose instances all
+// What a body is handed. Its signal and lent lanes are getters on the prototype: the
+// AbortController and the loans are made only if the body asks, and a class whose instances all
 // share one hidden class costs a few nanoseconds to make. (Defining them on each instance, so
 // that a spread copy keeps them, costs about 0.1 µs per property per call; the runner's
 // ToolContext, which tool bodies get, does that for `signal`, and builds on this one.)
 class CallContext implements InvokeContext {
   readonly record: (delta: Delta) => void;
   #controller: AbortController | undefined = undefined;
-  readonly #steps: readonly LaneStep[];
-  readonly #sharedLanes: LaneStore;
-  readonly #outer: ReadonlySet<string>;
+  // Why the call was stopped, once it was: a signal first asked for afterwards is born aborted.
+  #stopped: Error | undefined = undefined;
+  readonly #run: CallRun;
 
-  constructor(record: (delta: Delta) => void, steps: readonly LaneStep[], sharedLanes: LaneStore, outer: ReadonlySet<string>) {
+  constructor(record: (delta: Delta) => void, run: CallRun) {
     this.record = record;
-    this.#steps = steps;
-    this.#sharedLanes = sharedLanes;
-    this.#outer = outer;
+    this.#run = run;
   }
 
   get signal(): AbortSignal {
-    return (this.#controller ??= new AbortController()).signal;
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#stopped !== undefined) this.#controller.abort(this.#stopped);
+    }
+    return this.#controller.signal;
   }
 
-  /** The shared lanes this call stands in, its caller's included: a nested run does not take them again. */
-  get held(): ReadonlySet<string> {
-    const taken = this.#steps.filter((step) => step.store === this.#sharedLanes).map((step) => step.key);
-    return taken.length === 0 ? this.#outer : new Set([...this.#outer, ...taken]);
+  /** The shared lanes this call stands in, its callers' included, each lent to nested work. */
+  get lent(): ReadonlyMap<string, Loan> {
+    return this.#run.lend();
   }
 
-  /** Aborts the body's signal, if it ever asked for it. */
+  /** Aborts the body's signal (now, or when it is first asked for). */
   abort(reason: Error): void {
+    if (this.#stopped !== undefined) return;
+    this.#stopped = reason;
     this.#controller?.abort(reason);
   }
 }
@@ -153,6 +158,15 @@ class CallRun {
   private delta: Record<string, unknown> | undefined = undefined;
   // What a lane store other than a plain LaneTable is handed to call on a grant; made once, if one is asked.
   private onGrant: (() => void) | undefined = undefined;
+  // The permits this call lends to nested work, by position in `permits`, and the lanes a nested
+  // run of its body may run in (its callers' loans too); made when the body first asks.
+  private loans: Array<Loan | undefined> | undefined = undefined;
+  private lentLanes: ReadonlyMap<string, Loan> | undefined = undefined;
+  // True while a body's Promise has not settled: the body is running, whatever its call's outcome.
+  private bodyRunning = false;
+  // Set while the body runs past its call's end and keeps its permits (an overrun): the
+  // abandonAfterSeconds timer, if one is armed, or true.
+  private overrun: Subscription | true | undefined = undefined;
 
   constructor(
     private readonly batch: BatchRun,
@@ -212,7 +226,7 @@ class CallRun {
   private acquire(first: number): void {
     const { steps, batch } = this;
     for (let i = first; i < steps.length; i++) {
-      const { store, key, limit, party, direct } = steps[i]!;
+      const { store, key, limit, party, direct, loan } = steps[i]!;
       let permit: Permit;
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
@@ -220,7 +234,11 @@ class CallRun {
       batch.hold();
       try {
         // Granted later: granted() carries on from the next lane. Granted at once: the loop carries on.
-        permit = direct ? (store as LaneTable).enter(key, limit, this, party) : store.enter(key, limit, (this.onGrant ??= () => this.granted()), party);
+        if (direct) permit = (store as LaneTable).enter(key, limit, this, party);
+        else {
+          const onGrant = (this.onGrant ??= () => this.granted());
+          permit = loan === undefined ? store.enter(key, limit, onGrant, party) : enterWithLoan(loan, store, key, limit, onGrant, party);
+        }
       } catch (error) {
         batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
@@ -264,7 +282,7 @@ class CallRun {
     const seconds = own(batch.turn.perToolSeconds, call.tool);
     if (seconds !== undefined) batch.arm(seconds * 1000, CallRun.outran, this);
     if (batch.toolCallSeconds !== undefined) batch.arm(batch.toolCallSeconds * 1000, CallRun.overdue, this);
-    const context = (this.invoked = new CallContext((patch) => this.record(patch), this.steps, batch.shared.lanes, batch.held));
+    const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
     const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;
     try {
@@ -291,7 +309,18 @@ class CallRun {
       if (this.settled) running.unsubscribe();
       else this.running = running;
     } else if (isPromiseLike(produced)) {
-      produced.then((result: unknown) => this.succeed(result), onError);
+      // Until it settles the body runs, and counts in its lanes even if its call ends first.
+      this.bodyRunning = true;
+      produced.then(
+        (result: unknown) => {
+          this.bodyEnded();
+          this.succeed(result);
+        },
+        (error: unknown) => {
+          this.bodyEnded();
+          this.fail(error);
+        },
+      );
     } else {
       this.succeed(produced);
     }
@@ -330,12 +359,12 @@ class CallRun {
     try {
       // Marked settled and delivered in one step, so a stop finds the outcome in.
       this.status = SETTLED;
+      batch.ended(this, outcome.kind, this.bodyRunning);
       batch.deliver(outcome);
-      batch.report(this, outcome.kind);
       const failing = batch.failFast && outcome.kind === 'error';
       // The permits this failure gives back must not start a sibling the stop is about to end.
       if (failing) batch.stopping = true;
-      this.release();
+      this.letGo();
       // Under FAIL_RUN, a failure stops the batch once its own outcome is in (stopping first
       // would let the classified siblings overtake it), and before this call is over, which
       // could end its phase and let the next phase's gate ask for approvals in vain.
@@ -350,12 +379,71 @@ class CallRun {
   }
 
   private release(): void {
-    const { permits } = this;
-    for (let i = this.taken - 1; i >= 0; i--) leave(permits[i]!);
+    const { permits, loans } = this;
+    for (let i = this.taken - 1; i >= 0; i--) {
+      const permit = permits[i]!;
+      const loan = loans?.[i];
+      // A lent permit goes back once no nested call runs in it.
+      if (loan === undefined) leave(permit);
+      else loan.recall(() => leave(permit));
+    }
     // Given back (leaving twice would do nothing): the batch, kept until its last call is out,
     // need not keep them.
     this.taken = 0;
     this.permits = noPermits;
+    this.loans = undefined;
+  }
+
+  // The call is over: its permits go back, unless its body still runs (a Promise that has not
+  // settled, its abort ignored or not yet heard): a lane counts bodies that actually run, so
+  // such a body keeps them until it settles, or until abandonAfterSeconds gives up on it.
+  private letGo(): void {
+    if (!this.bodyRunning || this.taken === 0) {
+      this.release();
+      return;
+    }
+    if (this.overrun !== undefined) return;
+    const grace = this.batch.abandonAfterSeconds;
+    this.overrun = grace === undefined ? true : this.batch.scheduler.schedule(CallRun.abandon, grace * 1000, this);
+  }
+
+  // The body settled: an overrun ends, and its permits go back.
+  private bodyEnded(): void {
+    this.bodyRunning = false;
+    const { overrun } = this;
+    if (overrun === undefined) return;
+    this.overrun = undefined;
+    if (overrun !== true) overrun.unsubscribe();
+    // Told first, so a watcher reads the permits going back before a waiter starts in them.
+    this.batch.permitsBack(this, false);
+    this.release();
+  }
+
+  // The grace ran out on an overrunning body: its permits go back while it still runs.
+  private static abandon(this: SchedulerAction<CallRun>, run?: CallRun): void {
+    if (run === undefined || run.overrun === undefined) return;
+    run.overrun = undefined;
+    run.batch.permitsBack(run, true);
+    run.release();
+  }
+
+  /** @internal The shared lanes a nested run of this call's body may run in: this call's permits, lent, and its callers' loans. */
+  lend(): ReadonlyMap<string, Loan> {
+    if (this.lentLanes !== undefined) return this.lentLanes;
+    const { batch, steps, taken } = this;
+    const lanes = new Map(batch.lent);
+    // Only while the call holds its permits: a call that is over lends nothing of its own.
+    if (taken > 0 && this.status === RUNNING && !this.settled) {
+      const loans = (this.loans = new Array<Loan | undefined>(taken));
+      for (let i = 0; i < taken; i++) {
+        const step = steps[i]!;
+        if (step.store !== batch.shared.lanes) continue;
+        const loan = new Loan(step.key);
+        loans[i] = loan;
+        lanes.set(step.key, loan);
+      }
+    }
+    return (this.lentLanes = lanes);
   }
 
   // Ends the watch and an Observable body's subscription, and lets go of them (and of the
@@ -367,7 +455,7 @@ class CallRun {
     this.watch = this.running = undefined;
   }
 
-  /** Ends the call where it stands: permits back, the body's signal aborted if it had not settled. */
+  /** Ends the call where it stands: the body's signal aborted if it had not settled, permits back (or kept by a body that still runs). */
   teardown(): void {
     this.closed = true;
     if (!this.settled) {
@@ -375,7 +463,12 @@ class CallRun {
       this.halt();
       this.invoked?.abort(new InvocationAbortedError('the call was stopped before it settled'));
     }
-    this.release();
+    this.letGo();
+  }
+
+  /** @internal True while the body runs past its call's end. */
+  get overrunning(): boolean {
+    return this.bodyRunning;
   }
 }
 
@@ -384,12 +477,13 @@ class BatchRun {
   readonly count: number;
   readonly runs: CallRun[];
   readonly shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
-  readonly held: ReadonlySet<string>;
+  readonly lent: ReadonlyMap<string, Loan>;
   readonly scheduler: SchedulerLike;
   readonly activity: ActivitySink | undefined;
   readonly monitor: LoopMonitor | undefined;
   readonly failFast: boolean;
   readonly toolCallSeconds: number | undefined;
+  readonly abandonAfterSeconds: number | undefined;
   private readonly tenant: string;
   private readonly gate: BatchOptions['gate'];
   private readonly settle: BatchOptions['settle'];
@@ -436,7 +530,11 @@ class BatchRun {
   private released = 0;
   // A settle answer being waited for.
   private settling: Subscription | undefined = undefined;
+  // The outcome handed to the settle step last (while its answer is awaited).
+  private inSettle: Outcome | undefined = undefined;
   private pumping = false;
+  // Calls whose settled activity went out: every call before this index.
+  private told = 0;
 
   constructor(
     readonly calls: readonly BatchCall[],
@@ -448,12 +546,13 @@ class BatchRun {
     this.runs = calls.map((call, index) => new CallRun(this, call, index));
     this.ready = new Array<Outcome | undefined>(calls.length);
     this.shared = options.shared ?? { lanes: new LaneTable(), concurrency: turn };
-    this.held = options.held ?? noLanes;
+    this.lent = options.lent ?? noLoans;
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.activity = typeof options.onActivity === 'function' ? { observed: true, next: options.onActivity } : options.onActivity;
     this.monitor = options.monitor;
     this.failFast = options.failFast ?? false;
     this.toolCallSeconds = options.deadline?.toolCallSeconds;
+    this.abandonAfterSeconds = turn.abandonAfterSeconds;
     this.tenant = options.tenant ?? 'default';
     this.gate = options.gate;
     this.settle = options.settle;
@@ -479,6 +578,25 @@ class BatchRun {
     this.settling?.unsubscribe();
     this.unlistenStop();
     this.tearDownExecuting();
+    this.settleLeftCalls();
+  }
+
+  // A batch its subscriber left still tells watchers of its activity how each call ended, so a
+  // timeline never shows a call running forever: a call with no outcome yet is classified as a
+  // cancel would classify it, one whose outcome was waiting for its turn is settled with it.
+  private settleLeftCalls(): void {
+    const { activity, count } = this;
+    if (this.told === count || activity === undefined || !activity.observed) return;
+    const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
+    for (let index = this.told; index < count; index++) {
+      const run = this.runs[index]!;
+      let outcome = this.ready[index] ?? (index === this.released - 1 ? this.inSettle : undefined);
+      if (outcome === undefined) {
+        outcome = stoppedOutcome(run.call, index, run.status === RUNNING, left);
+        if (run.status !== SETTLED) this.ended(run, outcome.kind, run.overrunning);
+      }
+      this.settledActivity(outcome);
+    }
   }
 
   // Stops listening for the stop from outside, once: a hand-made subscribe need not take a second unsubscribe.
@@ -492,16 +610,36 @@ class BatchRun {
     (this.ceilings ??= new Ceilings(this.scheduler, CallRun.stale as (target: unknown) => boolean)).arm(ms, expire, run);
   }
 
-  report(run: CallRun, outcome?: Outcome['kind']): void {
+  report(run: CallRun): void {
     const { activity } = this;
     if (activity === undefined || !activity.observed) return;
     const { call, index } = run;
-    const at = this.scheduler.now();
-    this.tell(
-      outcome === undefined
-        ? { type: 'started', callId: call.callId, tool: call.tool, index, at }
-        : { type: 'settled', callId: call.callId, tool: call.tool, index, at, outcome },
-    );
+    this.tell({ type: 'started', callId: call.callId, tool: call.tool, index, at: this.scheduler.now() });
+  }
+
+  /** The batch decided `run`'s outcome; `overrun` when its body still runs. */
+  ended(run: CallRun, outcome: Outcome['kind'], overrun: boolean): void {
+    const { activity } = this;
+    if (activity === undefined || !activity.observed) return;
+    const { call, index } = run;
+    this.tell({ type: 'ended', callId: call.callId, tool: call.tool, index, at: this.scheduler.now(), outcome, overrun });
+  }
+
+  /** An overrunning body gave its permits back: it settled, or was `abandoned` still running. */
+  permitsBack(run: CallRun, abandoned: boolean): void {
+    const { activity } = this;
+    if (activity === undefined || !activity.observed) return;
+    const { call, index } = run;
+    this.tell({ type: 'released', callId: call.callId, tool: call.tool, index, at: this.scheduler.now(), abandoned });
+  }
+
+  // The call's final outcome, as it goes out: what the transcript says of it.
+  private settledActivity(outcome: Outcome): void {
+    this.told = outcome.index + 1;
+    const { activity } = this;
+    if (activity === undefined || !activity.observed) return;
+    const { callId, tool, index, kind } = outcome;
+    this.tell({ type: 'settled', callId, tool, index, at: this.scheduler.now(), outcome: kind });
   }
 
   // A watcher that throws must not cut a call's bookkeeping short (a permit not given back,
@@ -551,7 +689,10 @@ class BatchRun {
   private perTool: Map<string, number> | undefined = undefined;
 
   private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
-    if (limit !== undefined && !(store === this.shared.lanes && this.held.has(key))) steps.push({ store, key, limit, party, direct: isPlainTable(store) });
+    if (limit === undefined) return;
+    // A shared lane a caller lends (a nested run): its calls may run in the lent permit.
+    const loan = store === this.shared.lanes ? this.lent.get(key) : undefined;
+    steps.push({ store, key, limit, party, direct: loan === undefined && isPlainTable(store), loan });
   }
 
   // Moves the executing side on as far as it can go now: through the gate, into the lanes,
@@ -686,7 +827,7 @@ class BatchRun {
       if (at === SETTLED) continue;
       run.status = SETTLED;
       const outcome = stoppedOutcome(run.call, run.index, at === RUNNING, reason);
-      this.report(run, outcome.kind);
+      this.ended(run, outcome.kind, run.overrunning);
       this.ready[run.index] = outcome;
     }
     this.pump();
@@ -721,10 +862,12 @@ class BatchRun {
         if (outcome === undefined) break;
         ready[this.released++] = undefined;
         if (settle === undefined) {
+          this.settledActivity(outcome);
           subscriber.next(outcome);
           continue;
         }
         let answer: Outcome | ObservableInput<Outcome>;
+        this.inSettle = outcome;
         try {
           answer = settle(outcome, this.calls[outcome.index]!);
         } catch (error) {
@@ -760,6 +903,7 @@ class BatchRun {
   // Under FAIL_RUN an outcome a settle step turned into a failure (a rejected output) stops the
   // batch too, once that outcome has gone out.
   private settledOut(outcome: Outcome): void {
+    this.settledActivity(outcome);
     this.subscriber.next(outcome);
     if (this.failFast && outcome.kind === 'error' && outcome.stopped === undefined) this.stop(failedBy(outcome, outcome.error));
   }

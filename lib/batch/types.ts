@@ -3,24 +3,31 @@
 import type { Observable, ObservableInput, SchedulerLike, Subscribable } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStore } from '../lanes/index.js';
+import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor } from '../tools/index.js';
 
 /** A delta: the keys a call changed in the run's state. */
 export type Delta = Readonly<Record<string, unknown>>;
 
 /**
- * What the batch hands a call's body when it dispatches it. `signal` and `held` are getters
+ * What the batch hands a call's body when it dispatches it. `signal` and `lent` are getters
  * (made only when read), so read them from the context itself: a spread copy does not carry
  * them. (The runner's ToolContext, which tool bodies get, does keep `signal` in a spread.)
  */
 export interface InvokeContext {
-  /** Aborts when the call is stopped in flight or times out. */
+  /**
+   * Aborts when the call is stopped in flight or times out. Read after the stop, it is already
+   * aborted: a body that awaits a step and then checks it sees the stop.
+   */
   readonly signal: AbortSignal;
   /** Records what the call changed; kept apart and merged in call order once the batch resolves. */
   record(delta: Delta): void;
-  /** The shared lanes this call stands in (its caller's too): a nested run does not take them again. */
-  readonly held: ReadonlySet<string>;
+  /**
+   * The shared lanes this call stands in (its callers' too), each as a loan its nested work may
+   * run in: pass it as a nested batch's `lent`, so nested calls never queue behind their own
+   * caller and still count against the lane once.
+   */
+  readonly lent: ReadonlyMap<string, Loan>;
 }
 
 /** One tool call of a model turn, as the batch schedules it. */
@@ -77,10 +84,30 @@ export interface IndeterminateOutcome extends OutcomeBase {
 /** Every call of a batch ends in exactly one of these. */
 export type Outcome = ResultOutcome | ErrorOutcome | IndeterminateOutcome;
 
-/** Live scheduling events of a batch, in the order they happen (not call order). */
+/**
+ * Live scheduling events of a batch, in the order they happen (not call order). A call may be
+ * `queued` (once per lane it waits on), is `started` when its body runs, `ended` when the batch
+ * decides its outcome (its body answered, failed, timed out, or the batch stopped), and
+ * `settled` when that outcome, after the settle steps (output guardrail, end hook), goes out:
+ * `settled.outcome` is the transcript's. Every call is settled exactly once. A body still running
+ * when its call ended (`overrun`) keeps its permits until `released` (when it settles, or when
+ * `abandonAfterSeconds` gives up on it: `abandoned`).
+ */
 export type CallActivity =
   | { readonly type: 'queued'; readonly callId: string; readonly tool: string; readonly index: number; readonly lane: string; readonly at: number }
   | { readonly type: 'started'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number }
+  | {
+      readonly type: 'ended';
+      readonly callId: string;
+      readonly tool: string;
+      readonly index: number;
+      readonly at: number;
+      /** The outcome as the batch decided it, before the settle steps. */
+      readonly outcome: Outcome['kind'];
+      /** True when the body was still running: it keeps its permits until `released`. */
+      readonly overrun: boolean;
+    }
+  | { readonly type: 'released'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly abandoned: boolean }
   | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };
 
 /** Where live scheduling events go; an RxJS Subject is one. */
@@ -99,8 +126,11 @@ export interface BatchOptions {
   readonly shared?: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
   /** The tenant the calls run for; its lane is shared by all of its runs. Default `'default'`. */
   readonly tenant?: string;
-  /** Shared lanes the caller already stands in (a nested run): not taken again. */
-  readonly held?: ReadonlySet<string>;
+  /**
+   * Permits of shared lanes the caller lends (a nested run, from its caller's `lent`): a call
+   * of this batch runs in the lent permit of a lane, or in a free one, whichever comes first.
+   */
+  readonly lent?: ReadonlyMap<string, Loan>;
   /** `toolCallSeconds`: a call in flight longer than this stops the batch (reason `deadline`). */
   readonly deadline?: DeadlineConfig;
   /** Stop the batch at the first failed call (the FAIL_RUN policy). */

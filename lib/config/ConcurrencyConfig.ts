@@ -8,8 +8,9 @@ const Options = t.partial({
   perTool: t.record(t.string, PositiveInt, 'an object of tool names to positive integers'),
   perTenant: PositiveInt,
   perToolSeconds: t.record(t.string, PositiveSeconds, 'an object of tool names to positive seconds'),
+  abandonAfterSeconds: PositiveSeconds,
 });
-const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds'] as const;
+const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds'] as const;
 
 /** What `new ConcurrencyConfig(...)` accepts. Every field is optional; absent means unbounded. */
 export interface ConcurrencyOptions {
@@ -21,6 +22,13 @@ export interface ConcurrencyOptions {
   readonly perTenant?: number | undefined;
   /** Each tool's own ceiling in seconds, counted from dispatch; outrunning it fails that call alone. */
   readonly perToolSeconds?: Readonly<Record<string, number>> | undefined;
+  /**
+   * Opt-in grace for a body that overruns its call: one still running after its call was stopped
+   * or timed out keeps its permits (a lane counts bodies that actually run) until it settles, or
+   * until this many seconds have passed, when they are given back and the body is reported as
+   * abandoned. Absent: kept until the body settles.
+   */
+  readonly abandonAfterSeconds?: number | undefined;
 }
 
 function frozenRecord(record: Readonly<Record<string, number>> | undefined): Readonly<Record<string, number>> {
@@ -34,6 +42,13 @@ function tighterRecord(
 ): Record<string, number> {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
   return Object.fromEntries([...keys].map((key) => [key, tighter(own(a, key), own(b, key))!]));
+}
+
+// The longer of two graces; absent says nothing, so the other side's stands.
+function longer(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.max(a, b);
 }
 
 /**
@@ -55,6 +70,7 @@ export class ConcurrencyConfig {
   readonly perTool: Readonly<Record<string, number>>;
   readonly perTenant: number | undefined;
   readonly perToolSeconds: Readonly<Record<string, number>>;
+  readonly abandonAfterSeconds: number | undefined;
 
   constructor(options: ConcurrencyOptions = {}) {
     const decoded = decodeConfig(Options, fields, options, 'ConcurrencyConfig');
@@ -62,12 +78,14 @@ export class ConcurrencyConfig {
     this.perTool = frozenRecord(decoded.perTool);
     this.perTenant = decoded.perTenant;
     this.perToolSeconds = frozenRecord(decoded.perToolSeconds);
+    this.abandonAfterSeconds = decoded.abandonAfterSeconds;
     Object.freeze(this);
   }
 
   /**
    * The composition rule: field by field (and key by key for `perTool` and `perToolSeconds`)
-   * the smaller of the two, so the result is never wider than either side.
+   * the smaller of the two, so the result is never wider than either side. `abandonAfterSeconds`
+   * keeps the longer grace, for the same reason: a shorter one gives permits back sooner.
    */
   narrowedTo(other: ConcurrencyConfig | ConcurrencyOptions | undefined): ConcurrencyConfig {
     if (other === undefined) return this;
@@ -77,6 +95,8 @@ export class ConcurrencyConfig {
       perTool: tighterRecord(this.perTool, that.perTool),
       perTenant: tighter(this.perTenant, that.perTenant),
       perToolSeconds: tighterRecord(this.perToolSeconds, that.perToolSeconds),
+      // A shorter grace gives permits back sooner, so it is the wider of two: the longer one is kept.
+      abandonAfterSeconds: longer(this.abandonAfterSeconds, that.abandonAfterSeconds),
     });
   }
 
@@ -87,6 +107,7 @@ export class ConcurrencyConfig {
       ...(Object.keys(this.perTool).length === 0 ? {} : { perTool: { ...this.perTool } }),
       ...(this.perTenant === undefined ? {} : { perTenant: this.perTenant }),
       ...(Object.keys(this.perToolSeconds).length === 0 ? {} : { perToolSeconds: { ...this.perToolSeconds } }),
+      ...(this.abandonAfterSeconds === undefined ? {} : { abandonAfterSeconds: this.abandonAfterSeconds }),
     };
   }
 }

@@ -9,7 +9,7 @@ import { from, isObservable, Observable, type Observer, type ObservableInput, ty
 import { openBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
-import type { LaneStore } from '../lanes/index.js';
+import type { LaneStore, Loan } from '../lanes/index.js';
 import { decodeArguments, type AgentRef, type LoopMonitor, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolRegistry, type ToolSpec } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './AgentRunner.js';
@@ -147,7 +147,7 @@ class RunnerCall implements BatchCall {
 
   invoke(context: InvokeContext): unknown {
     const { callId, tool, scope } = this;
-    // The signal and the held lanes are read only if the body asks: most never do.
+    // The signal and the lent lanes are read only if the body asks: most never do.
     const ctx = new ToolCallContext(
       callId,
       tool,
@@ -205,9 +205,9 @@ export interface RunnerParts {
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
 }
 
-/** Where a nested run sits in its caller: the lanes the caller holds, and the run and call that started it. */
+/** Where a nested run sits in its caller: the lanes the caller lends it, and the run and call that started it. */
 export interface Nesting {
-  readonly held: ReadonlySet<string>;
+  readonly lent: ReadonlyMap<string, Loan>;
   readonly parent: RunParent;
 }
 
@@ -332,7 +332,7 @@ export class RunLoop {
 
   /** A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal and lanes. */
   nested(agent: AgentRef, input: string, context: InvokeContext, callId: string): Promise<NestedRunResult> {
-    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal: context.signal }, { held: context.held, parent: { runId: this.runId, callId } });
+    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal: context.signal }, { lent: context.lent, parent: { runId: this.runId, callId } });
   }
 
   private teardown(): void {
@@ -542,7 +542,7 @@ export class RunLoop {
       concurrency: plan.turnConcurrency,
       shared: parts.shared,
       tenant,
-      ...(plan.nesting ? { held: plan.nesting.held } : {}),
+      ...(plan.nesting ? { lent: plan.nesting.lent } : {}),
       deadline: parts.deadline,
       failFast: this.failFast,
       ...(gate ? { gate } : {}),

@@ -55,7 +55,8 @@ export function fixture(script: readonly ScriptStep[]): Fixture {
   const wait = (_args: unknown, ctx: { callId: string; signal: AbortSignal }): Promise<never> => {
     signals.set(ctx.callId, ctx.signal);
     for (const w of waiters.filter((w) => signals.size >= w.n)) w.resolve();
-    return new Promise<never>(() => undefined);
+    // Ends when it is stopped, as a well-behaved body does (one that ignores its abort keeps its permits).
+    return new Promise<never>((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true }));
   };
   const tools = new ToolRegistry()
     .register({ name: 'lookup', args: t.type({ city: t.string }), idempotent: true }, async ({ city }) => {

@@ -3,7 +3,7 @@ import { map, merge, NEVER, type Observable, of, throwError, toArray, lastValueF
 import { TestScheduler } from 'rxjs/testing';
 import { mergeDeltas, runBatch, type CallActivity, type InvokeContext, type Outcome, type StopReason } from '../../lib/batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig } from '../../lib/config/index.js';
-import { LaneTable } from '../../lib/lanes/index.js';
+import { LaneTable, type Loan } from '../../lib/lanes/index.js';
 import { brief, briefly, call } from './helpers.js';
 
 describe('runBatch', () => {
@@ -515,15 +515,15 @@ describe('runBatch', () => {
   });
 
   describe('activity', () => {
-    it('reports queued (and on which lane), started and settled, with virtual times', () => {
+    it('reports queued (and on which lane), started, ended and settled, with virtual times', () => {
       const seen: string[] = [];
-      const onActivity = (a: CallActivity) => seen.push(`${a.at} ${a.type} ${a.callId}${a.type === 'queued' ? ` ${a.lane}` : ''}${a.type === 'settled' ? ` ${a.outcome}` : ''}`);
+      const onActivity = (a: CallActivity) => seen.push(`${a.at} ${a.type} ${a.callId}${a.type === 'queued' ? ` ${a.lane}` : ''}${a.type === 'settled' || a.type === 'ended' ? ` ${a.outcome}` : ''}`);
       testScheduler.run(({ cold, flush }) => {
         const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });
         runBatch([call('a', cold('--(a|)')), call('b', cold('--(b|)'))], { concurrency, onActivity }).subscribe();
         flush();
       });
-      expect(seen).to.deep.equal(['0 started a', '0 queued b turn', '2 settled a result', '2 started b', '4 settled b result']);
+      expect(seen).to.deep.equal(['0 started a', '0 queued b turn', '2 ended a result', '2 settled a result', '2 started b', '4 ended b result', '4 settled b result']);
     });
 
     it('under FAIL_RUN, finishes the failing call (settled, permits back) before the stop classifies its siblings', () => {
@@ -531,15 +531,15 @@ describe('runBatch', () => {
       const lanes = new LaneTable();
       const concurrency = new ConcurrencyConfig({ perTool: { lookup: 1 } });
       lanes.changes$.subscribe((c) => c.change === 'released' && seen.push(`released ${c.key}`));
-      const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}${a.type === 'settled' ? ` ${a.outcome}` : ''}`);
+      const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}${a.type === 'settled' || a.type === 'ended' ? ` ${a.outcome}` : ''}`);
       const calls = [call('a', throwError(() => new Error('no'))), call('b', NEVER)];
       runBatch(calls, { concurrency, shared: { lanes, concurrency }, failFast: true, settle: (outcome) => outcome, onActivity }).subscribe((o) => seen.push(`out ${brief(o)}`));
-      expect(seen).to.deep.equal(['started a', 'out a!Error', 'settled a error', 'released tool:lookup', 'settled b error', 'out b!CallStoppedError']);
+      expect(seen).to.deep.equal(['started a', 'ended a error', 'settled a error', 'out a!Error', 'released tool:lookup', 'ended b error', 'settled b error', 'out b!CallStoppedError']);
     });
   });
 
   describe('nested runs', () => {
-    it('does not take again a shared lane the caller already holds', () => {
+    it('lends the caller its shared permits: a nested call runs in them instead of queueing behind its caller', () => {
       const lanes = new LaneTable();
       const concurrency = new ConcurrencyConfig({ perTenant: 1, perTool: { delegate: 1 } });
       const shared = { lanes, concurrency };
@@ -550,9 +550,9 @@ describe('runBatch', () => {
           [
             call(
               'outer',
-              ({ held }: { held: ReadonlySet<string> }) => {
-                seen.push([...held].sort().join(','));
-                inner = lastValueFrom(runBatch([call('inner', () => 'deep', { tool: 'delegate' })], { shared, held, tenant: 'acme' }).pipe(toArray()));
+              ({ lent }: InvokeContext) => {
+                seen.push([...lent.keys()].sort().join(','));
+                inner = lastValueFrom(runBatch([call('inner', () => 'deep', { tool: 'delegate' })], { shared, lent, tenant: 'acme' }).pipe(toArray()));
                 return inner;
               },
               { tool: 'delegate' },
@@ -567,6 +567,57 @@ describe('runBatch', () => {
         expect(outcomes[0]!.kind).to.equal('result');
         expect(lanes.size).to.equal(0);
       });
+    });
+
+    it('runs nested calls one at a time in a lent permit of a full lane: the bound holds across caller and nested run', async () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTenant: 1 });
+      const shared = { lanes, concurrency };
+      let running = 0;
+      let peak = 0;
+      const leaf = () =>
+        new Promise<string>((resolve) => {
+          running++;
+          peak = Math.max(peak, running);
+          setTimeout(() => {
+            running--;
+            resolve('leaf');
+          }, 2);
+        });
+      const nested = (lent: ReadonlyMap<string, Loan>) =>
+        lastValueFrom(runBatch(['n1', 'n2', 'n3', 'n4'].map((id) => call(id, leaf, { tool: 'search' })), { shared, lent, tenant: 'acme' }).pipe(toArray()));
+      const outcomes = await lastValueFrom(
+        runBatch([call('outer', ({ lent }: InvokeContext) => nested(lent).then((o) => o.map(brief).join(' ')), { tool: 'delegate' })], { shared, tenant: 'acme' }).pipe(toArray()),
+      );
+      expect(outcomes.map(brief)).to.deep.equal(['outer=n1=leaf n2=leaf n3=leaf n4=leaf']);
+      expect(peak).to.equal(1);
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('lets a nested call take a free permit of the lane as well as the lent one', async () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTenant: 2 });
+      const shared = { lanes, concurrency };
+      let running = 0;
+      let peak = 0;
+      const leaf = () =>
+        new Promise<string>((resolve) => {
+          running++;
+          peak = Math.max(peak, running);
+          setTimeout(() => {
+            running--;
+            resolve('leaf');
+          }, 5);
+        });
+      await lastValueFrom(
+        runBatch(
+          [call('outer', ({ lent }: InvokeContext) => lastValueFrom(runBatch(['n1', 'n2', 'n3'].map((id) => call(id, leaf, { tool: 'search' })), { shared, lent, tenant: 'acme' }).pipe(toArray())), { tool: 'delegate' })],
+          { shared, tenant: 'acme' },
+        ).pipe(toArray()),
+      );
+      // the lent permit and the one free permit: two at once, never three
+      expect(peak).to.equal(2);
+      expect(lanes.size).to.equal(0);
     });
   });
 });

@@ -330,7 +330,7 @@ describe('AgentRunner', () => {
         const tools = new ToolRegistry().register({ name: 'lookup' }, () => cold('--(r|)', { r: 'x' }));
         const runner = new AgentRunner({ provider: new ScriptedProvider([lookups(2), { text: 'done' }]), tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 1 }) });
         runner.activity$.subscribe((a: RunnerActivity) => {
-          const detail = a.type === 'queued' ? ` ${a.callId} on ${a.lane}` : a.type === 'started' ? ` ${a.callId}` : a.type === 'settled' ? ` ${a.callId} ${a.outcome}` : a.type === 'run-ended' ? ` ${a.status}` : '';
+          const detail = a.type === 'queued' ? ` ${a.callId} on ${a.lane}` : a.type === 'started' ? ` ${a.callId}` : a.type === 'settled' || a.type === 'ended' ? ` ${a.callId} ${a.outcome}` : a.type === 'run-ended' ? ` ${a.status}` : '';
           seen.push(`${a.at} ${a.type}${detail}`);
         });
         runner.run$(planner, 'go').subscribe();
@@ -340,8 +340,10 @@ describe('AgentRunner', () => {
         '0 run-started',
         '0 started c1',
         '0 queued c2 on turn',
+        '2 ended c1 result',
         '2 settled c1 result',
         '2 started c2',
+        '4 ended c2 result',
         '4 settled c2 result',
         '4 run-ended completed',
       ]);

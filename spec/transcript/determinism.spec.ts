@@ -23,7 +23,7 @@ async function recordOnce(scenario: Scenario, byCall: Record<string, number>): P
   const runner = runnerFor(scenario, recorder.provider, recorder.tools);
   const settled: string[] = [];
   const watching = runner.activity$.subscribe((activity: RunnerActivity) => {
-    if (activity.type === 'settled') settled.push(activity.callId);
+    if (activity.type === 'ended') settled.push(activity.callId);
   });
   try {
     const recording = await recorder.record(runner, plannerFor(scenario), 'Where should I stay?', { tenant: 'acme' });
