@@ -1,4 +1,7 @@
-export { openBatch, runBatch, type OpenBatch } from './runBatch.js';
+export { openBatch, runBatchLegacy, type OpenBatch } from './legacy.js';
+export { runBatch } from './runBatch.js';
+export { BatchScope, CallRecord, type BatchScopeOptions, type CallState, type Dispatcher, type LaneStep } from './records.js';
+export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, failedBy, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';

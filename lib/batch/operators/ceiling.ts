@@ -1,0 +1,80 @@
+// The ceilings: each call timed from the moment its body starts. Its own ceiling (its tool's
+// perToolSeconds) fails that call alone with ToolTimedOutError; the run-wide toolCallSeconds
+// stops the whole batch. Every call of one batch with the same duration shares one timer
+// queue (they expire in the order they were armed), so a ceiling is three array slots, not a
+// timer per call; the queues end with the subscription. On the batch's scheduler, so ceilings
+// run in virtual time under TestScheduler.
+import { identity, Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { own } from '../../config/index.js';
+import { DeadlineExceededError, toErrorInfo } from '../../errors.js';
+import { Ceilings } from '../ceilings.js';
+import { CallRecord } from '../records.js';
+
+/** The durations calls are timed by, in seconds. */
+export interface CeilingLimits {
+  /** Each tool's own ceiling: outrunning it fails that call alone. */
+  readonly perToolSeconds?: Readonly<Record<string, number>>;
+  /** The run-wide ceiling on any one call: outrunning it stops the batch (reason `deadline`). */
+  readonly toolCallSeconds?: number;
+}
+
+// What expires, as functions of the record, so arming a ceiling makes no closure.
+function outran(record: CallRecord): void {
+  const seconds = own(record.ceilingOf ?? {}, record.call.tool);
+  if (seconds !== undefined) record.outrun(seconds);
+}
+
+function overdue(record: CallRecord): void {
+  if (CallRecord.stale(record)) return;
+  const seconds = record.deadlineOf!;
+  const error = new DeadlineExceededError('toolCallSeconds', seconds, record.call);
+  record.batch.stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: record.call.callId });
+}
+
+/**
+ * Times each record from the moment its body starts (when `inLanes` emits it as running):
+ * `perToolSeconds[tool]` fails that call alone with `ToolTimedOutError` (its body's signal
+ * aborted), `toolCallSeconds` stops the whole batch with a `DeadlineExceededError`. When both
+ * are equal, the call's own ceiling comes first: it fails alone and the batch goes on. A record
+ * whose outcome is decided first is passed over when its time comes. Without limits, the
+ * identity.
+ *
+ * ## Example
+ * ```ts
+ * concatMap((phase$) => phase$.pipe(inLanes(plan))),
+ * ceiling({ perToolSeconds: { search: 2 } }),
+ * // a search still running 2s after it started: TOOL_ERROR ToolTimedOutError
+ * ```
+ */
+export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<CallRecord> {
+  const { perToolSeconds = {}, toolCallSeconds } = limits;
+  if (Object.keys(perToolSeconds).length === 0 && toolCallSeconds === undefined) return identity;
+  return (source) =>
+    new Observable<CallRecord>((subscriber) => {
+      // The queues, one per duration; made with the first record that needs one.
+      let ceilings: Ceilings | undefined;
+      subscriber.add(() => ceilings?.close());
+      return source.subscribe({
+        next(record) {
+          if (record.state === 'running' && record.ceilingOf === undefined) {
+            const queues = (ceilings ??= new Ceilings(record.batch.scheduler, CallRecord.stale as (target: unknown) => boolean));
+            record.ceilingOf = perToolSeconds;
+            const seconds = own(perToolSeconds, record.call.tool);
+            // Armed in this order, so that at equal durations the call's own ceiling fires first.
+            if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
+            if (toolCallSeconds !== undefined) {
+              record.deadlineOf = toolCallSeconds;
+              queues.arm(toolCallSeconds * 1000, overdue, record);
+            }
+          }
+          subscriber.next(record);
+        },
+        error(error: unknown) {
+          subscriber.error(error);
+        },
+        complete() {
+          subscriber.complete();
+        },
+      });
+    });
+}

@@ -1,0 +1,208 @@
+// The fan-out: every call of a phase dispatched at once, its concurrency coming from the lanes
+// it must take (tenant -> turn -> tool -> identical arguments), not from a count of its own.
+// A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
+// body that still runs, when that body settles). mergeMap-style, with plain state: a record per
+// call, no inner Observable or Subscriber per call.
+import { Observable, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
+import { canonicalJson } from '../../canonical.js';
+import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
+import { LaneTable, type LaneStore, type Loan } from '../../lanes/index.js';
+import type { LoopMonitor } from '../../tools/index.js';
+import type { CallRecord, Dispatcher, LaneStep } from '../records.js';
+import type { BatchCall } from '../types.js';
+
+/** The lanes calls are dispatched in, and what else a dispatch needs. */
+export interface LanePlan {
+  /** This turn's limits: the runner's config narrowed by the agent's. Default: unbounded. */
+  readonly concurrency?: ConcurrencyConfig;
+  /** The shared lanes and the numbers they are declared with. Default: a table of the batch's own, sized by `concurrency`. */
+  readonly shared?: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
+  /** Whose calls these are: the party in shared lanes, and the tenant lane's key. Default `'default'`. */
+  readonly tenant?: string;
+  /** Permits of shared lanes a caller lends (a nested run: its caller's `ctx.lent`). */
+  readonly lent?: ReadonlyMap<string, Loan>;
+  /** Watches each body's synchronous stretches; a stall fails that call alone. */
+  readonly monitor?: LoopMonitor;
+}
+
+const noSteps: readonly LaneStep[] = [];
+const noLoans: ReadonlyMap<string, Loan> = new Map();
+
+// A bound the turn adds on top of a shared lane: only when it is tighter than the shared one.
+function narrower(turn: number | undefined, shared: number | undefined): number | undefined {
+  return turn !== undefined && (shared === undefined || turn < shared) ? turn : undefined;
+}
+
+// A lane of the batch's own can only bind if it has fewer permits than the calls that may take
+// it; one that cannot is not taken at all (it would queue nobody, and costs a permit per call).
+// While calls may still arrive, every bound may bind.
+function bindingOver(limit: number | undefined, calls: number | undefined): number | undefined {
+  return limit !== undefined && (calls === undefined || limit < calls) ? limit : undefined;
+}
+
+// A LaneTable as the library makes it: not a subclass, and its enter not replaced on the
+// instance (a wrapper for metrics, say) or by a proxy. Such a wrapper may call onGrant itself,
+// so only a plain table is handed the call's record in place of a function.
+function isPlainTable(store: LaneStore): boolean {
+  return Object.getPrototypeOf(store) === LaneTable.prototype && store.enter === LaneTable.prototype.enter;
+}
+
+// One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
+// calls take, worked out once per tool.
+class FanOut implements Dispatcher {
+  readonly sharedLanes: LaneStore;
+  readonly lent: ReadonlyMap<string, Loan>;
+  readonly monitor: LoopMonitor | undefined;
+  readonly abandonAfterSeconds: number | undefined;
+  private readonly shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
+  private readonly turn: ConcurrencyConfig;
+  private readonly tenant: string;
+  // This phase's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
+  private local: LaneTable | undefined = undefined;
+  // The lanes of a parallel-safe call depend only on its tool: most batches call one tool, kept
+  // in two fields; a map is made for a second.
+  private firstTool: string | undefined = undefined;
+  private firstSteps: readonly LaneStep[] = noSteps;
+  private stepsByTool: Map<string, readonly LaneStep[]> | undefined = undefined;
+  // How many of the batch's calls go to each tool (counted once, when first asked).
+  private perTool: Map<string, number> | undefined = undefined;
+
+  // Records dispatched and not yet over, and whether the source is done.
+  open = 0;
+  sourceDone = false;
+  // Every record dispatched here and not yet over (for the teardown).
+  readonly records = new Set<CallRecord>();
+
+  constructor(
+    plan: LanePlan,
+    private readonly subscriber: Subscriber<CallRecord>,
+  ) {
+    const turn = plan.concurrency ?? new ConcurrencyConfig();
+    this.turn = turn;
+    this.shared = plan.shared ?? { lanes: new LaneTable(), concurrency: turn };
+    this.sharedLanes = this.shared.lanes;
+    this.tenant = plan.tenant ?? 'default';
+    this.lent = plan.lent ?? noLoans;
+    this.monitor = plan.monitor;
+    this.abandonAfterSeconds = turn.abandonAfterSeconds;
+  }
+
+  started(record: CallRecord): void {
+    this.subscriber.next(record);
+  }
+
+  ended(record: CallRecord): void {
+    this.subscriber.next(record);
+  }
+
+  over(record: CallRecord): void {
+    if (!this.records.delete(record)) return;
+    this.open--;
+    if (this.open === 0 && this.sourceDone) this.subscriber.complete();
+  }
+
+  dispatch(record: CallRecord): void {
+    // A stopped batch dispatches nothing more: the call waits to be classified, never dispatched.
+    if (record.batch.stopped !== undefined) return;
+    this.records.add(record);
+    this.open++;
+    record.dispatch(this, () => this.lanesOf(record));
+  }
+
+  /** Every record still dispatched here ends where it stands. */
+  teardown(): void {
+    const records = [...this.records];
+    this.records.clear();
+    for (const record of records) record.teardown();
+  }
+
+  private lanesOf(record: CallRecord): readonly LaneStep[] {
+    const { call, parallelSafe: safe, batch } = record;
+    if (safe && call.tool === this.firstTool) return this.firstSteps;
+    const known = safe ? this.stepsByTool?.get(call.tool) : undefined;
+    if (known !== undefined) return known;
+    const { shared, turn, tenant } = this;
+    const expected = batch.expected;
+    const steps: LaneStep[] = [];
+    this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
+    const turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), expected);
+    const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
+    const turnTool = toolBound === undefined ? undefined : bindingOver(toolBound, batch.given === undefined ? undefined : this.callsOf(batch.given, call.tool));
+    if (turnLimit !== undefined || turnTool !== undefined) {
+      const local = (this.local ??= new LaneTable());
+      this.addStep(steps, local, 'turn', turnLimit, '');
+      this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
+    }
+    this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
+    if (!safe) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
+    // Copied to its exact length: an array grown by push keeps spare room, and every call of the
+    // tool holds this one until the batch ends.
+    const exact = steps.length === 0 ? noSteps : steps.slice();
+    if (safe && this.firstTool === undefined) {
+      this.firstTool = call.tool;
+      this.firstSteps = exact;
+    } else if (safe) (this.stepsByTool ??= new Map()).set(call.tool, exact);
+    return exact;
+  }
+
+  private callsOf(calls: readonly BatchCall[], tool: string): number {
+    if (this.perTool === undefined) {
+      this.perTool = new Map();
+      for (const { tool: name } of calls) this.perTool.set(name, (this.perTool.get(name) ?? 0) + 1);
+    }
+    return this.perTool.get(tool) ?? 0;
+  }
+
+  private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
+    if (limit === undefined) return;
+    // A shared lane a caller lends (a nested run): its calls may run in the lent permit.
+    const loan = store === this.shared.lanes ? this.lent.get(key) : undefined;
+    steps.push({ store, key, limit, party, direct: loan === undefined && isPlainTable(store), loan });
+  }
+}
+
+/**
+ * Dispatches every record it receives at once, each inside its lanes, taken in one fixed order:
+ * tenant, turn, tool, then (for a call that is not parallel-safe) its identical-arguments lane.
+ * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits each
+ * record when its body starts (so the ceilings can time it from there) and again when its
+ * outcome is decided; completes once its source completed and every record it dispatched is
+ * over. Records already decided, or refused at the gate, end at once without their lanes.
+ * Unsubscribing ends every call where it stands: bodies aborted, permits back (a body that
+ * still runs keeps its own until it settles).
+ *
+ * ## Example
+ * ```ts
+ * const lanes = new LaneTable();
+ * const concurrency = new ConcurrencyConfig({ perTool: { search: 2 } });
+ * phase$.pipe(inLanes({ concurrency, shared: { lanes, concurrency }, tenant: 'acme' }));
+ * // at most two searches at once, across every batch that shares `lanes`
+ * ```
+ */
+export function inLanes(plan: LanePlan = {}): MonoTypeOperatorFunction<CallRecord> {
+  if (plan.concurrency !== undefined && !(plan.concurrency instanceof ConcurrencyConfig)) {
+    throw new TypeError('inLanes: plan.concurrency must be a ConcurrencyConfig');
+  }
+  return (source) =>
+    new Observable<CallRecord>((subscriber) => {
+      const fanOut = new FanOut(plan, subscriber);
+      subscriber.add(() => fanOut.teardown());
+      return source.subscribe({
+        next(record) {
+          // Decided before it got here (a cache stage, say): it passes on as it is.
+          if (record.state === 'ended') {
+            subscriber.next(record);
+            return;
+          }
+          fanOut.dispatch(record);
+        },
+        error(error: unknown) {
+          subscriber.error(error);
+        },
+        complete() {
+          fanOut.sourceDone = true;
+          if (fanOut.open === 0) subscriber.complete();
+        },
+      });
+    });
+}

@@ -1,0 +1,118 @@
+// The first stage of a batch: each call becomes its record (numbered in the order it arrived),
+// and the records are grouped into phases, one Observable each. Consecutive parallel-safe calls
+// share a phase; a parallelSafe:false call is a phase alone. A phase may still be receiving calls
+// (a model still writing its turn) while it runs: `concatMap` runs the phases one after another.
+import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
+import type { BatchCall } from '../types.js';
+import { BatchScope, CallRecord, type BatchScopeOptions } from '../records.js';
+
+// One phase: its records, held until `concatMap` subscribes (the phase before it may still run),
+// then passed on as they come. One of these per phase, never per call.
+class Phase {
+  // Records that arrived before anyone subscribed.
+  private held: CallRecord[] = [];
+  // Who reads the phase, once subscribed.
+  private reader: Subscriber<CallRecord> | undefined = undefined;
+  // True once no more records will come.
+  private closed = false;
+  // True once the reader left: later records go nowhere.
+  private left = false;
+
+  constructor(readonly parallelSafe: boolean) {}
+
+  push(record: CallRecord): void {
+    if (this.left) return;
+    if (this.reader === undefined) this.held.push(record);
+    else this.reader.next(record);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.reader?.complete();
+  }
+
+  read(reader: Subscriber<CallRecord>): () => void {
+    if (this.reader !== undefined) {
+      reader.error(new Error('a phase can be read once'));
+      return () => undefined;
+    }
+    this.reader = reader;
+    const held = this.held;
+    this.held = [];
+    for (const record of held) {
+      if (reader.closed) break;
+      reader.next(record);
+    }
+    if (this.closed) reader.complete();
+    return () => {
+      this.left = true;
+      this.reader = undefined;
+    };
+  }
+}
+
+/**
+ * Turns a stream of calls into a stream of phases: consecutive parallel-safe calls share one
+ * phase, a call with `parallelSafe: false` is a phase alone. Each call becomes its `CallRecord`,
+ * the one object every later stage reads and writes, numbered in arrival (call) order.
+ *
+ * Run the phases one after another with `concatMap`: a phase starts when the one before it is
+ * done, and a phase can start while its calls are still arriving.
+ *
+ * ## Example
+ * ```ts
+ * from(calls).pipe(
+ *   phases(),
+ *   concatMap((phase$) => phase$.pipe(inLanes({ concurrency }))),
+ *   untilStopped(stop$),
+ *   inCallOrder(),
+ *   settle(),
+ * ).subscribe((record) => console.log(record.outcome));
+ * ```
+ *
+ * @param options the batch every record belongs to (a runner passes its own), or what to make one
+ *   with: the clock, an activity sink, the stop from outside. One batch per subscription.
+ */
+export function phases(options: BatchScopeOptions | (() => BatchScope) = {}): OperatorFunction<BatchCall | CallRecord, Observable<CallRecord>> {
+  return (source) =>
+    new Observable<Observable<CallRecord>>((subscriber) => {
+      const batch = typeof options === 'function' ? options() : new BatchScope(options);
+      // The phase receiving calls now.
+      let current: Phase | undefined;
+      // The next call's index.
+      let index = 0;
+      const open = (parallelSafe: boolean): Phase => {
+        current?.close();
+        const phase = new Phase(parallelSafe);
+        current = phase;
+        subscriber.next(new Observable<CallRecord>((reader) => phase.read(reader)));
+        return phase;
+      };
+      subscriber.add(() => {
+        current = undefined;
+      });
+      return source.subscribe({
+        next(value) {
+          const record = value instanceof CallRecord ? value : batch.record(value, index);
+          index++;
+          const safe = record.parallelSafe;
+          const phase = current !== undefined && safe && current.parallelSafe ? current : open(safe);
+          phase.push(record);
+          // A call that is not parallel-safe is alone in its phase: the next call opens another.
+          if (!safe) {
+            phase.close();
+            current = undefined;
+          }
+        },
+        error(error: unknown) {
+          subscriber.error(error);
+        },
+        complete() {
+          batch.arrived(index);
+          current?.close();
+          current = undefined;
+          subscriber.complete();
+        },
+      });
+    });
+}

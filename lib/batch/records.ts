@@ -1,0 +1,627 @@
+// The batch's records: one CallRecord per call, the one object every stage of the pipeline reads
+// and writes (where the call stands, the permits it holds, its body, its outcome), and the
+// BatchScope its calls share (their clock, their activity, their stop). A record per call with
+// methods, rather than an Observable, a Subscriber and a dozen closures per call: a batch of
+// thousands is mostly these (docs/performance.md).
+import { asyncScheduler, isObservable, type Observer, type SchedulerAction, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+import { enterWithLoan, Loan, type LaneStore, type LaneTable, type Permit } from '../lanes/index.js';
+import type { LoopMonitor, Watch } from '../tools/index.js';
+import { assignDelta } from './deltas.js';
+import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
+import { stoppedOutcome } from './stops.js';
+import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, StopReason } from './types.js';
+
+/** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
+export type CallState = 'waiting' | 'queued' | 'running' | 'ended';
+
+/** One lane a call takes, in the fixed order: the store, the key, its permits, whose turn it is. */
+export interface LaneStep {
+  readonly store: LaneStore;
+  readonly key: string;
+  readonly limit: number;
+  readonly party: string;
+  /** The store is a plain LaneTable: it is handed the call's record, whose granted() carries on, instead of a closure per call. */
+  readonly direct: boolean;
+  /** The permit of this lane a caller lends (a nested run), if any. */
+  readonly loan: Loan | undefined;
+}
+
+/** What a record needs of the stage that dispatches it (inLanes): where its body's news goes. */
+export interface Dispatcher {
+  /** The shared lanes (the ones a call may lend to nested work). */
+  readonly sharedLanes: LaneStore;
+  /** Loans of the caller's permits (a nested run). */
+  readonly lent: ReadonlyMap<string, Loan>;
+  readonly monitor: LoopMonitor | undefined;
+  /** Grace for an overrunning body, in seconds. */
+  readonly abandonAfterSeconds: number | undefined;
+  /** The record's body started: it goes on to the ceilings. */
+  started(record: CallRecord): void;
+  /** The record's outcome is decided: it goes on to the reorder. */
+  ended(record: CallRecord): void;
+  /** The record is done with its bookkeeping (permits back): its phase may end. */
+  over(record: CallRecord): void;
+}
+
+const noSteps: readonly LaneStep[] = [];
+const noPermits: Array<Permit | undefined> = [];
+const noLoans: ReadonlyMap<string, Loan> = new Map();
+
+// Gives a permit back; one failing to go back (a remote store, say) must not keep the others.
+function leave(permit: Permit): void {
+  try {
+    permit.leave();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
+// What a body is handed. Its signal and lent lanes are getters on the prototype: the
+// AbortController and the loans are made only if the body asks, and a class whose instances all
+// share one hidden class costs a few nanoseconds to make. (Defining them on each instance, so
+// that a spread copy keeps them, costs about 0.1 µs per property per call; the runner's
+// ToolContext, which tool bodies get, does that for `signal`, and builds on this one.)
+class CallContext implements InvokeContext {
+  readonly record: (delta: Delta) => void;
+  #controller: AbortController | undefined = undefined;
+  // Why the call was stopped, once it was: a signal first asked for afterwards is born aborted.
+  #stopped: Error | undefined = undefined;
+  readonly #run: CallRecord;
+
+  constructor(record: (delta: Delta) => void, run: CallRecord) {
+    this.record = record;
+    this.#run = run;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#stopped !== undefined) this.#controller.abort(this.#stopped);
+    }
+    return this.#controller.signal;
+  }
+
+  /** The shared lanes this call stands in, its callers' included, each lent to nested work. */
+  get lent(): ReadonlyMap<string, Loan> {
+    return this.#run.lend();
+  }
+
+  /** Aborts the body's signal (now, or when it is first asked for). */
+  abort(reason: Error): void {
+    if (this.#stopped !== undefined) return;
+    this.#stopped = reason;
+    this.#controller?.abort(reason);
+  }
+}
+
+/** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
+export interface BatchScopeOptions {
+  /** For time: activity stamps, ceilings, grace timers. Default `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /** Live scheduling events: a function, or a sink that says whether anyone is watching. */
+  readonly onActivity?: ((activity: CallActivity) => void) | ActivitySink;
+  /** Stop the batch at the first failed call (the FAIL_RUN policy). */
+  readonly failFast?: boolean;
+  /** A stop from outside, listened to from the moment the batch is made until it ends. */
+  readonly stop$?: Subscribable<StopReason>;
+}
+
+/**
+ * What the calls of one batch share: their records in call order, their clock, where their
+ * activity goes, and their stop. Made once per batch (per subscription); it is also the
+ * batch's stop source (`untilStopped(batch)` hears the first stop from anywhere).
+ */
+export class BatchScope implements Subscribable<StopReason> {
+  /** Every call's record, in call order. */
+  readonly records: CallRecord[] = [];
+  readonly scheduler: SchedulerLike;
+  readonly activity: ActivitySink | undefined;
+  readonly failFast: boolean;
+  /** The first stop; later ones change nothing. */
+  stopped: StopReason | undefined = undefined;
+  // How many calls the batch has, once they have all arrived.
+  private total: number | undefined = undefined;
+  // Who hears the stop once it takes effect (untilStopped).
+  private listener: ((reason: StopReason) => void) | undefined = undefined;
+  // Calls in the middle of their own bookkeeping, and whether the stop waits for them.
+  private busy = 0;
+  private stopWaits = false;
+  private told = false;
+  // The outside stop's subscription.
+  private outside: Unsubscribable | undefined = undefined;
+  // Calls whose settled activity went out: every call before this index.
+  private settledUpTo = 0;
+
+  constructor(options: BatchScopeOptions = {}) {
+    this.scheduler = options.scheduler ?? asyncScheduler;
+    const { onActivity } = options;
+    this.activity = typeof onActivity === 'function' ? { observed: true, next: onActivity } : onActivity;
+    this.failFast = options.failFast ?? false;
+    if (options.stop$ !== undefined) {
+      const subscription = options.stop$.subscribe({ next: (reason) => this.stop(reason) });
+      if (this.stopped !== undefined) subscription.unsubscribe();
+      else this.outside = subscription;
+    }
+  }
+
+  /** A record for call `call`, the batch's call number `index`. */
+  record(call: BatchCall, index: number): CallRecord {
+    const record = new CallRecord(this, call, index);
+    this.records.push(record);
+    return record;
+  }
+
+  /** Every call has arrived: `count` of them. */
+  arrived(count: number): void {
+    this.total = count;
+  }
+
+  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first is dispatched. */
+  given: readonly BatchCall[] | undefined = undefined;
+
+  /** The turn was given whole, as `calls`. */
+  whole(calls: readonly BatchCall[]): void {
+    this.given = calls;
+    this.total = calls.length;
+  }
+
+  /** How many calls the batch has (so far, while they may still arrive). */
+  get size(): number {
+    return this.total ?? this.records.length;
+  }
+
+  /** How many calls the batch will have, if all have arrived or were given at once. */
+  get expected(): number | undefined {
+    return this.total;
+  }
+
+  /** Stops the batch (the first stop wins); it takes effect once no call is mid-bookkeeping. */
+  stop(reason: StopReason): void {
+    if (this.stopped !== undefined) return;
+    this.stopped = reason;
+    this.outside?.unsubscribe();
+    this.outside = undefined;
+    if (this.busy > 0) this.stopWaits = true;
+    else this.tell(reason);
+  }
+
+  /** Who hears the stop once it takes effect. One listener: the batch's untilStopped. */
+  onStop(listener: (reason: StopReason) => void): void {
+    this.listener = listener;
+    if (this.stopped !== undefined && this.busy === 0 && !this.stopWaits) this.tell(this.stopped);
+  }
+
+  /** Subscribable: `untilStopped(batch)` listens to the batch's own stop. */
+  subscribe(observer: Partial<Observer<StopReason>>): Unsubscribable {
+    this.onStop((reason) => observer.next?.(reason));
+    return { unsubscribe: () => (this.listener = undefined) };
+  }
+
+  private tell(reason: StopReason): void {
+    if (this.told || this.listener === undefined) return;
+    this.told = true;
+    this.listener(reason);
+  }
+
+  /** A call is in the middle of its own bookkeeping: a stop waits for it. */
+  hold(): void {
+    this.busy++;
+  }
+
+  letGo(): void {
+    if (--this.busy > 0 || !this.stopWaits) return;
+    this.stopWaits = false;
+    if (this.stopped !== undefined) this.tell(this.stopped);
+  }
+
+  /** The records without an outcome, in call order. */
+  unsettled(): CallRecord[] {
+    return this.records.filter((record) => record.state !== 'ended');
+  }
+
+  // Live scheduling events, made only when someone watches.
+
+  /** @internal */ get watched(): boolean {
+    return this.activity?.observed === true;
+  }
+
+  /** @internal A watcher that throws must not cut a call's bookkeeping short: its error is reported the way RxJS reports a subscriber's. */
+  report(event: CallActivity): void {
+    try {
+      this.activity!.next(event);
+    } catch (error) {
+      reportUnhandled(error);
+    }
+  }
+
+  /** @internal The call's final outcome went out: what the transcript says of it. */
+  settledActivity(record: CallRecord, outcome: Outcome): void {
+    this.settledUpTo = record.index + 1;
+    if (!this.watched) return;
+    const { callId, tool } = record.call;
+    this.report({ type: 'settled', callId, tool, index: record.index, at: this.scheduler.now(), outcome: outcome.kind });
+  }
+
+  /**
+   * The batch ends (its last stage torn down). A batch its subscriber left still tells watchers
+   * how each call ended, so a timeline never shows a call running forever: a call with no
+   * outcome yet is classified as a cancel would classify it.
+   */
+  close(): void {
+    this.outside?.unsubscribe();
+    this.outside = undefined;
+    this.listener = undefined;
+    const { records } = this;
+    if (this.settledUpTo >= records.length || !this.watched) return;
+    const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
+    for (let index = this.settledUpTo; index < records.length; index++) {
+      const record = records[index]!;
+      if (record.outcome === undefined) record.decide(stoppedOutcome(record.call, index, record.state === 'running', left));
+      this.settledActivity(record, record.outcome!);
+    }
+  }
+}
+
+/**
+ * One call of a batch, from the gate to its outcome: its lanes taken in order, then its body.
+ * Its permits go back as soon as its outcome is decided, unless its body is still running (a
+ * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending gives
+ * them back.
+ */
+export class CallRecord {
+  readonly parallelSafe: boolean;
+  /** Where the call stands. */
+  state: CallState = 'waiting';
+  /** Its outcome, once decided (and replaced by the settle steps). */
+  outcome: Outcome | undefined = undefined;
+  /** What the gate said; set only when it refused. */
+  refused: ErrorInfo | undefined = undefined;
+  /** @internal The ceilings it was timed by (set by `ceiling` once it is armed). */
+  ceilingOf: Readonly<Record<string, number>> | undefined = undefined;
+  /** @internal The toolCallSeconds it was timed by. */
+  deadlineOf: number | undefined = undefined;
+
+  // Who dispatched it (inLanes), told when its body starts and when it ends.
+  private dispatcher: Dispatcher | undefined = undefined;
+  // The lanes this call takes, in order.
+  private steps: readonly LaneStep[] = noSteps;
+  // The permits it holds, in the order taken: `taken` of them. Sized once the lanes are known.
+  private permits: Array<Permit | undefined> = noPermits;
+  private taken = 0;
+  // The lane asked last; a grant that comes later carries on from the next one.
+  private asking = 0;
+  // What the body was handed (its AbortController, if it asked for its signal).
+  private invoked: CallContext | undefined = undefined;
+  // An Observable body's subscription.
+  private running: Unsubscribable | undefined = undefined;
+  // The loop monitor's watch over this call's body.
+  private watch: Watch | undefined = undefined;
+  // Set once the call has its outcome (or was torn down): later answers are ignored.
+  private done = false;
+  // Set once the call is over or torn down.
+  private closed = false;
+  // What the call recorded; kept only if it succeeds.
+  private delta: Record<string, unknown> | undefined = undefined;
+  // What a lane store other than a plain LaneTable is handed to call on a grant; made once, if one is asked.
+  private onGrant: (() => void) | undefined = undefined;
+  // The permits this call lends to nested work, by position in `permits`, and the lanes a nested
+  // run of its body may run in (its callers' loans too); made when the body first asks.
+  private loans: Array<Loan | undefined> | undefined = undefined;
+  private lentLanes: ReadonlyMap<string, Loan> | undefined = undefined;
+  // True while a body's Promise has not settled: the body is running, whatever its call's outcome.
+  private bodyRunning = false;
+  // Set while the body runs past its call's end and keeps its permits (an overrun): the
+  // abandonAfterSeconds timer, if one is armed, or true.
+  private overrun: Subscription | true | undefined = undefined;
+
+  constructor(
+    readonly batch: BatchScope,
+    readonly call: BatchCall,
+    readonly index: number,
+  ) {
+    this.parallelSafe = call.parallelSafe !== false;
+  }
+
+  // The body, given what it is handed: a function of the call, so the monitor can run it without a closure.
+  private static invoke(run: CallRecord): unknown {
+    return run.call.invoke?.(run.invoked!);
+  }
+
+  /** A record whose outcome is decided (or that was torn down): its ceilings no longer matter. */
+  static stale(run: CallRecord): boolean {
+    return run.done;
+  }
+
+  /** True while the body runs past its call's end. */
+  get overrunning(): boolean {
+    return this.bodyRunning;
+  }
+
+  /**
+   * Dispatches the call: a refused call ends at once, never dispatched; the others take `steps`
+   * in order, then run. `dispatcher` hears when the body starts and when the call ends.
+   */
+  dispatch(dispatcher: Dispatcher, steps: () => readonly LaneStep[]): void {
+    this.dispatcher = dispatcher;
+    const refused = this.call.rejected ?? this.refused;
+    if (refused !== undefined) {
+      this.finish(this.failure(false, refused));
+      return;
+    }
+    const lanes = (this.steps = steps());
+    if (lanes.length > 0) this.permits = new Array<Permit | undefined>(lanes.length);
+    this.state = 'queued';
+    this.acquire(0);
+  }
+
+  /** @internal A lane granted the permit this call asked for: a grant that came later carries on from the next lane. */
+  granted(): void {
+    if (this.taken > this.asking) this.acquire(this.asking + 1);
+  }
+
+  /** Takes the lanes from `first` on, in order. Each permit is stored before the next lane is asked, so the teardown always knows every permit held. */
+  private acquire(first: number): void {
+    const { steps, batch } = this;
+    for (let i = first; i < steps.length; i++) {
+      const { store, key, limit, party, direct, loan } = steps[i]!;
+      let permit: Permit;
+      this.asking = i;
+      // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
+      // recorded here, so the teardown it brings gives that permit back too.
+      batch.hold();
+      try {
+        // Granted later: granted() carries on from the next lane. Granted at once: the loop carries on.
+        if (direct) permit = (store as LaneTable).enter(key, limit, this, party);
+        else {
+          const onGrant = (this.onGrant ??= () => this.granted());
+          permit = loan === undefined ? store.enter(key, limit, onGrant, party) : enterWithLoan(loan, store, key, limit, onGrant, party);
+        }
+      } catch (error) {
+        batch.letGo();
+        // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
+        this.finish(this.failure(false, toErrorInfo(error)));
+        return;
+      }
+      if (this.closed) {
+        // Torn down while in the store: what it had stored is back already, and this permit goes back too, never stored.
+        batch.letGo();
+        leave(permit);
+        return;
+      }
+      this.permits[this.taken++] = permit;
+      batch.letGo();
+      // Something the grant set off (a watcher of the lanes, say) may have stopped this call
+      // already, its teardown run: give back what it holds and go no further.
+      if (this.closed) {
+        this.release();
+        return;
+      }
+      if (!permit.holding) {
+        if (batch.watched) {
+          batch.report({ type: 'queued', callId: this.call.callId, tool: this.call.tool, index: this.index, lane: key, at: batch.scheduler.now() });
+        }
+        return;
+      }
+    }
+    this.start();
+  }
+
+  private start(): void {
+    const { batch, call } = this;
+    // A permit given back while the batch is stopping can reach a waiter of this same batch
+    // before its own teardown runs: such a call must not start now.
+    if (batch.stopped !== undefined || this.done || this.closed) return;
+    if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
+    // The report may have set off a stop: then the body must not run.
+    if (batch.stopped !== undefined || this.closed) return;
+    this.state = 'running';
+    // On to the ceilings, which time the call from here.
+    this.dispatcher!.started(this);
+    if (batch.stopped !== undefined || this.closed) return;
+    const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
+    const onError = (error: unknown): void => this.fail(error);
+    let produced: unknown;
+    try {
+      const monitor = this.dispatcher!.monitor;
+      if (monitor === undefined) produced = call.invoke?.(context);
+      else {
+        // Known before the body runs, so a synchronous stall's failure (halt) ends the watch too.
+        this.watch = monitor.open(call.tool, onError);
+        produced = monitor.run(this.watch, CallRecord.invoke, this);
+      }
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (isObservable(produced)) {
+      if (this.done) return;
+      // Its first value is the result; an Observable that completes empty gives undefined.
+      const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
+      if (this.done) running.unsubscribe();
+      else this.running = running;
+    } else if (isPromiseLike(produced)) {
+      // Until it settles the body runs, and counts in its lanes even if its call ended first (a
+      // synchronous stall, a stop while it ran): a rejection is always handled, or Node ends the process.
+      this.bodyRunning = true;
+      produced.then(
+        (result: unknown) => {
+          this.bodyEnded();
+          this.succeed(result);
+        },
+        (error: unknown) => {
+          this.bodyEnded();
+          this.fail(error);
+        },
+      );
+      if (this.done) this.letGo();
+    } else if (!this.done) {
+      this.succeed(produced);
+    }
+  }
+
+  private record(patch: Delta): void {
+    if (this.done) return; // too late: the call has its outcome
+    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+      throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
+    }
+    this.delta = assignDelta(this.delta ?? {}, patch);
+  }
+
+  private succeed(result: unknown): void {
+    this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.delta });
+  }
+
+  private fail(error: unknown): void {
+    this.finish(this.failure(true, toErrorInfo(error)));
+  }
+
+  // This call's error outcome, built field by field (see docs/performance.md on spreads).
+  private failure(dispatched: boolean, error: ErrorInfo): Outcome {
+    return { index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched, error };
+  }
+
+  /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */
+  outrun(seconds: number): void {
+    if (this.done) return;
+    const { tool, idempotent } = this.call;
+    this.invoked?.abort(new InvocationAbortedError(`${tool} outran its ${seconds}s ceiling`));
+    this.fail(new ToolTimedOutError(tool, seconds, idempotent === true));
+  }
+
+  private finish(outcome: Outcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.halt();
+    this.invoked = undefined;
+    const { batch } = this;
+    // A stop set off by anything below (the consumer of the outcome, an activity watcher, a lane
+    // watcher, the permits given back) takes effect once this call has done all of it: under
+    // FAIL_RUN, the failure's own outcome goes out and its permits go back before its siblings
+    // are classified, and no sibling starts in the permits it gave back.
+    batch.hold();
+    try {
+      this.outcome = outcome;
+      this.state = 'ended';
+      if (batch.watched) this.endedActivity(outcome, this.bodyRunning);
+      this.dispatcher?.ended(this);
+      this.letGo();
+    } finally {
+      batch.letGo();
+    }
+    if (!this.closed) {
+      this.closed = true;
+      this.dispatcher?.over(this);
+    }
+  }
+
+  /** The stop classified this call (it had no outcome): decided, and told as ended. */
+  decide(outcome: Outcome): void {
+    this.done = true;
+    this.outcome = outcome;
+    this.state = 'ended';
+    if (this.batch.watched) this.endedActivity(outcome, this.bodyRunning);
+  }
+
+  /** The settle steps gave the call its final outcome. */
+  settled(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.batch.settledActivity(this, outcome);
+  }
+
+  private endedActivity(outcome: Outcome, overrun: boolean): void {
+    const { call, index, batch } = this;
+    batch.report({ type: 'ended', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), outcome: outcome.kind, overrun });
+  }
+
+  private release(): void {
+    const { permits, loans } = this;
+    for (let i = this.taken - 1; i >= 0; i--) {
+      const permit = permits[i]!;
+      const loan = loans?.[i];
+      // A lent permit goes back once no nested call runs in it.
+      if (loan === undefined) leave(permit);
+      else loan.recall(() => leave(permit));
+    }
+    // Given back (leaving twice would do nothing): the batch need not keep them.
+    this.taken = 0;
+    this.permits = noPermits;
+    this.loans = undefined;
+  }
+
+  // The call is over: its permits go back, unless its body still runs (a Promise that has not
+  // settled, its abort ignored or not yet heard): a lane counts bodies that actually run, so
+  // such a body keeps them until it settles, or until abandonAfterSeconds gives up on it.
+  private letGo(): void {
+    if (!this.bodyRunning || this.taken === 0) {
+      this.release();
+      return;
+    }
+    if (this.overrun !== undefined) return;
+    const grace = this.dispatcher?.abandonAfterSeconds;
+    this.overrun = grace === undefined ? true : this.batch.scheduler.schedule(CallRecord.abandon, grace * 1000, this);
+  }
+
+  // The body settled: an overrun ends, and its permits go back.
+  private bodyEnded(): void {
+    this.bodyRunning = false;
+    const { overrun } = this;
+    if (overrun === undefined) return;
+    this.overrun = undefined;
+    if (overrun !== true) overrun.unsubscribe();
+    // Told first, so a watcher reads the permits going back before a waiter starts in them.
+    this.permitsBack(false);
+    this.release();
+  }
+
+  // The grace ran out on an overrunning body: its permits go back while it still runs.
+  private static abandon(this: SchedulerAction<CallRecord>, run?: CallRecord): void {
+    if (run === undefined || run.overrun === undefined) return;
+    run.overrun = undefined;
+    run.permitsBack(true);
+    run.release();
+  }
+
+  private permitsBack(abandoned: boolean): void {
+    const { batch, call, index } = this;
+    if (batch.watched) batch.report({ type: 'released', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), abandoned });
+  }
+
+  /** @internal The shared lanes a nested run of this call's body may run in: this call's permits, lent, and its callers' loans. */
+  lend(): ReadonlyMap<string, Loan> {
+    if (this.lentLanes !== undefined) return this.lentLanes;
+    const { steps, taken, dispatcher } = this;
+    const lanes = new Map(dispatcher?.lent ?? noLoans);
+    // Only while the call holds its permits: a call that is over lends nothing of its own.
+    if (dispatcher !== undefined && taken > 0 && this.state === 'running' && !this.done) {
+      const loans = (this.loans = new Array<Loan | undefined>(taken));
+      for (let i = 0; i < taken; i++) {
+        const step = steps[i]!;
+        if (step.store !== dispatcher.sharedLanes) continue;
+        const loan = new Loan(step.key);
+        loans[i] = loan;
+        lanes.set(step.key, loan);
+      }
+    }
+    return (this.lentLanes = lanes);
+  }
+
+  // Ends the watch and an Observable body's subscription, and lets go of them: a settled call
+  // keeps only what it reports. Its ceilings, once it is done, do nothing when they come due.
+  private halt(): void {
+    this.watch?.release();
+    this.running?.unsubscribe();
+    this.watch = this.running = undefined;
+  }
+
+  /** Ends the call where it stands: the body's signal aborted if it had not settled, permits back (or kept by a body that still runs). */
+  teardown(): void {
+    this.closed = true;
+    if (!this.done) {
+      this.done = true;
+      this.halt();
+      this.invoked?.abort(new InvocationAbortedError('the call was stopped before it settled'));
+    }
+    this.letGo();
+  }
+}
