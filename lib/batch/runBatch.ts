@@ -263,7 +263,12 @@ class CallRun {
     this.status = RUNNING;
     const seconds = own(batch.turn.perToolSeconds, call.tool);
     if (seconds !== undefined) batch.arm(seconds * 1000, CallRun.outran, this);
-    if (batch.toolCallSeconds !== undefined) batch.arm(batch.toolCallSeconds * 1000, CallRun.overdue, this);
+    // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at the
+    // same instant, and then the call's own ceiling wins: it is the more specific declaration,
+    // and the call never ran longer than toolCallSeconds. So its deadline is not armed at all,
+    // and which of two timers due together a scheduler runs first cannot change the outcome.
+    const deadline = batch.toolCallSeconds;
+    if (deadline !== undefined && !(seconds !== undefined && seconds <= deadline)) batch.arm(deadline * 1000, CallRun.overdue, this);
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this.steps, batch.shared.lanes, batch.held));
     const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;

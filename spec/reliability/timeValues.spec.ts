@@ -2,9 +2,10 @@
 // timer holds (2^31-1 ms, about 24.8 days) included: runSeconds, toolCallSeconds,
 // perToolSeconds, retry waits, an SSE heartbeat and grace. In virtual time under Node's rule
 // (NodeTimers, which cuts a longer delay to 1 ms as Node does), and on real timers, where
-// Node would say so with a TimeoutOverflowWarning. docs/reliability.md lists these.
+// Node would say so with a TimeoutOverflowWarning. Then the rule for a call whose
+// perToolSeconds equals toolCallSeconds: its own ceiling wins. docs/reliability.md lists these.
 import { expect } from 'chai';
-import { map, NEVER, Subject, timer, type Observable } from 'rxjs';
+import { map, NEVER, Subject, timer, type Observable, type SchedulerAction, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import {
   abortableSleep,
@@ -14,6 +15,7 @@ import {
   ConfigError,
   DeadlineConfig,
   followForClient,
+  OnToolError,
   postJson,
   retryDelay,
   retryPolicy,
@@ -25,12 +27,13 @@ import {
   type StreamEnding,
 } from '../../lib/index.js';
 import { serve, type TestServer } from '../adapters/runs.js';
-import { briefly, call } from '../batch/helpers.js';
+import { brief, briefly, call } from '../batch/helpers.js';
 import { NodeTimers, overflowWarnings, THIRTY_DAYS_MS, THIRTY_DAYS_S } from '../nodeTimers.js';
 import { startWireServer, type WireServer } from '../providers/wireServer.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
+const strict = new Agent({ name: 'strict', instructions: 'plan', model: 'test-model', onToolError: OnToolError.FAIL_RUN });
 
 /** `START`, `MODEL 1`, `RESULT a`, `ERROR a Name`, `INDET a`, `FAILED Name`, `COMPLETED out`, `CANCELLED`. */
 function summary(event: RunEvent): string {
@@ -230,6 +233,77 @@ describe('time values', () => {
         await reading;
         expect(seen.join('')).to.equal('event: greeting\ndata: "hello"\n\n');
         expect(warnings).to.deep.equal([]);
+      });
+    });
+  });
+
+  describe('perToolSeconds equal to toolCallSeconds: the call\'s own ceiling wins', () => {
+    // `h` (tool slow) runs 7 ms; `n` (lookup, no ceiling of its own) finishes at 3, inside the deadline.
+    const cases: ReadonlyArray<{ title: string; perTool: number; marble: string; h: string }> = [
+      { title: 'equal: h fails alone with ToolTimedOutError, the batch goes on', perTool: 0.004, marble: '----(ab|)', h: 'h!ToolTimedOutError' },
+      { title: 'shorter: h fails alone with ToolTimedOutError, earlier', perTool: 0.003, marble: '---(ab|)', h: 'h!ToolTimedOutError' },
+      { title: 'longer: the deadline comes first and stops the batch', perTool: 0.005, marble: '----(ab|)', h: 'h?' },
+    ];
+    for (const c of cases) {
+      it(`${c.title}`, () => {
+        virtual.run(({ cold, expectObservable }) => {
+          const concurrency = new ConcurrencyConfig({ perToolSeconds: { slow: c.perTool } });
+          const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
+          const calls = [call('h', cold('-------(h|)'), { tool: 'slow' }), call('n', cold('---(n|)'))];
+          expectObservable(runBatch(calls, { concurrency, deadline }).pipe(briefly)).toBe(c.marble, { a: c.h, b: 'n=n' });
+        });
+      });
+    }
+
+    it('equal: the same whichever order a scheduler runs two timers due together in', () => {
+      // Its own actions due at one frame run last-armed first (and before the marbles' own):
+      // were a call's ceiling and its deadline two timers, the deadline would now come first.
+      class LastArmedFirst implements SchedulerLike {
+        constructor(private readonly under: TestScheduler) {}
+        now(): number {
+          return this.under.now();
+        }
+        schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T): Subscription {
+          const action = this.under.schedule(work, delay, state);
+          const indexed = action as unknown as { index: number };
+          indexed.index = -indexed.index;
+          this.under.actions.sort((x, y) => x.delay - y.delay || (x as unknown as { index: number }).index - (y as unknown as { index: number }).index);
+          return action;
+        }
+      }
+      virtual.run(({ cold, expectObservable }) => {
+        const concurrency = new ConcurrencyConfig({ perToolSeconds: { slow: 0.004 } });
+        const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
+        const calls = [call('h', cold('-------(h|)'), { tool: 'slow' }), call('n', cold('---(n|)'))];
+        const scheduler = new LastArmedFirst(virtual);
+        expectObservable(runBatch(calls, { concurrency, deadline, scheduler }).pipe(briefly)).toBe('----(ab|)', { a: 'h!ToolTimedOutError', b: 'n=n' });
+      });
+    });
+
+    it('equal, through the runner: the model reads the ToolTimedOutError and the run completes', () => {
+      const lines = timeline(virtual, () =>
+        waitingRun(virtual, 7, { concurrency: new ConcurrencyConfig({ perToolSeconds: { wait: 0.004 } }), deadline: new DeadlineConfig({ toolCallSeconds: 0.004 }) }),
+      );
+      expect(lines).to.deep.equal(['0 START', '0 MODEL 1', '4 ERROR w ToolTimedOutError', '4 MODEL 2', '4 COMPLETED done']);
+    });
+
+    it('equal, under FAIL_RUN: the run fails with the ToolTimedOutError, not a DeadlineExceededError', () => {
+      const lines = timeline(virtual, () =>
+        waitingRun(virtual, 7, {
+          agent: strict,
+          concurrency: new ConcurrencyConfig({ perToolSeconds: { wait: 0.004 } }),
+          deadline: new DeadlineConfig({ toolCallSeconds: 0.004 }),
+        }),
+      );
+      expect(lines).to.deep.equal(['0 START', '0 MODEL 1', '4 ERROR w ToolTimedOutError', '4 FAILED ToolTimedOutError']);
+    });
+
+    it('equal after an agent narrows a longer perToolSeconds down to toolCallSeconds', () => {
+      virtual.run(({ cold, expectObservable }) => {
+        const concurrency = new ConcurrencyConfig({ perToolSeconds: { slow: 10 } }).narrowedTo({ perToolSeconds: { slow: 0.004 } });
+        const deadline = new DeadlineConfig({ toolCallSeconds: 0.004 });
+        const calls = [call('h', cold('-------(h|)'), { tool: 'slow' })];
+        expectObservable(runBatch(calls, { concurrency, deadline }).pipe(map(brief))).toBe('----(a|)', { a: 'h!ToolTimedOutError' });
       });
     });
   });
