@@ -1,7 +1,8 @@
 // One stream served to one client who may go away. Leaving does not just unsubscribe: it
 // aborts the signal the stream was started with, so a run stops the way a cancelled run does
 // (calls classified, RUN_CANCELLED) and is followed to that ending, unsubscribed only after a grace.
-import type { Observable } from 'rxjs';
+import { asyncScheduler, type Observable, type Subscription } from 'rxjs';
+import { scheduleAfter } from '../time.js';
 
 /** How a stream served to a client ended. */
 export interface StreamEnding<T> {
@@ -37,12 +38,12 @@ export function followForClient<T>(
   // Whether the client went away, and whether the ending was reported.
   let clientLeft = false;
   let done = false;
-  // The wait for the source to end after the client left.
-  let grace: ReturnType<typeof setTimeout> | undefined;
+  // The wait for the source to end after the client left (any finite graceMs, 24.8 days and more included).
+  let grace: Subscription | undefined;
   const finish = (ended: StreamEnding<T>['ended'], error?: unknown): void => {
     if (done) return;
     done = true;
-    if (grace !== undefined) clearTimeout(grace);
+    grace?.unsubscribe();
     sink.end({ values, clientLeft, ended, ...(ended === 'error' ? { error } : {}) });
   };
   const subscription = source$.subscribe({
@@ -59,7 +60,7 @@ export function followForClient<T>(
       clientLeft = true;
       controller.abort(new Error('the client went away'));
       if (done) return;
-      grace = setTimeout(() => {
+      grace = scheduleAfter(asyncScheduler, () => {
         subscription.unsubscribe();
         finish('unsubscribed');
       }, graceMs);

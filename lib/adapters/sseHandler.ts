@@ -2,7 +2,8 @@
 // server-sent events. When the client goes away the stream's signal aborts, so a run is
 // cancelled and classified, and the response, timers and subscription are all let go.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { map, Observable } from 'rxjs';
+import { asyncScheduler, map, Observable, type Subscription } from 'rxjs';
+import { scheduleAfter } from '../time.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
 import { followForClient, type ClientFollow, type StreamEnding } from './followForClient.js';
 
@@ -117,7 +118,15 @@ export function serveEventStream<T>(
         response.writeHead(200, { ...EVENT_STREAM_HEADERS, ...encoding.headers });
         response.flushHeaders();
       }
-      const heartbeat = heartbeatMs > 0 ? setInterval(() => writable() && response.write(EVENT_STREAM_HEARTBEAT), heartbeatMs) : undefined;
+      // Re-armed after each beat rather than a setInterval, which Node would run every 1 ms for a
+      // heartbeatMs above 2^31-1; it stops for good once the response can no longer be written.
+      let heartbeat: Subscription | undefined;
+      const beat = (): void => {
+        if (!writable()) return;
+        response.write(EVENT_STREAM_HEARTBEAT);
+        heartbeat = scheduleAfter(asyncScheduler, beat, heartbeatMs);
+      };
+      if (heartbeatMs > 0) heartbeat = scheduleAfter(asyncScheduler, beat, heartbeatMs);
       // Set once following began; the source may end synchronously, before `leave` is ever needed.
       let follow: ClientFollow | undefined;
       const leave = (): void => {
@@ -129,7 +138,7 @@ export function serveEventStream<T>(
           if (writable()) response.write(eventStreamFrame(frame));
         },
         end: (ending) => {
-          if (heartbeat !== undefined) clearInterval(heartbeat);
+          heartbeat?.unsubscribe();
           response.off('close', leave);
           if (writable()) {
             if (ending.ended === 'error') response.write(eventStreamFrame({ event: 'error', data: JSON.stringify(errorInfo(ending.error)) }));

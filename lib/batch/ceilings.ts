@@ -9,6 +9,7 @@
 // too. So a ceiling costs three array slots, not an object and a boxed number (72 bytes a
 // call in a batch of thousands), and the batch closes every queue when it ends.
 import type { SchedulerLike, Subscription } from 'rxjs';
+import { MAX_TIMER_MS } from '../time.js';
 
 type Expire = (target: unknown) => void;
 
@@ -52,8 +53,11 @@ class DurationQueue {
     this.head = 0;
   }
 
+  // A wait longer than a Node timer keeps (MAX_TIMER_MS, about 24.8 days) is cut to that: the
+  // queue wakes early, finds nothing due, and wakes again for what is left (the chaining of
+  // scheduleAfter, which fire() already does). Node would otherwise make it 1 ms, every time.
   private wake(due: number): void {
-    this.action = this.scheduler.schedule(() => this.fire(), Math.max(0, due - this.scheduler.now()));
+    this.action = this.scheduler.schedule(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, due - this.scheduler.now())));
   }
 
   private fire(): void {

@@ -17,10 +17,11 @@
 // A stop (FAIL_RUN on a failure, a cancel, a deadline) tears the dispatches down, which
 // gives every permit back and aborts every body in flight, then classifies each call
 // that had not settled by what it had done: never dispatched, or stopped in flight.
-import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type Observer, type SchedulerAction, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, from, isObservable, Observable, type ObservableInput, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../config/index.js';
 import { DeadlineExceededError, ToolTimedOutError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { scheduleAfter } from '../time.js';
 import { enterWithLoan, LaneTable, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import { Ceilings } from './ceilings.js';
 import { assignDelta } from './deltas.js';
@@ -285,7 +286,12 @@ class CallRun {
     this.status = RUNNING;
     const seconds = own(batch.turn.perToolSeconds, call.tool);
     if (seconds !== undefined) batch.arm(seconds * 1000, CallRun.outran, this);
-    if (batch.toolCallSeconds !== undefined) batch.arm(batch.toolCallSeconds * 1000, CallRun.overdue, this);
+    // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at the
+    // same instant, and then the call's own ceiling wins: it is the more specific declaration,
+    // and the call never ran longer than toolCallSeconds. So its deadline is not armed at all,
+    // and which of two timers due together a scheduler runs first cannot change the outcome.
+    const deadline = batch.toolCallSeconds;
+    if (deadline !== undefined && !(seconds !== undefined && seconds <= deadline)) batch.arm(deadline * 1000, CallRun.overdue, this);
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
     const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;
@@ -408,7 +414,7 @@ class CallRun {
     }
     if (this.overrun !== undefined) return;
     const grace = this.batch.abandonAfterSeconds;
-    this.overrun = grace === undefined ? true : this.batch.scheduler.schedule(CallRun.abandon, grace * 1000, this);
+    this.overrun = grace === undefined ? true : scheduleAfter(this.batch.scheduler, () => CallRun.abandon(this), grace * 1000);
   }
 
   // The body settled: an overrun ends, and its permits go back.
@@ -424,8 +430,8 @@ class CallRun {
   }
 
   // The grace ran out on an overrunning body: its permits go back while it still runs.
-  private static abandon(this: SchedulerAction<CallRun>, run?: CallRun): void {
-    if (run === undefined || run.overrun === undefined) return;
+  private static abandon(run: CallRun): void {
+    if (run.overrun === undefined) return;
     run.overrun = undefined;
     run.batch.permitsBack(run, true);
     run.release();

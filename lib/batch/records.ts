@@ -3,8 +3,9 @@
 // BatchScope its calls share (their clock, their activity, their stop). A record per call with
 // methods, rather than an Observable, a Subscriber and a dozen closures per call: a batch of
 // thousands is mostly these (docs/performance.md).
-import { asyncScheduler, isObservable, type Observer, type SchedulerAction, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { asyncScheduler, isObservable, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneStore, type LaneTable, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
@@ -559,7 +560,7 @@ export class CallRecord {
     }
     if (this.overrun !== undefined) return;
     const grace = this.dispatcher?.abandonAfterSeconds;
-    this.overrun = grace === undefined ? true : this.batch.scheduler.schedule(CallRecord.abandon, grace * 1000, this);
+    this.overrun = grace === undefined ? true : scheduleAfter(this.batch.scheduler, () => CallRecord.abandon(this), grace * 1000);
   }
 
   // The body settled: an overrun ends, and its permits go back.
@@ -575,8 +576,8 @@ export class CallRecord {
   }
 
   // The grace ran out on an overrunning body: its permits go back while it still runs.
-  private static abandon(this: SchedulerAction<CallRecord>, run?: CallRecord): void {
-    if (run === undefined || run.overrun === undefined) return;
+  private static abandon(run: CallRecord): void {
+    if (run.overrun === undefined) return;
     run.overrun = undefined;
     run.permitsBack(true);
     run.release();

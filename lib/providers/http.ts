@@ -1,7 +1,9 @@
 // The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429 and 5xx with
 // bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
 // abort, and scrub the API key out of anything that becomes an error.
+import { asyncScheduler } from 'rxjs';
 import { ConfigError } from '../errors.js';
+import { scheduleAfter } from '../time.js';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ProviderHttpError, ProviderReplyError } from './errors.js';
 
@@ -31,7 +33,10 @@ export interface RetryPolicy {
   readonly now: () => number;
 }
 
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts (the timer is cleared). */
+/**
+ * Waits `ms`, or rejects with the signal's reason as soon as it aborts (the timer is cleared).
+ * Any finite wait is kept as given, one longer than a Node timer holds (24.8 days) included.
+ */
 export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
@@ -39,10 +44,10 @@ export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
       return;
     }
     const onAbort = (): void => {
-      clearTimeout(timer);
+      timer.unsubscribe();
       reject(signal.reason);
     };
-    const timer = setTimeout(() => {
+    const timer = scheduleAfter(asyncScheduler, () => {
       signal.removeEventListener('abort', onAbort);
       resolve();
     }, ms);

@@ -16,6 +16,7 @@ import type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from
 import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
 import { policySteps, type Policies, type PolicyTarget } from './policies.js';
+import { scheduleAfter } from '../time.js';
 
 /** What the model reads for an outcome: the result as JSON (a string as itself), or the failure. */
 function toolMessage(outcome: Outcome, content: string | undefined): Message {
@@ -305,7 +306,8 @@ export class RunLoop {
     }
     const runSeconds = parts.deadline.runSeconds;
     if (runSeconds !== undefined) {
-      this.timer = parts.scheduler.schedule(() => {
+      // Through scheduleAfter: a runSeconds past 24.8 days would otherwise fire at once.
+      this.timer = scheduleAfter(parts.scheduler, () => {
         const error = new DeadlineExceededError('runSeconds', runSeconds);
         this.stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
       }, runSeconds * 1000);

@@ -3,6 +3,7 @@
 // replays with no network and no tool bodies, and fails loudly where it leaves the recording.
 import { asyncScheduler, Observable, of, throwError, type SchedulerLike } from 'rxjs';
 import { canonicalJson } from '../canonical.js';
+import { scheduleAfter } from '../time.js';
 import type { ErrorInfo } from '../errors.js';
 import { Agent, AgentRunner, type ModelProvider, type ModelRequest, type ModelResponse, type RunEvent, type RunOptions, type RunResult } from '../runner/index.js';
 import { ToolRegistry, type ToolContext } from '../tools/index.js';
@@ -171,7 +172,7 @@ export class CassetteReplay {
     return new Observable<never>((subscriber) => {
       if (this.waitMs === undefined) return undefined;
       const seconds = this.waitMs / 1000;
-      const timer = this.scheduler.schedule(() => {
+      const timer = scheduleAfter(this.scheduler, () => {
         const { ending } = this.cassette;
         const how = ending.type === 'RUN_FAILED' ? `${ending.error.name}: ${ending.error.message}` : ending.type;
         subscriber.error(this.missed(new CassetteMissError(at, `the recorded run stopped ${what} (${how}); the replay waited ${seconds}s for that stop and it did not come`)));

@@ -1,7 +1,10 @@
 // Ceilings: one queue per duration, one scheduler action for its head, in virtual time.
 import { expect } from 'chai';
+import { asyncScheduler } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { Ceilings } from '../../lib/batch/ceilings.js';
+import { MAX_TIMER_MS } from '../../lib/time.js';
+import { NodeTimers, overflowWarnings, THIRTY_DAYS_MS } from '../nodeTimers.js';
 
 describe('Ceilings', () => {
   function inVirtualTime(body: (scheduler: TestScheduler, fired: string[]) => void): string[] {
@@ -66,5 +69,46 @@ describe('Ceilings', () => {
     });
     expect(fired).to.deep.equal([]);
     expect(actions).to.equal(0);
+  });
+
+  describe('longer than a Node timer holds (2^31-1 ms)', () => {
+    it('fires a 30-day ceiling at 30 days, waking once in between, never with a delay Node would cut', () => {
+      let timers!: NodeTimers;
+      const fired = inVirtualTime((scheduler, fired) => {
+        timers = new NodeTimers(scheduler);
+        const ceilings = new Ceilings(timers);
+        const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
+        ceilings.arm(THIRTY_DAYS_MS, expire, 'a');
+        scheduler.schedule(() => ceilings.arm(THIRTY_DAYS_MS, expire, 'b'), 1000);
+      });
+      expect(fired).to.deep.equal([`a@${THIRTY_DAYS_MS}`, `b@${THIRTY_DAYS_MS + 1000}`]);
+      expect(timers.overflows).to.equal(0);
+      expect(timers.asked, 'one wake at the limit, one for the rest, one for b').to.deep.equal([MAX_TIMER_MS, THIRTY_DAYS_MS - MAX_TIMER_MS, 1000]);
+    });
+
+    it('passes over a settled head when it wakes early, and lets the queue go', () => {
+      let actions = -1;
+      const fired = inVirtualTime((scheduler, fired) => {
+        const timers = new NodeTimers(scheduler);
+        const settled = new Set(['a']);
+        const ceilings = new Ceilings(timers, (name) => settled.has(name as string));
+        ceilings.arm(THIRTY_DAYS_MS, (name) => fired.push(name), 'a');
+        scheduler.schedule(() => (actions = scheduler.actions.length), MAX_TIMER_MS + 1);
+      });
+      expect(fired).to.deep.equal([]);
+      expect(actions, 'no wake left once the only ceiling was passed over').to.equal(0);
+    });
+
+    it('neither fires nor spins on asyncScheduler: no TimeoutOverflowWarning', async () => {
+      const fired: string[] = [];
+      let ceilings: Ceilings | undefined;
+      const warnings = await overflowWarnings(() => {
+        ceilings = new Ceilings(asyncScheduler);
+        ceilings.arm(THIRTY_DAYS_MS, (name: string) => fired.push(name), 'a');
+      });
+      ceilings!.close();
+      expect(warnings).to.deep.equal([]);
+      expect(fired).to.deep.equal([]);
+    });
   });
 });

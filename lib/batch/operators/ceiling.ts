@@ -60,9 +60,12 @@ export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<Ca
             const queues = (ceilings ??= new Ceilings(record.batch.scheduler, CallRecord.stale as (target: unknown) => boolean));
             record.ceilingOf = perToolSeconds;
             const seconds = own(perToolSeconds, record.call.tool);
-            // Armed in this order, so that at equal durations the call's own ceiling fires first.
             if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
-            if (toolCallSeconds !== undefined) {
+            // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at
+            // the same instant, and then its own ceiling wins: it is the more specific declaration,
+            // and the call never ran longer than toolCallSeconds. So its deadline is not armed at
+            // all, and which of two timers due together a scheduler runs first cannot change that.
+            if (toolCallSeconds !== undefined && !(seconds !== undefined && seconds <= toolCallSeconds)) {
               record.deadlineOf = toolCallSeconds;
               queues.arm(toolCallSeconds * 1000, overdue, record);
             }
