@@ -121,6 +121,8 @@ export class BatchScope implements Subscribable<StopReason> {
   readonly failFast: boolean;
   /** The first stop; later ones change nothing. */
   stopped: StopReason | undefined = undefined;
+  /** True once the batch's subscriber left (or the batch ended): nothing more is dispatched or asked. */
+  closed = false;
   // How many calls the batch has, once they have all arrived.
   private total: number | undefined = undefined;
   // Who hears the stop once it takes effect (untilStopped).
@@ -221,6 +223,15 @@ export class BatchScope implements Subscribable<StopReason> {
     return this.records.filter((record) => record.state !== 'ended');
   }
 
+  /**
+   * Ends every dispatched call without an outcome where it stands (bodies aborted, permits back,
+   * or kept by a body that still runs), at once: a stop or a leaving subscriber that comes while
+   * the batch is still being subscribed cannot wait for the stages' own teardowns.
+   */
+  halt(): void {
+    for (const record of this.records) if (record.state !== 'waiting' && record.state !== 'ended') record.teardown();
+  }
+
   // Live scheduling events, made only when someone watches.
 
   /** @internal */ get watched(): boolean {
@@ -250,6 +261,8 @@ export class BatchScope implements Subscribable<StopReason> {
    * outcome yet is classified as a cancel would classify it.
    */
   close(): void {
+    this.closed = true;
+    this.halt();
     this.outside?.unsubscribe();
     this.outside = undefined;
     this.listener = undefined;
@@ -412,14 +425,14 @@ export class CallRecord {
     const { batch, call } = this;
     // A permit given back while the batch is stopping can reach a waiter of this same batch
     // before its own teardown runs: such a call must not start now.
-    if (batch.stopped !== undefined || this.done || this.closed) return;
+    if (batch.stopped !== undefined || batch.closed || this.done || this.closed) return;
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
-    if (batch.stopped !== undefined || this.closed) return;
+    if (batch.stopped !== undefined || batch.closed || this.closed) return;
     this.state = 'running';
     // On to the ceilings, which time the call from here.
     this.dispatcher!.started(this);
-    if (batch.stopped !== undefined || this.closed) return;
+    if (batch.stopped !== undefined || batch.closed || this.closed) return;
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
     const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;

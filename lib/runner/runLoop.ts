@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { openBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, Subscription, type Unsubscribable } from 'rxjs';
+import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
@@ -338,6 +338,9 @@ export class RunLoop {
   }
 
   private teardown(): void {
+    // A batch still being subscribed (its calls answering synchronously) hears the run was left
+    // through its stop, since its subscription is not yet there to end: it dispatches nothing more.
+    if (!this.ended) this.stop({ kind: 'cancelled', why: 'the run was left before it ended (unsubscribed)' });
     this.current?.unsubscribe();
     this.timer?.unsubscribe();
     this.plan.signal?.removeEventListener('abort', this);
@@ -467,11 +470,13 @@ export class RunLoop {
     subscriber.next({ type: 'MODEL_RESPONSE', turn, ...(text !== undefined ? { text } : {}), toolCalls });
     if (subscriber.closed) return;
     if (toolCalls.length === 0) return this.end(this.finalAnswer(text));
-    const batch = this.batchOf(turn, toolCalls, reply.malformed, new BatchTurn(this, turn));
+    const observer = new BatchTurn(this, turn);
+    const batch$ = this.batchOf(turn, toolCalls, reply.malformed, observer.contents);
     // The batch is `current` before it starts: a consumer that leaves on one of its events
     // (take, first) tears the batch down at once, before another call starts.
+    const batch = new Subscription();
     this.current = batch;
-    batch.begin();
+    batch.add(batch$.subscribe(observer));
   }
 
   /** @internal One outcome of the batch of turn `turn`, in call order. */
@@ -507,8 +512,7 @@ export class RunLoop {
   }
 
   // One turn's calls as a batch. `contents` receives each result's JSON as it settles.
-  private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, observer: BatchTurn): OpenBatch {
-    const { contents } = observer;
+  private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
     const { parts, plan, runId } = this;
     const { tenant } = plan;
     const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, snapshot(this.state)));
@@ -540,7 +544,7 @@ export class RunLoop {
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
 
-    return openBatch(calls, {
+    return runBatch(calls, {
       concurrency: plan.turnConcurrency,
       shared: parts.shared,
       tenant,
@@ -553,7 +557,7 @@ export class RunLoop {
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
-    }, observer);
+    });
   }
 
   // The turn's calls as the batch runs them, each decoded against its tool or refused. Apart

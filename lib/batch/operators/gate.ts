@@ -101,7 +101,7 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
           while (asking === undefined && head < queue.length && !subscriber.closed) {
             const record = queue[head]!;
             // A stopped batch asks nobody about calls it will not dispatch: they wait to be classified.
-            if (record.batch.stopped !== undefined) return;
+            if (record.batch.stopped !== undefined || record.batch.closed) return;
             queue[head++] = undefined;
             if (record.call.rejected !== undefined || record.refused !== undefined || record.state === 'ended') subscriber.next(record);
             else ask(record);

@@ -103,7 +103,7 @@ class FanOut implements Dispatcher {
 
   dispatch(record: CallRecord): void {
     // A stopped batch dispatches nothing more: the call waits to be classified, never dispatched.
-    if (record.batch.stopped !== undefined) return;
+    if (record.batch.stopped !== undefined || record.batch.closed) return;
     this.records.add(record);
     this.open++;
     record.dispatch(this, () => this.lanesOf(record));

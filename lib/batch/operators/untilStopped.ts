@@ -70,6 +70,8 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
         scope.onStop((reason) => {
           stopped ??= reason;
           if (!starting) classify(reason);
+          // Still being subscribed: what runs ends now; the classification waits for every call to be known.
+          else scope.halt();
         });
         if (stopped !== undefined) scope.stop(stopped);
       };
