@@ -11,16 +11,14 @@
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { MAX_TIMER_MS } from '../time.js';
 
-type Expire = (target: unknown) => void;
-
 const neverStale = (): boolean => false;
 
-class DurationQueue {
+class DurationQueue<T> {
   // Armed ceilings, earliest first, from `head` on: when each is due, what to call, on what.
   // Dues stay numbers only, so the array keeps them unboxed.
   private dues: number[] = [];
-  private expires: Expire[] = [];
-  private targets: unknown[] = [];
+  private expires: Array<(target: T) => void> = [];
+  private targets: Array<T | undefined> = [];
   private head = 0;
   // The scheduler action waiting for the head, if any.
   private action: Subscription | undefined;
@@ -28,10 +26,10 @@ class DurationQueue {
   constructor(
     private readonly scheduler: SchedulerLike,
     private readonly ms: number,
-    private readonly stale: (target: unknown) => boolean,
+    private readonly stale: (target: T) => boolean,
   ) {}
 
-  arm(expire: Expire, target: unknown): void {
+  arm(expire: (target: T) => void, target: T): void {
     const due = this.scheduler.now() + this.ms;
     this.dues.push(due);
     this.expires.push(expire);
@@ -67,7 +65,7 @@ class DurationQueue {
     while (this.head < dues.length && dues[this.head]! <= now) {
       const at = this.head++;
       const expire = expires[at]!;
-      const target = targets[at];
+      const target = targets[at] as T;
       // Let go of what fired, so it does not outlive its time here.
       targets[at] = undefined;
       expire(target);
@@ -75,30 +73,30 @@ class DurationQueue {
       if (this.dues !== dues) return;
     }
     // Targets that no longer care, at the head, are passed over before choosing when to wake.
-    while (this.head < dues.length && this.stale(targets[this.head])) targets[this.head++] = undefined;
+    while (this.head < dues.length && this.stale(targets[this.head] as T)) targets[this.head++] = undefined;
     if (this.head === dues.length) this.reset();
     else if (this.action === undefined) this.wake(dues[this.head]!);
   }
 }
 
-/** The ceilings of one batch, one queue per duration. */
-export class Ceilings {
-  private readonly queues = new Map<number, DurationQueue>();
+/** The ceilings of one batch, one queue per duration, over targets of type `T` (a call's record). */
+export class Ceilings<T> {
+  private readonly queues = new Map<number, DurationQueue<T>>();
 
   /** @param stale says of a target that it no longer cares (its expiry would do nothing): it is passed over */
   constructor(
     private readonly scheduler: SchedulerLike,
-    private readonly stale: (target: unknown) => boolean = neverStale,
+    private readonly stale: (target: T) => boolean = neverStale,
   ) {}
 
   /** Calls `expire(target)` after `ms`; `expire` decides whether `target` still cares. */
-  arm<T>(ms: number, expire: (target: T) => void, target: T): void {
+  arm(ms: number, expire: (target: T) => void, target: T): void {
     let queue = this.queues.get(ms);
     if (queue === undefined) {
-      queue = new DurationQueue(this.scheduler, ms, this.stale);
+      queue = new DurationQueue<T>(this.scheduler, ms, this.stale);
       this.queues.set(ms, queue);
     }
-    queue.arm(expire as Expire, target);
+    queue.arm(expire, target);
   }
 
   /** Ends every timer; called when the batch ends, however it ends. */

@@ -508,7 +508,7 @@ class BatchRun {
   // Set by a failure under FAIL_RUN from the moment it settles until its stop takes effect.
   stopping = false;
   // Every call's ceiling and deadline, ended with the batch; made when a call first needs one.
-  private ceilings: Ceilings | undefined = undefined;
+  private ceilings: Ceilings<CallRun> | undefined = undefined;
   // This batch's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
   private local: LaneTable | undefined = undefined;
   // The lanes of a parallel-safe call depend only on its tool: worked out once per tool. Most
@@ -617,7 +617,7 @@ class BatchRun {
   }
 
   arm(ms: number, expire: (run: CallRun) => void, run: CallRun): void {
-    (this.ceilings ??= new Ceilings(this.scheduler, CallRun.stale as (target: unknown) => boolean)).arm(ms, expire, run);
+    (this.ceilings ??= new Ceilings<CallRun>(this.scheduler, CallRun.stale)).arm(ms, expire, run);
   }
 
   report(run: CallRun): void {

@@ -19,7 +19,7 @@ describe('Ceilings', () => {
 
   it('fires each ceiling its duration after it was armed, in order', () => {
     const fired = inVirtualTime((scheduler, fired) => {
-      const ceilings = new Ceilings(scheduler);
+      const ceilings = new Ceilings<string>(scheduler);
       const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
       ceilings.arm(5, expire, 'a');
       scheduler.schedule(() => ceilings.arm(5, expire, 'b'), 2);
@@ -32,7 +32,7 @@ describe('Ceilings', () => {
     const settled = new Set<string>();
     let actions: number[] = [];
     const fired = inVirtualTime((scheduler, fired) => {
-      const ceilings = new Ceilings(scheduler, (name) => settled.has(name as string));
+      const ceilings = new Ceilings<string>(scheduler, (name) => settled.has(name));
       const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
       ceilings.arm(5, expire, 'a');
       scheduler.schedule(() => ceilings.arm(5, expire, 'b'), 1);
@@ -47,7 +47,7 @@ describe('Ceilings', () => {
 
   it('lets a ceiling that fires arm another of the same duration', () => {
     const fired = inVirtualTime((scheduler, fired) => {
-      const ceilings = new Ceilings(scheduler);
+      const ceilings = new Ceilings<string>(scheduler);
       const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
       ceilings.arm(4, (name) => {
         expire(name);
@@ -60,7 +60,7 @@ describe('Ceilings', () => {
   it('fires nothing after close, and leaves no scheduled action', () => {
     let actions = -1;
     const fired = inVirtualTime((scheduler, fired) => {
-      const ceilings = new Ceilings(scheduler);
+      const ceilings = new Ceilings<string>(scheduler);
       ceilings.arm(5, (name) => fired.push(name), 'late');
       scheduler.schedule(() => {
         ceilings.close();
@@ -76,7 +76,7 @@ describe('Ceilings', () => {
       let timers!: NodeTimers;
       const fired = inVirtualTime((scheduler, fired) => {
         timers = new NodeTimers(scheduler);
-        const ceilings = new Ceilings(timers);
+        const ceilings = new Ceilings<string>(timers);
         const expire = (name: string) => fired.push(`${name}@${scheduler.now()}`);
         ceilings.arm(THIRTY_DAYS_MS, expire, 'a');
         scheduler.schedule(() => ceilings.arm(THIRTY_DAYS_MS, expire, 'b'), 1000);
@@ -91,7 +91,7 @@ describe('Ceilings', () => {
       const fired = inVirtualTime((scheduler, fired) => {
         const timers = new NodeTimers(scheduler);
         const settled = new Set(['a']);
-        const ceilings = new Ceilings(timers, (name) => settled.has(name as string));
+        const ceilings = new Ceilings<string>(timers, (name) => settled.has(name));
         ceilings.arm(THIRTY_DAYS_MS, (name) => fired.push(name), 'a');
         scheduler.schedule(() => (actions = scheduler.actions.length), MAX_TIMER_MS + 1);
       });
@@ -101,9 +101,9 @@ describe('Ceilings', () => {
 
     it('neither fires nor spins on asyncScheduler: no TimeoutOverflowWarning', async () => {
       const fired: string[] = [];
-      let ceilings: Ceilings | undefined;
+      let ceilings: Ceilings<string> | undefined;
       const warnings = await overflowWarnings(() => {
-        ceilings = new Ceilings(asyncScheduler);
+        ceilings = new Ceilings<string>(asyncScheduler);
         ceilings.arm(THIRTY_DAYS_MS, (name: string) => fired.push(name), 'a');
       });
       ceilings!.close();

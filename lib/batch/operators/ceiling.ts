@@ -52,12 +52,12 @@ export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<Ca
   return (source) =>
     new Observable<CallRecord>((subscriber) => {
       // The queues, one per duration; made with the first record that needs one.
-      let ceilings: Ceilings | undefined;
+      let ceilings: Ceilings<CallRecord> | undefined;
       subscriber.add(() => ceilings?.close());
       return source.subscribe({
         next(record) {
           if (record.state === 'running' && record.ceilingOf === undefined) {
-            const queues = (ceilings ??= new Ceilings(record.batch.scheduler, CallRecord.stale as (target: unknown) => boolean));
+            const queues = (ceilings ??= new Ceilings<CallRecord>(record.batch.scheduler, CallRecord.stale));
             record.ceilingOf = perToolSeconds;
             const seconds = own(perToolSeconds, record.call.tool);
             if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
