@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { emptyState, notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
+import { emptyState, RequestSignals, startingState, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -40,7 +40,7 @@ export interface RunOptions {
   readonly tenant?: string;
   /** Aborting cancels the run: stopped calls are classified, then RUN_CANCELLED. */
   readonly signal?: AbortSignal;
-  /** The run's starting state; tools read a snapshot and record deltas. */
+  /** The run's starting state: JSON-like data, copied when the run is made. Tools read it frozen and record deltas. */
   readonly state?: Readonly<Record<string, unknown>>;
   /** Model turns allowed before the run fails. Default 20. */
   readonly maxTurns?: number;
@@ -314,13 +314,13 @@ export class AgentRunner {
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
-    const unclonable = Object.keys(state).length === 0 ? undefined : notPlainData(state);
-    if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
+    // Copied now, once: what was checked is what every subscription to the run starts from.
+    const initial = startingState(state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const { allowed, allowedSet, specs, missing } = this.toolsOf(agent);
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input, tenant, signal, initial: state, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
+    return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
   }
 }
