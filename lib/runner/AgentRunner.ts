@@ -78,6 +78,18 @@ function checkFunction(value: unknown, field: string): void {
   }
 }
 
+// A perTool or perToolSeconds key that names no tool is a typo that would leave the real tool
+// unbounded and without its ceiling: refused, naming the key and the tools it could have meant.
+function refuseUnknownToolKeys(config: ConcurrencyConfig, known: ReadonlySet<string>, names: readonly string[], whose: string, among: string, hint = ''): void {
+  for (const field of ['perTool', 'perToolSeconds'] as const) {
+    for (const key of Object.keys(config[field])) {
+      if (known.has(key)) continue;
+      const list = names.length === 0 ? '(none)' : names.join(', ');
+      throw new ConfigError(`concurrency.${field}.${key}`, `${whose}concurrency.${field} names ${JSON.stringify(key)}, ${among}: ${list}${hint}`);
+    }
+  }
+}
+
 function checkObject(value: unknown, field: string): void {
   if (value !== undefined && (value === null || typeof value !== 'object')) {
     throw new ConfigError(field, `${field} must be an object, got ${describeValue(value)}`);
@@ -214,6 +226,9 @@ export class AgentRunner {
     // Plain options are checked by the config classes themselves, with their messages.
     this.concurrency = concurrency instanceof ConcurrencyConfig ? concurrency : new ConcurrencyConfig(concurrency);
     this.deadline = deadline instanceof DeadlineConfig ? deadline : new DeadlineConfig(deadline);
+    // Checked against the tools registered now: a tool registered later cannot be named here.
+    const names = tools.names;
+    refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -263,12 +278,15 @@ export class AgentRunner {
   }
 
   // The runner's lanes narrowed by the agent's, made once per agent (a config is immutable).
+  // The agent's own keys are checked against the tools it may call here the first time; a
+  // key that passed stays good, since an agent's tools only grow with the registry.
   private readonly narrowed = new WeakMap<Agent, ConcurrencyConfig>();
-  private turnConcurrency(agent: Agent): ConcurrencyConfig {
+  private turnConcurrency(agent: Agent, allowed: readonly string[], allowedSet: ReadonlySet<string>): ConcurrencyConfig {
     // An agent that narrows nothing runs under the runner's own config.
     if (agent.concurrency === undefined) return this.concurrency;
     let config = this.narrowed.get(agent);
     if (config === undefined) {
+      refuseUnknownToolKeys(agent.concurrency, allowedSet, allowed, `agent ${agent.name}'s `, 'which is not a tool the agent may call; its tools');
       config = this.concurrency.narrowedTo(agent.concurrency);
       this.narrowed.set(agent, config);
     }
@@ -321,6 +339,6 @@ export class AgentRunner {
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
+    return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
   }
 }
