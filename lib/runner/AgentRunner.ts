@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { emptyState, notPlainData, RequestSignals, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
+import { emptyState, RequestSignals, startingState, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -40,7 +40,7 @@ export interface RunOptions {
   readonly tenant?: string;
   /** Aborting cancels the run: stopped calls are classified, then RUN_CANCELLED. */
   readonly signal?: AbortSignal;
-  /** The run's starting state; tools read a snapshot and record deltas. */
+  /** The run's starting state: JSON-like data, copied when the run is made. Tools read it frozen and record deltas. */
   readonly state?: Readonly<Record<string, unknown>>;
   /** Model turns allowed before the run fails. Default 20. */
   readonly maxTurns?: number;
@@ -75,6 +75,18 @@ const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 function checkFunction(value: unknown, field: string): void {
   if (value !== undefined && typeof value !== 'function') {
     throw new ConfigError(field, `${field} must be a function, got ${describeValue(value)}`);
+  }
+}
+
+// A perTool or perToolSeconds key that names no tool is a typo that would leave the real tool
+// unbounded and without its ceiling: refused, naming the key and the tools it could have meant.
+function refuseUnknownToolKeys(config: ConcurrencyConfig, known: ReadonlySet<string>, names: readonly string[], whose: string, among: string, hint = ''): void {
+  for (const field of ['perTool', 'perToolSeconds'] as const) {
+    for (const key of Object.keys(config[field])) {
+      if (known.has(key)) continue;
+      const list = names.length === 0 ? '(none)' : names.join(', ');
+      throw new ConfigError(`concurrency.${field}.${key}`, `${whose}concurrency.${field} names ${JSON.stringify(key)}, ${among}: ${list}${hint}`);
+    }
   }
 }
 
@@ -214,6 +226,9 @@ export class AgentRunner {
     // Plain options are checked by the config classes themselves, with their messages.
     this.concurrency = concurrency instanceof ConcurrencyConfig ? concurrency : new ConcurrencyConfig(concurrency);
     this.deadline = deadline instanceof DeadlineConfig ? deadline : new DeadlineConfig(deadline);
+    // Checked against the tools registered now: a tool registered later cannot be named here.
+    const names = tools.names;
+    refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -263,12 +278,15 @@ export class AgentRunner {
   }
 
   // The runner's lanes narrowed by the agent's, made once per agent (a config is immutable).
+  // The agent's own keys are checked against the tools it may call here the first time; a
+  // key that passed stays good, since an agent's tools only grow with the registry.
   private readonly narrowed = new WeakMap<Agent, ConcurrencyConfig>();
-  private turnConcurrency(agent: Agent): ConcurrencyConfig {
+  private turnConcurrency(agent: Agent, allowed: readonly string[], allowedSet: ReadonlySet<string>): ConcurrencyConfig {
     // An agent that narrows nothing runs under the runner's own config.
     if (agent.concurrency === undefined) return this.concurrency;
     let config = this.narrowed.get(agent);
     if (config === undefined) {
+      refuseUnknownToolKeys(agent.concurrency, allowedSet, allowed, `agent ${agent.name}'s `, 'which is not a tool the agent may call; its tools');
       config = this.concurrency.narrowedTo(agent.concurrency);
       this.narrowed.set(agent, config);
     }
@@ -314,13 +332,13 @@ export class AgentRunner {
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
-    const unclonable = Object.keys(state).length === 0 ? undefined : notPlainData(state);
-    if (unclonable !== undefined) throw new ConfigError('state', `state must be plain data that structuredClone can copy (${unclonable})`);
+    // Copied now, once: what was checked is what every subscription to the run starts from.
+    const initial = startingState(state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const { allowed, allowedSet, specs, missing } = this.toolsOf(agent);
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input, tenant, signal, initial: state, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent), nesting, onFinish };
+    return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
   }
 }

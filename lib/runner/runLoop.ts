@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Delta, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
-import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
-import { decodeArguments, type AgentRef, type LoopMonitor, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolRegistry, type ToolSpec } from '../tools/index.js';
+import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type LoopMonitor, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolRegistry, type ToolSpec } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './AgentRunner.js';
 import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
@@ -50,8 +50,9 @@ function serialise(result: unknown): string {
   return text ?? 'null';
 }
 
+// Freezes what Object.freeze can: a typed array with elements cannot be frozen, and is left as it is.
 function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value) && !ArrayBuffer.isView(value)) {
     Object.freeze(value);
     for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
   }
@@ -61,22 +62,47 @@ function deepFreeze<T>(value: T): T {
 /** The state of a run that has none: one frozen object, shared. */
 export const emptyState: RunState = Object.freeze({});
 
-// A deeply frozen copy tools can read while other calls of the batch record deltas. The
-// state is plain data (checked at the run's start and at every delta), so the copy is whole.
-function snapshot(state: Readonly<Record<string, unknown>>): RunState {
+/**
+ * A run's starting state as the run keeps it: a deeply frozen copy of JSON-like data, so the
+ * caller's object is never read again and every turn can hand the same object to its tools.
+ * Anything else is a ConfigError naming the path of the first value that is not.
+ */
+export function startingState(state: Readonly<Record<string, unknown>>): RunState {
   if (Object.keys(state).length === 0) return emptyState;
-  return deepFreeze(structuredClone(state));
+  try {
+    return frozenPlainCopy(state, 'state') as RunState;
+  } catch (error) {
+    if (error instanceof NotPlainDataError) throw new ConfigError(error.path, `state must hold JSON-like data (${jsonLike}): ${error.message}`);
+    throw new ConfigError('state', `state cannot be read (${toErrorInfo(error).message})`);
+  }
 }
 
-// Why `value` cannot be part of a run's state, or undefined when it can (plain data that
-// structuredClone copies: no functions, no class instances with private state, no symbols).
-export function notPlainData(value: unknown): string | undefined {
+// A delta as the run keeps it: a deeply frozen copy, so neither the state nor a cassette
+// changes when the body goes on changing its own object. JSON-like data only, as the state.
+function recordable(delta: Delta): Delta {
   try {
-    structuredClone(value);
-    return undefined;
+    return frozenPlainCopy(delta, 'delta') as Delta;
   } catch (error) {
-    return toErrorInfo(error).message;
+    if (error instanceof NotPlainDataError) throw new TypeError(`record(delta) takes JSON-like data (${jsonLike}): ${error.message}`);
+    throw error;
   }
+}
+
+// The arguments as the policies see them: what the model sent, decoded on their own and
+// frozen, so a policy can neither change what the body gets nor see what the body did to its
+// copy. A call refused before decoding shows what the model sent (a copy, if it was an object).
+function shownArguments(declaration: ResolvedDeclaration | undefined, sent: ToolCall['arguments'], rejected: boolean): unknown {
+  if (rejected || declaration === undefined) {
+    try {
+      // The copy shares nothing with the reply, so all of it can be frozen.
+      return typeof sent === 'string' ? sent : deepFreeze(ownCopy(sent));
+    } catch {
+      // Arguments that cannot even be copied (their refusal says why) are shown as absent.
+      return undefined;
+    }
+  }
+  const decoded = decodeArguments(declaration, sent);
+  return isLeft(decoded) ? undefined : frozenView(decoded.right);
 }
 
 // A tool body's context. `signal` is an own, enumerable getter (so `{ ...ctx }` keeps it),
@@ -134,12 +160,14 @@ class RunnerCall implements BatchCall {
   constructor(
     readonly callId: string,
     readonly tool: string,
-    /** The decoded arguments; for a call refused before decoding, what the model sent. */
+    /** The body's own decoded arguments; for a call refused before decoding, what the model sent. */
     readonly args: unknown,
     readonly rejected: ErrorInfo | undefined,
     declaration: ResolvedDeclaration | undefined,
     private readonly body: ToolBody<unknown> | undefined,
     private readonly scope: TurnScope,
+    /** The arguments as the policies see them (frozen, apart from the body's); undefined when no policy will. */
+    readonly shown: unknown,
   ) {
     this.parallelSafe = declaration?.parallelSafe;
     this.idempotent = declaration?.idempotent;
@@ -156,11 +184,7 @@ class RunnerCall implements BatchCall {
       scope.runId,
       scope.view,
       context,
-      (delta) => {
-        const unclonable = notPlainData(delta);
-        if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
-        context.record(delta);
-      },
+      (delta) => context.record(recordable(delta)),
       (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, callId),
     );
     return this.body!(this.args, ctx);
@@ -267,8 +291,9 @@ export class RunLoop {
   private readonly runId = flat(randomUUID());
   private readonly parent: RunParent | undefined;
   private readonly failFast: boolean;
-  // The run's state, replaced (never mutated) as each batch's deltas are merged.
-  private state: Readonly<Record<string, unknown>>;
+  // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
+  // are merged: every batch hands this very object to its tools, with no copy.
+  private state: RunState;
   // The conversation so far, as the provider will see it next turn.
   private readonly messages: Message[];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
@@ -294,7 +319,7 @@ export class RunLoop {
   ) {
     this.parent = plan.nesting?.parent;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = Object.keys(plan.initial).length === 0 ? emptyState : assignDelta({}, snapshot(plan.initial));
+    this.state = plan.initial;
     this.messages = [{ role: 'user', content: plan.input }];
   }
 
@@ -375,7 +400,7 @@ export class RunLoop {
     if (this.ended || subscriber.closed) return;
     this.ended = true;
     this.waiting = false;
-    this.plan.onFinish?.finish({ state: Object.freeze({ ...this.state }), messages: [...this.messages] });
+    this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages] });
     const status: RunStatus = event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
     this.runEnded(status);
     subscriber.next(event);
@@ -498,7 +523,8 @@ export class RunLoop {
       if (this.subscriber.closed) return;
       // The state is replaced only when some call recorded something.
       if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
-        this.state = assignDelta({ ...this.state }, mergeDeltas(outcomes));
+        // The deltas are frozen copies already: freezing the top keeps the whole state read-only.
+        this.state = Object.freeze(assignDelta({ ...this.state }, mergeDeltas(outcomes)));
       }
       const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
       const reason = this.stopReason ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
@@ -515,11 +541,11 @@ export class RunLoop {
   private batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
     const { parts, plan, runId } = this;
     const { tenant } = plan;
-    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, snapshot(this.state)));
+    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, this.state));
     // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
     const policed = parts.policed || calls.some((call) => call.needsApproval);
     const targets: PolicyTarget[] = policed
-      ? calls.map((call) => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.args, tenant }, needsApproval: call.needsApproval }))
+      ? calls.map((call) => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval }))
       : [];
     const { gate, settle: policySettle } = policed
       ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome))
@@ -565,24 +591,26 @@ export class RunLoop {
   // alive by the settle step for as long as the batch runs.
   private callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
     const { allowed, allowedSet } = this.plan;
-    const { tools } = this.parts;
+    const { tools, policed } = this.parts;
     const seen = new Set<string>();
     return toolCalls.map((toolCall, position): RunnerCall => {
       const { id: callId, name } = toolCall;
       const problem = malformed.get(position);
       if (problem !== undefined) {
-        return refused(toolCall, scope, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+        return refused(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
       }
       if (seen.has(callId)) {
-        return refused(toolCall, scope, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+        return refused(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
       }
       seen.add(callId);
       const registered = allowedSet.has(name) ? tools.get(name) : undefined;
-      if (registered === undefined) return refused(toolCall, scope, toErrorInfo(new UnknownToolError(name, allowed)));
+      if (registered === undefined) return refused(toolCall, scope, policed, toErrorInfo(new UnknownToolError(name, allowed)));
       const { declaration, body } = registered;
       const decoded = decodeArguments(declaration, toolCall.arguments);
-      if (isLeft(decoded)) return refused(toolCall, scope, toErrorInfo(decoded.left), declaration);
-      return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope);
+      if (isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+      // Decoded a second time for the policies, only when one will see the call.
+      const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
+      return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
     });
   }
 
@@ -625,8 +653,9 @@ class StopListener implements Unsubscribable {
 }
 
 // A call refused before it could run: it keeps what the model sent, and goes through the batch as a failure.
-function refused(toolCall: ToolCall, scope: TurnScope, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
-  return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope);
+function refused(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
+  const shown = policed ? shownArguments(declaration, toolCall.arguments, true) : undefined;
+  return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope, shown);
 }
 
 function ending(reason: StopReason): RunEvent {

@@ -3,7 +3,7 @@
 // record what it changed, and a way to start a sub-agent inside its own lanes.
 import type { ErrorInfo } from '../errors.js';
 
-/** The run's state as tools see it: a read-only snapshot taken when the batch started. */
+/** The run's state as tools see it: JSON-like data, frozen all the way down, as it was when the batch started. */
 export type RunState = Readonly<Record<string, unknown>>;
 
 /** An agent, as far as a tool needs to know one to start it. */
@@ -32,9 +32,13 @@ export interface ToolContext {
   readonly idempotencyKey: string;
   /** Aborts when the call is stopped in flight or outruns its ceiling. */
   readonly signal: AbortSignal;
-  /** The run's state when the batch started; deeply frozen. */
+  /** The run's state when the batch started: JSON-like data, frozen all the way down (a write throws). */
   readonly state: RunState;
-  /** Records what this call changed; merged into the run's state in call order once the batch resolves, if the call succeeds. */
+  /**
+   * Records what this call changed; merged into the run's state in call order once the batch
+   * resolves, if the call succeeds. JSON-like data only (a TypeError names the path of anything
+   * else); the delta is copied now, so changing the object afterwards changes nothing.
+   */
   record(delta: Readonly<Record<string, unknown>>): void;
   /**
    * Runs a sub-agent under the same runner and tenant. It spends the lanes this call already
@@ -43,5 +47,9 @@ export interface ToolContext {
   runAgent(agent: AgentRef, input: string): Promise<NestedRunResult>;
 }
 
-/** A tool body: returns the result, a Promise of it, or an Observable whose first value is it. */
+/**
+ * A tool body: returns the result, a Promise of it, or an Observable whose first value is it.
+ * `args` is the body's own copy, decoded apart from what the model sent: changing it changes
+ * neither the transcript nor what the model is shown next turn.
+ */
 export type ToolBody<A = unknown> = (args: A, ctx: ToolContext) => unknown;

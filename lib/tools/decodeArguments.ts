@@ -1,9 +1,11 @@
 // A call's arguments, as the model sent them (JSON text or an object), decoded with
 // the tool's codec. Every failure is a value, never a throw: it becomes a TOOL_ERROR
-// on that call alone and the call is never dispatched.
+// on that call alone and the call is never dispatched. What is decoded shares nothing
+// with what the model sent, so a body that changes its arguments changes only its own.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import { describeFailures } from '../config/index.js';
-import { ToolArgumentsError } from '../errors.js';
+import { ToolArgumentsError, toErrorInfo } from '../errors.js';
+import { ownCopy } from './plainData.js';
 import type { ResolvedDeclaration } from './ToolDeclaration.js';
 
 function parse(tool: string, text: string): Either<ToolArgumentsError, unknown> {
@@ -16,9 +18,20 @@ function parse(tool: string, text: string): Either<ToolArgumentsError, unknown> 
   }
 }
 
-/** Parses (if text) and decodes a call's arguments with `declaration.args`. */
+// Arguments sent as an object are the reply's own (and the transcript's): the codec reads a
+// copy, since io-ts hands back the very object it was given when nothing needed changing.
+// Text is parsed into a fresh object already, and needs no copy.
+function copy(tool: string, raw: unknown): Either<ToolArgumentsError, unknown> {
+  try {
+    return right(ownCopy(raw));
+  } catch (error) {
+    return left(new ToolArgumentsError(tool, `arguments cannot be copied for the body (${toErrorInfo(error).message})`));
+  }
+}
+
+/** Parses (if text) or copies (if an object) a call's arguments, and decodes them with `declaration.args`. */
 export function decodeArguments(declaration: ResolvedDeclaration, raw: unknown): Either<ToolArgumentsError, unknown> {
-  const parsed = typeof raw === 'string' ? parse(declaration.name, raw) : right(raw ?? {});
+  const parsed = typeof raw === 'string' ? parse(declaration.name, raw) : raw == null ? right({}) : copy(declaration.name, raw);
   if (isLeft(parsed) || declaration.args === undefined) return parsed;
   const decoded = declaration.args.decode(parsed.right);
   return isLeft(decoded) ? left(new ToolArgumentsError(declaration.name, describeFailures(decoded.left, 'args'))) : decoded;

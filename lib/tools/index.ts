@@ -2,6 +2,7 @@ export { ToolRegistry, type RegisteredTool, type ToolSpec } from './ToolRegistry
 export { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration } from './ToolDeclaration.js';
 export type { AgentRef, NestedRunResult, RunState, ToolBody, ToolContext } from './ToolContext.js';
 export { decodeArguments } from './decodeArguments.js';
+export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } from './plainData.js';
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
 export { LoopMonitor, type Watch, type WatchedCall } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';

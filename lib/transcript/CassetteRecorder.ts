@@ -14,7 +14,7 @@ import {
   type RunResult,
   type RunnerActivity,
 } from '../runner/index.js';
-import { ToolRegistry, type ToolContext } from '../tools/index.js';
+import { ownCopy, ToolRegistry, type ToolContext } from '../tools/index.js';
 import { CASSETTE_VERSION, type Cassette, type RecordedCall, type RecordedDelta, type RecordedEnding, type RecordedReply, type RecordedTurn } from './Cassette.js';
 import { fingerprint } from './fingerprint.js';
 import { rebodied } from './rebodied.js';
@@ -239,7 +239,9 @@ export class CassetteRecorder {
     session.dispatches.set(key, deltas);
     const record = (delta: RecordedDelta): void => {
       ctx.record(delta);
-      deltas.push({ ...delta });
+      // A copy all the way down (the runner took the delta, so it is JSON-like): a body that
+      // goes on changing its object after recording it does not change the cassette.
+      deltas.push(ownCopy(delta) as RecordedDelta);
     };
     return body(args, { ...ctx, record });
   }

@@ -212,9 +212,11 @@ describe('bad input catalogue', () => {
   });
 
   describe('state that is not plain data', () => {
-    it('a starting state holding a function: ConfigError naming state', () => {
+    it('a starting state holding a function: ConfigError naming its path', () => {
       const runner = new AgentRunner({ provider: new ScriptedProvider([]), tools: new ToolRegistry() });
-      expect(() => runner.run$(agent, 'go', { state: { format: () => 'x' } })).to.throw(ConfigError, /^state must be plain data that structuredClone can copy \(/);
+      expect(() => runner.run$(agent, 'go', { state: { format: () => 'x' } }))
+        .to.throw(ConfigError, /^state must hold JSON-like data \(plain objects, arrays, strings, numbers, booleans, null and undefined\): state\.format is a function$/)
+        .with.property('field', 'state.format');
     });
 
     it('a delta holding a function: the recording call fails, its siblings and the state are untouched', async () => {
@@ -223,7 +225,7 @@ describe('bad input catalogue', () => {
         return 'written';
       });
       const { result, by } = await turn(tools, [{ id: 'c1', name: 'write', arguments: '{}' }]);
-      expect(errorOf(by.get('c1')).message).to.match(/^record\(delta\) takes plain data that structuredClone can copy \(/);
+      expect(errorOf(by.get('c1')).message).to.equal('record(delta) takes JSON-like data (plain objects, arrays, strings, numbers, booleans, null and undefined): delta.format is a function');
       expectSiblingKept(by);
       expect(result.state).to.deep.equal({});
     });

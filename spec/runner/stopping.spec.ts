@@ -700,13 +700,17 @@ describe('AgentRunner: stopping', () => {
       expect(held!.deref(), 'what the listener held was collected').to.equal(undefined);
     });
 
-    it('keeps no copy of the state a turn read while the run waits on its model', async () => {
+    // A turn's tools read the run's own (frozen) state, not a copy: once the turn's deltas
+    // replace it, nothing may keep the state they read alive. (The run's starting state is
+    // its plan's, for as long as the run lives: the second turn's view is the one watched.)
+    it('keeps no earlier state a turn read, once its deltas replaced it, while the run waits on its model', async () => {
       const gc = collector();
       let view: WeakRef<object> | undefined;
       let collected: unknown;
       const runner = new AgentRunner({
         provider: new ScriptedProvider([
           { toolCalls: [ask('a', 'search')] },
+          { toolCalls: [ask('b', 'search')] },
           async () => {
             await gc();
             collected = view!.deref();
@@ -714,13 +718,16 @@ describe('AgentRunner: stopping', () => {
           },
         ]),
         tools: new ToolRegistry().register({ name: 'search' }, (_args, ctx) => {
-          view = new WeakRef(ctx.state);
+          const searched = (ctx.state.searched as number | undefined) ?? 0;
+          if (searched === 1) view = new WeakRef(ctx.state);
+          ctx.record({ searched: searched + 1, rows: new Array(1000).fill('x') });
           return 'x';
         }),
       });
-      const result = await runner.run(planner, 'go', { state: { rows: new Array(1000).fill('x') } });
+      const result = await runner.run(planner, 'go', { state: { rows: [] } });
       expect(result.status).to.equal('completed');
-      expect(collected, 'the first turn’s view of the state was collected').to.equal(undefined);
+      expect(result.state).to.include({ searched: 2 });
+      expect(collected, 'the second turn’s view of the state was collected').to.equal(undefined);
     });
 
     it('run() cancelled mid-batch gives every permit back, aborts the bodies, drops its listener and clears its timers', async () => {
