@@ -3,7 +3,6 @@
 // the calls' deltas, and go round again until the model answers without calls. AgentRunner
 // checks a run's options and makes one RunLoop per subscription to it.
 import { randomUUID } from 'node:crypto';
-import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { openBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
@@ -199,8 +198,6 @@ export interface RunnerParts {
   readonly policies: Policies;
   /** True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them. */
   readonly policed: boolean;
-  /** The signals handed to the provider. */
-  readonly requests: RequestSignals;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
 }
@@ -406,13 +403,13 @@ export class RunLoop {
     // A run stopped before this turn does not take even a synchronous reply.
     if (this.stopReason !== undefined) return this.end(ending(this.stopReason));
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...this.messages], tools: plan.specs };
-    const requests = parts.requests.take();
-    const asking = new ModelTurn(this, turn, requests, parts.requests);
+    // Each request its own controller: a provider that keeps a signal sees only this request's abort.
+    const asking = new ModelTurn(this, turn);
     this.waiting = true;
     this.current = asking;
     let produced: Promise<ModelResponse> | Observable<ModelResponse> | unknown;
     try {
-      produced = parts.provider.respond(request, requests.signal);
+      produced = parts.provider.respond(request, asking.signal);
     } catch (error) {
       return asking.error(error);
     }
@@ -632,48 +629,25 @@ function failed(error: Error): RunEvent {
 }
 
 /**
- * The AbortControllers a runner hands its provider, one per request in flight. Making one costs
- * more than the rest of a turn's bookkeeping, and its signal holds about 0.9 KB (Node gives each
- * a hidden class of its own), so a request that has answered gives its controller back, and the
- * next request of any run on the runner takes it, unless it was aborted or a listener was left
- * on its signal: a provider that never removes its listeners cannot pile them up (Node warns
- * past ten). A run waiting in a lane, or on its own tools, holds none.
+ * One request to the provider: the reply's observer, and what the run unsubscribes to abandon
+ * it. Its AbortController is its own, never handed to another request: its signal aborts only
+ * if its run stops while the request waits, and never after the request answered.
  */
-export class RequestSignals {
-  // At most one, kept between requests; more in flight at once each have their own.
-  private spare: AbortController | undefined = undefined;
-
-  take(): AbortController {
-    const { spare } = this;
-    this.spare = undefined;
-    // Checked again: a provider may have added a listener after its request answered.
-    return spare !== undefined && unused(spare) ? spare : new AbortController();
-  }
-
-  giveBack(controller: AbortController): void {
-    // One with a listener still on it is let go with its request: kept, it would keep alive
-    // whatever that listener holds until the runner's next request.
-    if (this.spare === undefined && unused(controller)) this.spare = controller;
-  }
-}
-
-// Neither aborted nor listened to: fit to hand to another request.
-function unused(controller: AbortController): boolean {
-  return !controller.signal.aborted && getEventListeners(controller.signal, 'abort').length === 0;
-}
-
-/** One request to the provider: the reply's observer, and what the run unsubscribes to abandon it. */
 class ModelTurn implements Unsubscribable {
   // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
   private done = false;
   private reply: Subscription | undefined = undefined;
+  private readonly controller = new AbortController();
 
   constructor(
     private readonly loop: RunLoop,
     readonly turn: number,
-    private readonly controller: AbortController,
-    private readonly signals: RequestSignals,
   ) {}
+
+  /** The signal the provider is handed for this request. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
 
   listen(reply$: Observable<unknown>): void {
     // Closures rather than this record as the observer: under RxJS's deprecated
@@ -707,8 +681,6 @@ class ModelTurn implements Unsubscribable {
     if (this.done) return;
     this.done = true;
     this.reply?.unsubscribe();
-    // Answered: the signal never aborts for this request now, and may serve the next one.
-    this.signals.giveBack(this.controller);
     this.loop.answered(this, outcome);
   }
 }
