@@ -1,6 +1,6 @@
 export { openBatch, runBatch, type OpenBatch } from './runBatch.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
-export { cancelled, failedBy, stoppedOutcome } from './stops.js';
+export { cancelled, cancelledWhy, failedBy, givenReason, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';
 export type {
   ActivitySink,

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { openBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { openBatch, mergeDeltas, assignDelta, cancelled, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
@@ -322,9 +322,9 @@ export class RunLoop {
     }
   }
 
-  /** The run's signal aborted: the run is cancelled. */
+  /** The run's signal aborted: the run is cancelled, with the reason the caller gave, if any. */
   handleEvent(): void {
-    this.stop({ kind: 'cancelled', why: 'the run was cancelled' });
+    this.stop(cancelled(this.plan.signal?.reason));
   }
 
   /** A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal and lanes. */

@@ -300,6 +300,110 @@ describe('AgentRunner: stopping', () => {
     });
   });
 
+  describe('the reason the caller gave', () => {
+    /** `a` (idempotent) aborts the run's signal with `reason` from inside its body; `b` and `c` queue behind it. */
+    async function cancelledWith(abort: (controller: AbortController) => void) {
+      const controller = new AbortController();
+      const tools = new ToolRegistry()
+        .register({ name: 'search', idempotent: true }, () => {
+          abort(controller);
+          return 'found';
+        })
+        .register({ name: 'charge' }, () => 'charged');
+      const provider = new ScriptedProvider([{ toolCalls: [ask('a', 'search'), ask('b', 'charge')] }, { text: 'done' }]);
+      const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 1 }) });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      const last = result.events[result.events.length - 1];
+      return { result, reason: last?.type === 'RUN_CANCELLED' ? last.reason : undefined, runner };
+    }
+
+    it('is carried by RUN_CANCELLED, result.error and every stop message', async () => {
+      const { result, reason } = await cancelledWith((controller) => controller.abort('user closed the tab'));
+      const why = 'the run was cancelled: user closed the tab';
+      expect(result.status).to.equal('cancelled');
+      expect(reason).to.equal(why);
+      expect(result.error).to.deep.equal({ name: 'RunCancelled', message: why });
+      expect(messageOf(result.events, 'a')).to.equal(`search was in flight when the batch stopped (${why}). Safe to call again`);
+      expect(messageOf(result.events, 'b')).to.equal(`never dispatched: ${why}`);
+    });
+
+    it('is carried when the signal had aborted before the run began, and when the model was being asked', async () => {
+      const before = new AbortController();
+      before.abort(new Error('shutting down'));
+      const runner = new AgentRunner({ provider: new ScriptedProvider([() => new Promise<ModelResponse>(() => undefined)]), tools: new ToolRegistry() });
+      const early = await runner.run(planner, 'go', { signal: before.signal });
+      expect(early.error?.message).to.equal('the run was cancelled: shutting down');
+      const during = new AbortController();
+      const asked = runner.run(planner, 'go', { signal: during.signal });
+      during.abort('superseded by a newer question');
+      expect((await asked).error?.message).to.equal('the run was cancelled: superseded by a newer question');
+    });
+
+    const circular = (): Record<string, unknown> => {
+      const value: Record<string, unknown> = {};
+      value['self'] = value;
+      return value;
+    };
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('get trap');
+        },
+        getPrototypeOf() {
+          throw new Error('getPrototypeOf trap');
+        },
+        has() {
+          throw new Error('has trap');
+        },
+        ownKeys() {
+          throw new Error('ownKeys trap');
+        },
+      },
+    );
+    const cases: ReadonlyArray<{ title: string; abort: (controller: AbortController) => void; expected: string }> = [
+      { title: 'a bare abort(): none', abort: (c) => c.abort(), expected: 'the run was cancelled' },
+      { title: 'undefined: none', abort: (c) => c.abort(undefined), expected: 'the run was cancelled' },
+      { title: 'an empty string: none', abort: (c) => c.abort('  '), expected: 'the run was cancelled' },
+      { title: 'a string: itself', abort: (c) => c.abort('user closed the tab'), expected: 'the run was cancelled: user closed the tab' },
+      { title: 'an Error: its message', abort: (c) => c.abort(new TypeError('quota exhausted')), expected: 'the run was cancelled: quota exhausted' },
+      { title: 'an Error without a message: its name', abort: (c) => c.abort(Object.assign(new Error(''), { name: 'ClientGone' })), expected: 'the run was cancelled: ClientGone' },
+      { title: 'a plain Error without a message: none', abort: (c) => c.abort(new Error()), expected: 'the run was cancelled' },
+      {
+        title: 'a DOMException other than AbortError (a timeout): its message',
+        abort: (c) => c.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+        expected: 'the run was cancelled: The operation was aborted due to timeout',
+      },
+      { title: 'a number: its digits', abort: (c) => c.abort(499), expected: 'the run was cancelled: 499' },
+      { title: 'a symbol: its description', abort: (c) => c.abort(Symbol('bye')), expected: 'the run was cancelled: Symbol(bye)' },
+      { title: 'an object with a message', abort: (c) => c.abort({ message: 'closed by the client' }), expected: 'the run was cancelled: closed by the client' },
+      { title: 'another object: its JSON', abort: (c) => c.abort({ code: 'gone' }), expected: 'the run was cancelled: {"code":"gone"}' },
+      { title: 'an object JSON cannot write (a cycle): none, without throwing', abort: (c) => c.abort(circular()), expected: 'the run was cancelled' },
+      {
+        title: 'an object whose message getter throws: none, without throwing',
+        abort: (c) =>
+          c.abort(
+            Object.defineProperty(new Error('x'), 'message', {
+              get() {
+                throw new Error('no');
+              },
+            }),
+          ),
+        expected: 'the run was cancelled',
+      },
+      { title: 'a proxy whose every trap throws: none, without throwing', abort: (c) => c.abort(hostile), expected: 'the run was cancelled' },
+    ];
+    for (const c of cases) {
+      it(`reads ${c.title}`, async () => {
+        const { result, reason, runner } = await cancelledWith(c.abort);
+        expect(result.status).to.equal('cancelled');
+        expect(reason).to.equal(c.expected);
+        expect(messageOf(result.events, 'b')).to.equal(`never dispatched: ${c.expected}`);
+        expect(runner.lanes.occupancy()).to.deep.equal([]);
+      });
+    }
+  });
+
   describe('cancelled while the model is being asked', () => {
     function scenario({ cold }: RunHelpers) {
       const controller = new AbortController();
