@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { openBatch, mergeDeltas, assignDelta, cancelled, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
+import { openBatch, mergeDeltas, assignDelta, cancelled, givenReason, isPromiseLike, reportUnhandled, type ActivitySink, type OpenBatch, type InvokeContext, type BatchCall, type CallActivity, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore } from '../lanes/index.js';
@@ -118,8 +118,8 @@ class TurnScope {
     readonly view: RunState,
   ) {}
 
-  nested(agent: AgentRef, input: string, context: InvokeContext, callId: string): Promise<NestedRunResult> {
-    return this.loop.nested(agent, input, context, callId);
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+    return this.loop.nested(agent, input, context, call);
   }
 }
 
@@ -129,6 +129,8 @@ class RunnerCall implements BatchCall {
   readonly parallelSafe: boolean | undefined;
   readonly idempotent: boolean | undefined;
   readonly needsApproval: boolean;
+  /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
+  over = false;
   constructor(
     readonly callId: string,
     readonly tool: string,
@@ -159,7 +161,7 @@ class RunnerCall implements BatchCall {
         if (unclonable !== undefined) throw new TypeError(`record(delta) takes plain data that structuredClone can copy (${unclonable})`);
         context.record(delta);
       },
-      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, callId),
+      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
     );
     return this.body!(this.args, ctx);
   }
@@ -327,9 +329,21 @@ export class RunLoop {
     this.stop(cancelled(this.plan.signal?.reason));
   }
 
-  /** A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal and lanes. */
-  nested(agent: AgentRef, input: string, context: InvokeContext, callId: string): Promise<NestedRunResult> {
-    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal: context.signal }, { held: context.held, parent: { runId: this.runId, callId } });
+  /**
+   * A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal
+   * and lanes. A call that was stopped, or whose outcome the batch has already taken, starts
+   * nothing: its lanes and its signal no longer stand for a running body, so the sub-run
+   * resolves cancelled at once, as it would have had the stop come a moment after it started.
+   */
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+    const { callId, tool } = call;
+    const { signal } = context;
+    if (signal.aborted) {
+      const why = givenReason(signal.reason);
+      return Promise.resolve(neverStarted(`call ${callId} (${tool}) was stopped${why === undefined ? '' : ` (${why})`}`));
+    }
+    if (call.over) return Promise.resolve(neverStarted(`call ${callId} (${tool}) is over; a body starts nested runs only while its call runs`));
+    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { held: context.held, parent: { runId: this.runId, callId } });
   }
 
   private teardown(): void {
@@ -516,7 +530,9 @@ export class RunLoop {
       ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome))
       : { gate: undefined, settle: undefined };
     // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
-    const settle = (outcome: Outcome): Outcome | Promise<Outcome> => {
+    const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
+      // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
+      (call as RunnerCall).over = true;
       if (outcome.kind === 'result') {
         try {
           contents[outcome.index] = serialise(outcome.result);
@@ -622,6 +638,12 @@ function refused(toolCall: ToolCall, scope: TurnScope, rejected: ErrorInfo, decl
 
 function ending(reason: StopReason): RunEvent {
   return reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
+}
+
+// What runAgent resolves with when its call can no longer start a sub-run: cancelled, with
+// nothing run. The shape of every nested run's result, so a body reads it as it reads any other.
+function neverStarted(why: string): RunResult {
+  return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
 }
 
 function failed(error: Error): RunEvent {
