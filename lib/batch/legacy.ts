@@ -119,6 +119,10 @@ class CallContext implements InvokeContext {
     return this.#run.lend();
   }
 
+  get ended(): boolean {
+    return this.#run.isDone;
+  }
+
   /** Aborts the body's signal (now, or when it is first asked for). */
   abort(reason: Error): void {
     if (this.#stopped !== undefined) return;
@@ -157,6 +161,10 @@ class CallRun {
 
   // Set once the call has its outcome (or was torn down): later answers are ignored.
   private settled = false;
+  /** @internal True once the call has its outcome or was torn down. */
+  get isDone(): boolean {
+    return this.settled;
+  }
   // Set once the call is over or torn down.
   private closed = false;
   // What the call recorded; kept only if it succeeds.

@@ -88,6 +88,10 @@ class CallContext implements InvokeContext {
     return this.#run.lend();
   }
 
+  get ended(): boolean {
+    return this.#run.isDone;
+  }
+
   /** Aborts the body's signal (now, or when it is first asked for). */
   abort(reason: Error): void {
     if (this.#stopped !== undefined) return;
@@ -313,6 +317,10 @@ export class CallRecord {
   private watch: Watch | undefined = undefined;
   // Set once the call has its outcome (or was torn down): later answers are ignored.
   private done = false;
+  /** @internal True once the call has its outcome or was torn down. */
+  get isDone(): boolean {
+    return this.done;
+  }
   // Set once the call is over or torn down.
   private closed = false;
   // What the call recorded; kept only if it succeeds.

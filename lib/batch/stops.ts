@@ -4,9 +4,43 @@
 import { CallStoppedError, type ErrorInfo } from '../errors.js';
 import type { BatchCall, Outcome, StopReason } from './types.js';
 
-/** The stop reason an external cancel gives. */
-export function cancelled(why = 'the run was cancelled'): StopReason {
-  return { kind: 'cancelled', why };
+/** What a cancel says when its signal gave no reason of its own. */
+export const cancelledWhy = 'the run was cancelled';
+
+/**
+ * The stop reason an external cancel gives: "the run was cancelled", followed by the reason
+ * the caller aborted with (`controller.abort(reason)`), when it gave one.
+ */
+export function cancelled(reason?: unknown): StopReason {
+  const given = givenReason(reason);
+  return { kind: 'cancelled', why: given === undefined ? cancelledWhy : `${cancelledWhy}: ${given}` };
+}
+
+/**
+ * The reason an AbortSignal aborted with, as text, or undefined when none was given: a bare
+ * `abort()` gives a DOMException named AbortError, which says nothing the sentence around it
+ * does not. A string is itself; an error its message (its name if the message is empty); any
+ * other value its text. Never throws: a reason is the caller's value, and a getter or a proxy
+ * in it must not break the stop that reads it (such a reason reads as none).
+ */
+export function givenReason(reason: unknown): string | undefined {
+  try {
+    if (reason === undefined || reason === null) return undefined;
+    if (typeof reason === 'string') return nonBlank(reason);
+    if (typeof reason !== 'object' && typeof reason !== 'function') return String(reason);
+    if (reason instanceof DOMException && reason.name === 'AbortError') return undefined;
+    const { name, message } = reason as { name?: unknown; message?: unknown };
+    if (typeof message === 'string' && message.trim() !== '') return message;
+    if (typeof name === 'string' && name !== '' && name !== 'Error') return name;
+    if (reason instanceof Error) return undefined;
+    return nonBlank(JSON.stringify(reason) ?? String(reason));
+  } catch {
+    return undefined;
+  }
+}
+
+function nonBlank(text: string): string | undefined {
+  return text.trim() === '' ? undefined : text;
 }
 
 /** The stop reason a failed call gives under the FAIL_RUN policy. */

@@ -28,6 +28,8 @@ export interface InvokeContext {
    * caller and still count against the lane once.
    */
   readonly lent: ReadonlyMap<string, Loan>;
+  /** True once the call has its outcome, or was stopped: work started from its body now (a nested run) would outlive it. */
+  readonly ended: boolean;
 }
 
 /** One tool call of a model turn, as the batch schedules it. */

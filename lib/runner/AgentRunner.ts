@@ -14,7 +14,7 @@ import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { emptyState, RequestSignals, startingState, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
+import { emptyState, startingState, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -243,7 +243,6 @@ export class AgentRunner {
       activity: this.activity,
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
-      requests: new RequestSignals(),
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
     };
   }

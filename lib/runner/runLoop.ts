@@ -3,10 +3,9 @@
 // the calls' deltas, and go round again until the model answers without calls. AgentRunner
 // checks a run's options and makes one RunLoop per subscription to it.
 import { randomUUID } from 'node:crypto';
-import { getEventListeners } from 'node:events';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Delta, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, cancelled, givenReason, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Delta, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
 import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
@@ -146,8 +145,8 @@ class TurnScope {
     readonly view: RunState,
   ) {}
 
-  nested(agent: AgentRef, input: string, context: InvokeContext, callId: string): Promise<NestedRunResult> {
-    return this.loop.nested(agent, input, context, callId);
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+    return this.loop.nested(agent, input, context, call);
   }
 }
 
@@ -157,6 +156,8 @@ class RunnerCall implements BatchCall {
   readonly parallelSafe: boolean | undefined;
   readonly idempotent: boolean | undefined;
   readonly needsApproval: boolean;
+  /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
+  over = false;
   constructor(
     readonly callId: string,
     readonly tool: string,
@@ -185,7 +186,7 @@ class RunnerCall implements BatchCall {
       scope.view,
       context,
       (delta) => context.record(recordable(delta)),
-      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, callId),
+      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
     );
     return this.body!(this.args, ctx);
   }
@@ -224,8 +225,6 @@ export interface RunnerParts {
   readonly policies: Policies;
   /** True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them. */
   readonly policed: boolean;
-  /** The signals handed to the provider. */
-  readonly requests: RequestSignals;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
 }
@@ -352,14 +351,26 @@ export class RunLoop {
     }
   }
 
-  /** The run's signal aborted: the run is cancelled. */
+  /** The run's signal aborted: the run is cancelled, with the reason the caller gave, if any. */
   handleEvent(): void {
-    this.stop({ kind: 'cancelled', why: 'the run was cancelled' });
+    this.stop(cancelled(this.plan.signal?.reason));
   }
 
-  /** A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal and lanes. */
-  nested(agent: AgentRef, input: string, context: InvokeContext, callId: string): Promise<NestedRunResult> {
-    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal: context.signal }, { lent: context.lent, parent: { runId: this.runId, callId } });
+  /**
+   * A tool body's `runAgent`: a sub-agent in this run's tenant, under the calling body's signal
+   * and lanes. A call that was stopped, or whose outcome the batch has already taken, starts
+   * nothing: its lanes and its signal no longer stand for a running body, so the sub-run
+   * resolves cancelled at once, as it would have had the stop come a moment after it started.
+   */
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+    const { callId, tool } = call;
+    const { signal } = context;
+    if (signal.aborted) {
+      const why = givenReason(signal.reason);
+      return Promise.resolve(neverStarted(`call ${callId} (${tool}) was stopped${why === undefined ? '' : ` (${why})`}`));
+    }
+    if (call.over || context.ended) return Promise.resolve(neverStarted(`call ${callId} (${tool}) is over; a body starts nested runs only while its call runs`));
+    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { lent: context.lent, parent: { runId: this.runId, callId } });
   }
 
   private teardown(): void {
@@ -436,13 +447,13 @@ export class RunLoop {
     // A run stopped before this turn does not take even a synchronous reply.
     if (this.stopReason !== undefined) return this.end(ending(this.stopReason));
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...this.messages], tools: plan.specs };
-    const requests = parts.requests.take();
-    const asking = new ModelTurn(this, turn, requests, parts.requests);
+    // Each request its own controller: a provider that keeps a signal sees only this request's abort.
+    const asking = new ModelTurn(this, turn);
     this.waiting = true;
     this.current = asking;
     let produced: Promise<ModelResponse> | Observable<ModelResponse> | unknown;
     try {
-      produced = parts.provider.respond(request, requests.signal);
+      produced = parts.provider.respond(request, asking.signal);
     } catch (error) {
       return asking.error(error);
     }
@@ -551,7 +562,9 @@ export class RunLoop {
       ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome))
       : { gate: undefined, settle: undefined };
     // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
-    const settle = (outcome: Outcome): Outcome | Promise<Outcome> => {
+    const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
+      // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
+      (call as RunnerCall).over = true;
       if (outcome.kind === 'result') {
         try {
           contents[outcome.index] = serialise(outcome.result);
@@ -662,53 +675,36 @@ function ending(reason: StopReason): RunEvent {
   return reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
 }
 
+// What runAgent resolves with when its call can no longer start a sub-run: cancelled, with
+// nothing run. The shape of every nested run's result, so a body reads it as it reads any other.
+function neverStarted(why: string): RunResult {
+  return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
+}
+
 function failed(error: Error): RunEvent {
   return { type: 'RUN_FAILED', error: toErrorInfo(error) };
 }
 
 /**
- * The AbortControllers a runner hands its provider, one per request in flight. Making one costs
- * more than the rest of a turn's bookkeeping, and its signal holds about 0.9 KB (Node gives each
- * a hidden class of its own), so a request that has answered gives its controller back, and the
- * next request of any run on the runner takes it, unless it was aborted or a listener was left
- * on its signal: a provider that never removes its listeners cannot pile them up (Node warns
- * past ten). A run waiting in a lane, or on its own tools, holds none.
+ * One request to the provider: the reply's observer, and what the run unsubscribes to abandon
+ * it. Its AbortController is its own, never handed to another request: its signal aborts only
+ * if its run stops while the request waits, and never after the request answered.
  */
-export class RequestSignals {
-  // At most one, kept between requests; more in flight at once each have their own.
-  private spare: AbortController | undefined = undefined;
-
-  take(): AbortController {
-    const { spare } = this;
-    this.spare = undefined;
-    // Checked again: a provider may have added a listener after its request answered.
-    return spare !== undefined && unused(spare) ? spare : new AbortController();
-  }
-
-  giveBack(controller: AbortController): void {
-    // One with a listener still on it is let go with its request: kept, it would keep alive
-    // whatever that listener holds until the runner's next request.
-    if (this.spare === undefined && unused(controller)) this.spare = controller;
-  }
-}
-
-// Neither aborted nor listened to: fit to hand to another request.
-function unused(controller: AbortController): boolean {
-  return !controller.signal.aborted && getEventListeners(controller.signal, 'abort').length === 0;
-}
-
-/** One request to the provider: the reply's observer, and what the run unsubscribes to abandon it. */
 class ModelTurn implements Unsubscribable {
   // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
   private done = false;
   private reply: Subscription | undefined = undefined;
+  private readonly controller = new AbortController();
 
   constructor(
     private readonly loop: RunLoop,
     readonly turn: number,
-    private readonly controller: AbortController,
-    private readonly signals: RequestSignals,
   ) {}
+
+  /** The signal the provider is handed for this request. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
 
   listen(reply$: Observable<unknown>): void {
     // Closures rather than this record as the observer: under RxJS's deprecated
@@ -742,8 +738,6 @@ class ModelTurn implements Unsubscribable {
     if (this.done) return;
     this.done = true;
     this.reply?.unsubscribe();
-    // Answered: the signal never aborts for this request now, and may serve the next one.
-    this.signals.giveBack(this.controller);
     this.loop.answered(this, outcome);
   }
 }

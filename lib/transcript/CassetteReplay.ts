@@ -2,6 +2,7 @@
 // the request is the recorded one) and tools whose bodies answer each call from it, so a run
 // replays with no network and no tool bodies, and fails loudly where it leaves the recording.
 import { asyncScheduler, Observable, of, throwError, type SchedulerLike } from 'rxjs';
+import { cancelledWhy } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { scheduleAfter } from '../time.js';
 import type { ErrorInfo } from '../errors.js';
@@ -104,7 +105,7 @@ export class CassetteReplay {
     this.waitMs = waitSeconds === false ? undefined : waitSeconds * 1000;
     this.scheduler = scheduler;
     this.stop = stopPoint(cassette, scheduler);
-    if (cassette.ending.type === 'RUN_CANCELLED') this.stop?.onReached(() => this.cancel.abort());
+    if (cassette.ending.type === 'RUN_CANCELLED') this.stop?.onReached(() => this.cancelAsRecorded());
     this.provider = { respond: (request) => this.respond(request) };
     this.tools = rebodied(tools, (declaration) => (_args, ctx) => this.answer(declaration.name, ctx));
   }
@@ -118,7 +119,7 @@ export class CassetteReplay {
     if (this.started) throw new Error('a CassetteReplay replays one run: make a new one for each run');
     this.started = true;
     const { tenant, state, maxTurns } = this.cassette.run;
-    if (this.cassette.turns.length === 0 && this.cassette.ending.type === 'RUN_CANCELLED') this.cancel.abort();
+    if (this.cassette.turns.length === 0 && this.cassette.ending.type === 'RUN_CANCELLED') this.cancelAsRecorded();
     return {
       tenant,
       state,
@@ -162,6 +163,14 @@ export class CassetteReplay {
     }
   }
 
+  // Cancels the replayed run with the reason the recorded one was given (the text after "the
+  // run was cancelled: "), so that its RUN_CANCELLED and stop messages read as recorded.
+  private cancelAsRecorded(): void {
+    const { ending } = this.cassette;
+    const prefix = `${cancelledWhy}: `;
+    this.cancel.abort(ending.type === 'RUN_CANCELLED' && ending.reason.startsWith(prefix) ? ending.reason.slice(prefix.length) : undefined);
+  }
+
   private missed(miss: CassetteMissError): CassetteMissError {
     this.misses.push(miss);
     return miss;
@@ -188,7 +197,7 @@ export class CassetteReplay {
     if (entry === undefined) {
       // The recorded run was cancelled after its last batch, before it asked again: cancel here too.
       if (ending.type === 'RUN_CANCELLED' && turns.length > 0 && this.stop !== undefined) {
-        this.scheduler.schedule(() => this.cancel.abort());
+        this.scheduler.schedule(() => this.cancelAsRecorded());
         return this.waitForStop({ turn }, 'before this request');
       }
       const miss = new CassetteMissError(
@@ -215,7 +224,7 @@ export class CassetteReplay {
     this.usedTurns.add(turn);
     const { reply } = entry;
     if ('stopped' in reply) {
-      if (ending.type === 'RUN_CANCELLED') this.scheduler.schedule(() => this.cancel.abort());
+      if (ending.type === 'RUN_CANCELLED') this.scheduler.schedule(() => this.cancelAsRecorded());
       return this.waitForStop({ turn }, 'while the model was asked');
     }
     if ('error' in reply) return throwError(() => replayedError(reply.error));

@@ -75,6 +75,8 @@ describe('sseHandler', () => {
     const [, , lookup, booking] = values;
     expect(lookup?.type === 'TOOL_ERROR' && lookup.error.message).to.match(/Safe to call again/);
     expect(booking?.type === 'TOOL_INDETERMINATE' && booking.message).to.match(/The side effect may have landed/);
+    // The handler aborts with a reason, and the transcript says it.
+    expect(values[values.length - 1]).to.deep.equal({ type: 'RUN_CANCELLED', reason: 'the run was cancelled: the client went away' });
     expect([...signals.values()].map((s) => s.aborted)).to.deep.equal([true, true]);
     expect(runner.lanes.occupancy(), 'the shared lanes afterwards').to.deep.equal([]);
     expect(activity.filter((a) => a.type === 'run-ended').map((a) => a.type === 'run-ended' && a.status)).to.deep.equal(['cancelled']);

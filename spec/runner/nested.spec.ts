@@ -9,6 +9,7 @@ import {
   AgentRunner,
   ConcurrencyConfig,
   LaneTable,
+  OnToolError,
   ScriptedProvider,
   ToolRegistry,
   type LaneChange,
@@ -239,6 +240,107 @@ describe('AgentRunner: nested runs', () => {
       expect(nested.status).to.equal('cancelled');
       expect(seen.searchSignal!.aborted).to.equal(true);
       expect(runner.lanes.occupancy()).to.deep.equal([]);
+    });
+  });
+
+  describe('runAgent once its call can no longer run one', () => {
+    /**
+     * `delegate` starts, then waits for `late` before it calls runAgent (having read its signal
+     * first, or not); the test decides what happens to the call meanwhile. What runAgent gave
+     * back, what the provider was asked and what activity$ showed are kept.
+     */
+    function lateDelegate(options: { readSignalFirst: boolean; returnFirst?: boolean; concurrency?: ConcurrencyConfig; onToolError?: OnToolError }) {
+      let callLate!: () => void;
+      const late = new Promise<void>((resolve) => (callLate = resolve));
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      const seen: { nested?: Promise<NestedRunResult>; signal?: AbortSignal } = {};
+      const tools = new ToolRegistry()
+        .register({ name: 'delegate' }, (_args, ctx) => {
+          if (options.readSignalFirst) seen.signal = ctx.signal;
+          started();
+          const asked = late.then(() => (seen.nested = ctx.runAgent(researcher, 'too late')));
+          // A body that returns at once and keeps ctx, or one that waits (and is stopped meanwhile).
+          return options.returnFirst === true ? 'returned' : asked.then(() => new Promise(() => undefined));
+        })
+        .register({ name: 'search' }, () => 'x')
+        .register({ name: 'fail' }, () => running.then(() => Promise.reject(new Error('boom'))));
+      const provider = new ScriptedProvider({
+        planner: [{ toolCalls: [ask('d1', 'delegate'), ask('f1', 'fail')] }, { text: 'planned' }],
+        researcher: [{ toolCalls: [ask('s1', 'search')] }, { text: 'never asked for' }],
+      });
+      const runner = new AgentRunner({ provider, tools, ...(options.concurrency ? { concurrency: options.concurrency } : {}) });
+      const activities: RunnerActivity[] = [];
+      const watching = runner.activity$.subscribe((a) => activities.push(a));
+      const planning = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model', tools: ['delegate', 'fail'], ...(options.onToolError ? { onToolError: options.onToolError } : {}) });
+      return {
+        runner,
+        provider,
+        seen,
+        running,
+        planning,
+        /** Lets the body call runAgent, and resolves with what it gave back. */
+        async callLate(): Promise<NestedRunResult> {
+          callLate();
+          await late;
+          try {
+            return await seen.nested!;
+          } finally {
+            watching.unsubscribe();
+          }
+        },
+        nestedActivity: () => activities.filter((a) => a.parent !== undefined),
+      };
+    }
+
+    /** runAgent gave back a cancelled result at once, and nothing of a sub-run was started. */
+    function expectNothingStarted(nested: NestedRunResult, late: ReturnType<typeof lateDelegate>, message: RegExp): void {
+      expect(nested.status).to.equal('cancelled');
+      expect(nested.error?.name).to.equal('RunCancelled');
+      expect(nested.error?.message).to.match(message);
+      expect(nested.state).to.deep.equal({});
+      expect(late.provider.requests.map((r) => r.agent), 'the sub-agent was never asked').to.not.include('researcher');
+      expect(late.nestedActivity(), 'no activity of a sub-run').to.deep.equal([]);
+      expect(late.runner.lanes.occupancy()).to.deep.equal([]);
+    }
+
+    for (const readSignalFirst of [true, false]) {
+      const how = readSignalFirst ? 'having read its signal' : 'without having read its signal';
+      it(`starts nothing after the run was cancelled (a body ${how}), and resolves cancelled`, async () => {
+        const late = lateDelegate({ readSignalFirst });
+        const controller = new AbortController();
+        const parent = late.runner.run(late.planning, 'plan', { signal: controller.signal });
+        await late.running;
+        controller.abort('user left');
+        expect((await parent).status).to.equal('cancelled');
+        const nested = await late.callLate();
+        expectNothingStarted(nested, late, /^never started: call d1 \(delegate\) (was stopped|is over)/);
+        if (readSignalFirst) expect(nested.error?.message).to.match(/^never started: call d1 \(delegate\) was stopped \(.+\)$/);
+      });
+    }
+
+    it('starts nothing after its call outran its perToolSeconds, while the parent run goes on', async () => {
+      const late = lateDelegate({ readSignalFirst: true, concurrency: new ConcurrencyConfig({ perToolSeconds: { delegate: 0.01 } }) });
+      const result = await late.runner.run(late.planning, 'plan');
+      expect(result.status).to.equal('completed');
+      const nested = await late.callLate();
+      expectNothingStarted(nested, late, /^never started: call d1 \(delegate\) was stopped \(delegate outran its 0.01s ceiling\)$/);
+    });
+
+    it('starts nothing after a sibling failed under FAIL_RUN and stopped the batch', async () => {
+      const late = lateDelegate({ readSignalFirst: true, onToolError: OnToolError.FAIL_RUN });
+      const result = await late.runner.run(late.planning, 'plan');
+      expect(result.status).to.equal('failed');
+      const nested = await late.callLate();
+      expectNothingStarted(nested, late, /^never started: call d1 \(delegate\) was stopped/);
+    });
+
+    it('starts nothing once its call settled: a body that kept ctx and calls later is told its call is over', async () => {
+      const late = lateDelegate({ readSignalFirst: false, returnFirst: true });
+      const result = await late.runner.run(late.planning, 'plan');
+      expect(result.status).to.equal('completed');
+      const nested = await late.callLate();
+      expectNothingStarted(nested, late, /^never started: call d1 \(delegate\) is over; a body starts nested runs only while its call runs$/);
     });
   });
 });

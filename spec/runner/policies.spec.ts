@@ -3,6 +3,7 @@
 // (serial, in call order, a throw is a refusal), the order inside the gate, and a
 // result that cannot go back to the model as JSON.
 import { expect } from 'chai';
+import fc from 'fast-check';
 import * as t from 'io-ts';
 import { map, NEVER, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
@@ -23,6 +24,7 @@ import {
   type ToolCall,
   type ToolOutcomeEvent,
 } from '../../lib/index.js';
+import { seed } from '../reliability/seed.js';
 
 const agent = (extra: Partial<AgentOptions> = {}): Agent => new Agent({ name: 'planner', instructions: 'plan', model: 'test-model', ...extra });
 
@@ -399,6 +401,220 @@ describe('AgentRunner policies', () => {
       expect(log).to.deep.equal(['start a', 'input a', 'approve a', 'start b', 'input b']);
       expect(outcomes['a']).to.include({ type: 'TOOL_RESULT', result: 'paid' });
       expect(errorOf(outcomes['b']).message).to.equal('input guardrail rejected the call: over the limit');
+    });
+  });
+
+  describe('which steps may overlap', () => {
+    // The gate steps (onToolStart, input guardrail, approve) are one kind, the settle steps
+    // (output guardrail, onToolEnd) another: within a batch each kind runs one step at a time,
+    // in call order; the two kinds run side by side.
+
+    /** A promise and the function that settles it, for steps a test holds open. */
+    function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+      let resolve!: (value: T) => void;
+      const promise = new Promise<T>((r) => (resolve = r));
+      return { promise, resolve };
+    }
+
+    /** Resolves after `n` turns of the microtask queue: a delay with no clock. */
+    async function hops(n: number): Promise<void> {
+      for (let i = 0; i < n; i++) await undefined;
+    }
+
+    type Kind = 'gate' | 'settle';
+    interface Entry {
+      readonly kind: Kind;
+      readonly step: string;
+      readonly callId: string;
+      readonly at: 'enter' | 'exit';
+    }
+
+    /** Steps that log when they enter and exit; a delay of 0 answers synchronously. */
+    function stepLog() {
+      const entries: Entry[] = [];
+      const active: Record<Kind, number> = { gate: 0, settle: 0 };
+      const peak: Record<Kind, number> = { gate: 0, settle: 0 };
+      function step<T>(kind: Kind, name: string, callId: string, delay: number, value: T): T | Promise<T> {
+        entries.push({ kind, step: name, callId, at: 'enter' });
+        peak[kind] = Math.max(peak[kind], ++active[kind]);
+        const exit = (): T => {
+          active[kind]--;
+          entries.push({ kind, step: name, callId, at: 'exit' });
+          return value;
+        };
+        return delay === 0 ? exit() : hops(delay).then(exit);
+      }
+      return { entries, peak, step };
+    }
+
+    const worldCall = fc.record({
+      tool: fc.constantFrom('lookup', 'book', 'write'),
+      body: fc.nat({ max: 8 }),
+      fails: fc.boolean(),
+      start: fc.nat({ max: 4 }),
+      input: fc.nat({ max: 4 }),
+      approve: fc.nat({ max: 4 }),
+      output: fc.nat({ max: 4 }),
+      end: fc.nat({ max: 4 }),
+    });
+
+    it('runs the steps of each kind one at a time and in call order, and a call\'s gate before its settle (property)', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(worldCall, { minLength: 1, maxLength: 6 }), async (world) => {
+          const { entries, peak, step } = stepLog();
+          const at = (callId: string) => world[Number(callId.slice(1))]!;
+          const body = async (_args: unknown, ctx: { callId: string }) => {
+            const { body: delay, fails } = at(ctx.callId);
+            await hops(delay);
+            if (fails) throw new Error(`${ctx.callId} failed`);
+            return ctx.callId;
+          };
+          const tools = new ToolRegistry()
+            .register({ name: 'lookup' }, body)
+            .register({ name: 'book', needsApproval: true }, body)
+            .register({ name: 'write', parallelSafe: false }, body);
+          const runner = new AgentRunner({
+            provider: scripted(...world.map((c, i) => call(`c${i}`, c.tool))),
+            tools,
+            hooks: {
+              onToolStart: ({ callId }) => step('gate', 'start', callId, at(callId).start, undefined),
+              onToolEnd: ({ callId }) => step('settle', 'end', callId, at(callId).end, undefined),
+            },
+            guardrails: {
+              input: ({ callId }) => step('gate', 'input', callId, at(callId).input, undefined),
+              output: ({ callId }) => step('settle', 'output', callId, at(callId).output, undefined),
+            },
+            approve: ({ callId }) => step('gate', 'approve', callId, at(callId).approve, true),
+          });
+          const result = await runner.run(agent(), 'go');
+          expect(result.status).to.equal('completed');
+          expect(peak, 'steps of one kind at once').to.deep.equal({ gate: 1, settle: 1 });
+          const entered = (kind: Kind) => entries.filter((e) => e.kind === kind && e.at === 'enter').map((e) => `${e.step} ${e.callId}`);
+          const ids = world.map((_c, i) => `c${i}`);
+          expect(entered('gate')).to.deep.equal(ids.flatMap((id) => [`start ${id}`, `input ${id}`, ...(at(id).tool === 'book' ? [`approve ${id}`] : [])]));
+          expect(entered('settle')).to.deep.equal(ids.flatMap((id) => [...(at(id).fails ? [] : [`output ${id}`]), `end ${id}`]));
+          for (const id of ids) {
+            const lastGate = entries.map((e) => e.kind === 'gate' && e.callId === id).lastIndexOf(true);
+            const firstSettle = entries.findIndex((e) => e.kind === 'settle' && e.callId === id);
+            expect(lastGate, `${id}: its gate steps were over before its settle steps began`).to.be.below(firstSettle);
+          }
+        }),
+        { numRuns: 200, seed },
+      );
+    });
+
+    it('does not hold back the end hooks and results of earlier calls behind a slow approval of a later one', async () => {
+      const approval = deferred<boolean>();
+      const log: string[] = [];
+      const tools = new ToolRegistry()
+        .register({ name: 'lookup' }, async (_args, ctx) => (await hops(3), ctx.callId))
+        .register({ name: 'book', needsApproval: true }, () => 'booked');
+      const events: RunEvent[] = [];
+      const runner = new AgentRunner({
+        provider: scripted(call('a', 'lookup'), call('b', 'lookup'), call('c', 'book')),
+        tools,
+        approve: ({ callId }) => (log.push(`approve ${callId}`), approval.promise),
+        hooks: { onToolEnd: ({ callId }) => void log.push(`end ${callId}`) },
+      });
+      const done = new Promise<void>((resolve) => runner.run$(agent(), 'go').subscribe({ next: (e) => events.push(e), complete: resolve }));
+      await hops(10);
+      // c's approval is still open: a and b have ended, and their results are out.
+      expect(log).to.deep.equal(['approve c', 'end a', 'end b']);
+      expect(events.filter(isOutcome).map(brief)).to.deep.equal(['a=a', 'b=b']);
+      approval.resolve(true);
+      await done;
+      expect(log).to.deep.equal(['approve c', 'end a', 'end b', 'end c']);
+      expect(events.filter(isOutcome).map(brief)).to.deep.equal(['a=a', 'b=b', 'c=booked']);
+    });
+
+    it('does not hold back the gate and dispatch of a later phase behind a slow end hook of an earlier call', async () => {
+      const ended = deferred();
+      const log: string[] = [];
+      const tools = new ToolRegistry()
+        .register({ name: 'write', parallelSafe: false }, () => (log.push('body w'), 'written'))
+        .register({ name: 'lookup' }, () => (log.push('body l'), 'found'));
+      const runner = new AgentRunner({
+        provider: scripted(call('w', 'write'), call('l', 'lookup')),
+        tools,
+        hooks: {
+          onToolStart: ({ callId }) => void log.push(`start ${callId}`),
+          onToolEnd: ({ callId }) => (log.push(`end ${callId}`), callId === 'w' ? ended.promise : undefined),
+        },
+      });
+      const done = runner.run(agent(), 'go');
+      await hops(10);
+      // w's end hook is still open; l, in the next phase, has passed the gate and run.
+      expect(log).to.deep.equal(['start w', 'body w', 'end w', 'start l', 'body l']);
+      ended.resolve();
+      const result = await done;
+      expect(log).to.deep.equal(['start w', 'body w', 'end w', 'start l', 'body l', 'end l']);
+      expect(result.events.filter(isOutcome).map(brief)).to.deep.equal(['w=written', 'l=found']);
+    });
+
+    it('holds back a later call\'s end hook behind an earlier call\'s, whichever finished first', async () => {
+      const first = deferred();
+      const log: string[] = [];
+      const tools = new ToolRegistry().register({ name: 'lookup' }, async (_args, ctx) => (ctx.callId === 'a' ? (await hops(5), 'A') : 'B'));
+      const runner = new AgentRunner({
+        provider: scripted(call('a', 'lookup'), call('b', 'lookup')),
+        tools,
+        hooks: { onToolEnd: ({ callId }) => (log.push(`end ${callId}`), callId === 'a' ? first.promise.then(() => void log.push('end a done')) : undefined) },
+      });
+      const done = runner.run(agent(), 'go');
+      await hops(20);
+      expect(log).to.deep.equal(['end a']);
+      first.resolve();
+      await done;
+      expect(log).to.deep.equal(['end a', 'end a done', 'end b']);
+    });
+
+    it('lets a stop abandon a gate step in progress: the call ends never dispatched, its late answer ignored', async () => {
+      const approval = deferred<boolean>();
+      const log: string[] = [];
+      const booked = sinon.spy(() => 'booked');
+      const tools = new ToolRegistry()
+        .register({ name: 'lookup' }, async () => (await hops(3), 'found'))
+        .register({ name: 'book', needsApproval: true }, booked);
+      const controller = new AbortController();
+      const runner = new AgentRunner({
+        provider: scripted(call('a', 'lookup'), call('b', 'book'), call('c', 'lookup')),
+        tools,
+        approve: ({ callId }) => (log.push(`approve ${callId}`), approval.promise.then((answer) => (log.push(`approved ${callId}`), answer))),
+        hooks: {
+          onToolStart: ({ callId }) => void log.push(`start ${callId}`),
+          onToolEnd: ({ callId }, event) => void log.push(`end ${callId} ${event.type}`),
+        },
+      });
+      const done = runner.run(agent(), 'go', { signal: controller.signal });
+      await hops(10);
+      controller.abort('user left');
+      const result = await done;
+      // b's end hook ran while its approval was still open, and c never reached the gate.
+      expect(log).to.deep.equal(['start a', 'start b', 'approve b', 'end a TOOL_RESULT', 'end b TOOL_ERROR', 'end c TOOL_ERROR']);
+      approval.resolve(true);
+      await hops(10);
+      expect(log[log.length - 1]).to.equal('approved b');
+      expect(booked.called).to.equal(false);
+      expect(result.events.filter(isOutcome).map(brief)).to.deep.equal(['a=found', 'b!CallStoppedError', 'c!CallStoppedError']);
+    });
+
+    it('keeps runs apart: a slow approval in one run holds back no step of another run on the same runner', async () => {
+      const approval = deferred<boolean>();
+      const log: string[] = [];
+      const tools = new ToolRegistry().register({ name: 'book', needsApproval: true }, (_args, ctx) => `booked ${ctx.callId}`);
+      const runner = new AgentRunner({
+        provider: new ScriptedProvider({ slow: [{ toolCalls: [call('s', 'book')] }, { text: 'done' }], quick: [{ toolCalls: [call('q', 'book')] }, { text: 'done' }] }),
+        tools,
+        approve: ({ callId }) => (log.push(`approve ${callId}`), callId === 's' ? approval.promise : true),
+        hooks: { onToolEnd: ({ callId }) => void log.push(`end ${callId}`) },
+      });
+      const slow = runner.run(new Agent({ name: 'slow', instructions: '', model: 'm' }), 'go');
+      const quick = await runner.run(new Agent({ name: 'quick', instructions: '', model: 'm' }), 'go');
+      expect(quick.status).to.equal('completed');
+      expect(log).to.deep.equal(['approve s', 'approve q', 'end q']);
+      approval.resolve(true);
+      expect((await slow).status).to.equal('completed');
+      expect(log).to.deep.equal(['approve s', 'approve q', 'end q', 'end s']);
     });
   });
 

@@ -300,6 +300,110 @@ describe('AgentRunner: stopping', () => {
     });
   });
 
+  describe('the reason the caller gave', () => {
+    /** `a` (idempotent) aborts the run's signal with `reason` from inside its body; `b` and `c` queue behind it. */
+    async function cancelledWith(abort: (controller: AbortController) => void) {
+      const controller = new AbortController();
+      const tools = new ToolRegistry()
+        .register({ name: 'search', idempotent: true }, () => {
+          abort(controller);
+          return 'found';
+        })
+        .register({ name: 'charge' }, () => 'charged');
+      const provider = new ScriptedProvider([{ toolCalls: [ask('a', 'search'), ask('b', 'charge')] }, { text: 'done' }]);
+      const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 1 }) });
+      const result = await runner.run(planner, 'go', { signal: controller.signal });
+      const last = result.events[result.events.length - 1];
+      return { result, reason: last?.type === 'RUN_CANCELLED' ? last.reason : undefined, runner };
+    }
+
+    it('is carried by RUN_CANCELLED, result.error and every stop message', async () => {
+      const { result, reason } = await cancelledWith((controller) => controller.abort('user closed the tab'));
+      const why = 'the run was cancelled: user closed the tab';
+      expect(result.status).to.equal('cancelled');
+      expect(reason).to.equal(why);
+      expect(result.error).to.deep.equal({ name: 'RunCancelled', message: why });
+      expect(messageOf(result.events, 'a')).to.equal(`search was in flight when the batch stopped (${why}). Safe to call again`);
+      expect(messageOf(result.events, 'b')).to.equal(`never dispatched: ${why}`);
+    });
+
+    it('is carried when the signal had aborted before the run began, and when the model was being asked', async () => {
+      const before = new AbortController();
+      before.abort(new Error('shutting down'));
+      const runner = new AgentRunner({ provider: new ScriptedProvider([() => new Promise<ModelResponse>(() => undefined)]), tools: new ToolRegistry() });
+      const early = await runner.run(planner, 'go', { signal: before.signal });
+      expect(early.error?.message).to.equal('the run was cancelled: shutting down');
+      const during = new AbortController();
+      const asked = runner.run(planner, 'go', { signal: during.signal });
+      during.abort('superseded by a newer question');
+      expect((await asked).error?.message).to.equal('the run was cancelled: superseded by a newer question');
+    });
+
+    const circular = (): Record<string, unknown> => {
+      const value: Record<string, unknown> = {};
+      value['self'] = value;
+      return value;
+    };
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('get trap');
+        },
+        getPrototypeOf() {
+          throw new Error('getPrototypeOf trap');
+        },
+        has() {
+          throw new Error('has trap');
+        },
+        ownKeys() {
+          throw new Error('ownKeys trap');
+        },
+      },
+    );
+    const cases: ReadonlyArray<{ title: string; abort: (controller: AbortController) => void; expected: string }> = [
+      { title: 'a bare abort(): none', abort: (c) => c.abort(), expected: 'the run was cancelled' },
+      { title: 'undefined: none', abort: (c) => c.abort(undefined), expected: 'the run was cancelled' },
+      { title: 'an empty string: none', abort: (c) => c.abort('  '), expected: 'the run was cancelled' },
+      { title: 'a string: itself', abort: (c) => c.abort('user closed the tab'), expected: 'the run was cancelled: user closed the tab' },
+      { title: 'an Error: its message', abort: (c) => c.abort(new TypeError('quota exhausted')), expected: 'the run was cancelled: quota exhausted' },
+      { title: 'an Error without a message: its name', abort: (c) => c.abort(Object.assign(new Error(''), { name: 'ClientGone' })), expected: 'the run was cancelled: ClientGone' },
+      { title: 'a plain Error without a message: none', abort: (c) => c.abort(new Error()), expected: 'the run was cancelled' },
+      {
+        title: 'a DOMException other than AbortError (a timeout): its message',
+        abort: (c) => c.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+        expected: 'the run was cancelled: The operation was aborted due to timeout',
+      },
+      { title: 'a number: its digits', abort: (c) => c.abort(499), expected: 'the run was cancelled: 499' },
+      { title: 'a symbol: its description', abort: (c) => c.abort(Symbol('bye')), expected: 'the run was cancelled: Symbol(bye)' },
+      { title: 'an object with a message', abort: (c) => c.abort({ message: 'closed by the client' }), expected: 'the run was cancelled: closed by the client' },
+      { title: 'another object: its JSON', abort: (c) => c.abort({ code: 'gone' }), expected: 'the run was cancelled: {"code":"gone"}' },
+      { title: 'an object JSON cannot write (a cycle): none, without throwing', abort: (c) => c.abort(circular()), expected: 'the run was cancelled' },
+      {
+        title: 'an object whose message getter throws: none, without throwing',
+        abort: (c) =>
+          c.abort(
+            Object.defineProperty(new Error('x'), 'message', {
+              get() {
+                throw new Error('no');
+              },
+            }),
+          ),
+        expected: 'the run was cancelled',
+      },
+      { title: 'a proxy whose every trap throws: none, without throwing', abort: (c) => c.abort(hostile), expected: 'the run was cancelled' },
+    ];
+    for (const c of cases) {
+      it(`reads ${c.title}`, async () => {
+        const { result, reason, runner } = await cancelledWith(c.abort);
+        expect(result.status).to.equal('cancelled');
+        expect(reason).to.equal(c.expected);
+        expect(messageOf(result.events, 'b')).to.equal(`never dispatched: ${c.expected}`);
+        expect(runner.lanes.occupancy()).to.deep.equal([]);
+      });
+    }
+  });
+
   describe('cancelled while the model is being asked', () => {
     function scenario({ cold }: RunHelpers) {
       const controller = new AbortController();
@@ -377,7 +481,7 @@ describe('AgentRunner: stopping', () => {
       expect(signals[0]!.aborted).to.equal(false);
     });
 
-    it('aborts the pending request when a run that reused its signal over turns is cancelled', async () => {
+    it('aborts the pending request of a run cancelled on a later turn, and not the signal of its answered first request', async () => {
       const controller = new AbortController();
       const signals: AbortSignal[] = [];
       const provider = new ScriptedProvider([
@@ -395,40 +499,83 @@ describe('AgentRunner: stopping', () => {
       const result = await runner.run(planner, 'go', { signal: controller.signal });
       expect(result.status).to.equal('cancelled');
       expect(signals).to.have.length(2);
-      expect(signals[1]!.aborted).to.equal(true);
+      expect(signals[1]).to.not.equal(signals[0]);
+      expect(signals[1]!.aborted, 'the request waiting when the run was cancelled').to.equal(true);
+      expect(signals[0]!.aborted, 'the request that had answered').to.equal(false);
     });
+  });
 
-    it('passes the signal of a request that answered on to the next run, and never shares one between requests in flight', async () => {
-      const signals: AbortSignal[] = [];
+  describe('the signals handed to the provider', () => {
+    it("belong to their run alone: a provider that keeps a signal never sees another run's cancel", async () => {
+      const kept: Array<{ agent: string; signal: AbortSignal }> = [];
       const pending: Array<(response: ModelResponse) => void> = [];
       const provider = {
         respond: (request: { agent: string }, signal: AbortSignal) => {
-          signals.push(signal);
+          kept.push({ agent: request.agent, signal });
           if (request.agent === 'planner') return of<ModelResponse>({ text: 'at once' });
           return new Promise<ModelResponse>((resolve) => pending.push(resolve));
         },
       };
       const runner = new AgentRunner({ provider, tools: new ToolRegistry() });
       const slow = new Agent({ name: 'slow', instructions: '', model: 'm' });
-      // Two runs answered at once, one after the other: one signal serves both.
+      // A run answered at once, then two runs asked at the same time, one of them cancelled.
       expect((await runner.run(planner, 'one')).status).to.equal('completed');
-      expect((await runner.run(planner, 'two')).status).to.equal('completed');
-      expect(signals[1]).to.equal(signals[0]);
-      // Two requests waiting at once: each its own signal, and cancelling one run aborts its own only.
       const cancel = new AbortController();
-      const first = runner.run(slow, 'three', { signal: cancel.signal });
-      const second = runner.run(slow, 'four');
-      expect(signals[3]).to.not.equal(signals[2]);
+      const cancelled = runner.run(slow, 'two', { signal: cancel.signal });
+      const other = runner.run(slow, 'three');
       cancel.abort();
-      expect((await first).status).to.equal('cancelled');
-      expect(signals[2]!.aborted, 'the cancelled run aborts its request').to.equal(true);
-      expect(signals[3]!.aborted, 'the other run keeps its request').to.equal(false);
+      expect((await cancelled).status).to.equal('cancelled');
       pending[1]!({ text: 'late' });
-      expect((await second).status).to.equal('completed');
-      // The aborted signal is never handed out again; the one that answered is.
-      expect((await runner.run(planner, 'five')).status).to.equal('completed');
-      expect(signals[4]).to.equal(signals[3]);
-      expect(signals[4]!.aborted).to.equal(false);
+      expect((await other).status).to.equal('completed');
+      // And a run after all that.
+      expect((await runner.run(planner, 'four')).status).to.equal('completed');
+      expect(kept.map(({ agent, signal }) => `${agent} ${signal.aborted}`)).to.deep.equal(['planner false', 'slow true', 'slow false', 'planner false']);
+      expect(new Set(kept.map(({ signal }) => signal)).size, 'no signal handed to two requests').to.equal(kept.length);
+    });
+
+    it('are never handed to two requests, over turns, runs side by side and nested runs', async () => {
+      const signals: AbortSignal[] = [];
+      const researcher = new Agent({ name: 'researcher', instructions: '', model: 'm', tools: ['search'] });
+      const keep = (response: ModelResponse): ScriptStep => (_request, signal) => (signals.push(signal), response);
+      const planners = [1, 2, 3].map((i) => new Agent({ name: `planner${i}`, instructions: '', model: 'm' }));
+      const script: Record<string, ScriptStep[]> = {
+        // The three nested runs share the researcher's script: each takes a search, then an answer.
+        researcher: [keep({ toolCalls: [ask('r', 'search')] }), keep({ toolCalls: [ask('r', 'search')] }), keep({ toolCalls: [ask('r', 'search')] }), keep({ text: 'found' }), keep({ text: 'found' }), keep({ text: 'found' })],
+      };
+      for (const { name } of planners) script[name] = [keep({ toolCalls: [ask('s', 'search'), ask('d', 'delegate')] }), keep({ toolCalls: [ask('t', 'search')] }), keep({ text: 'done' })];
+      const tools = new ToolRegistry()
+        .register({ name: 'search' }, () => new Promise((resolve) => setTimeout(() => resolve('x'), 1)))
+        .register({ name: 'delegate' }, async (_args, ctx) => (await ctx.runAgent(researcher, 'look')).output);
+      const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools });
+      // Three runs at once on one runner, each asking three times and starting a nested run that asks twice.
+      const results = await Promise.all(planners.map((agent) => runner.run(agent, 'go')));
+      expect(results.map((r) => r.status)).to.deep.equal(['completed', 'completed', 'completed']);
+      expect(signals).to.have.length(15);
+      expect(new Set(signals).size).to.equal(15);
+      expect(signals.some((signal) => signal.aborted)).to.equal(false);
+    });
+
+    it('are each aborted by their own run only, whichever run stops first', async () => {
+      // Four runs wait on their model at once: two are cancelled, one before any answer and one
+      // after another run's; the other two answer.
+      const kept = new Map<string, AbortSignal>();
+      const pending = new Map<string, (response: ModelResponse) => void>();
+      const provider = {
+        respond: (request: { messages: ReadonlyArray<{ content: string }> }, signal: AbortSignal) => {
+          const input = request.messages[0]!.content;
+          kept.set(input, signal);
+          return new Promise<ModelResponse>((resolve) => pending.set(input, resolve));
+        },
+      };
+      const runner = new AgentRunner({ provider, tools: new ToolRegistry() });
+      const controllers = ['a', 'b', 'c', 'd'].map(() => new AbortController());
+      const runs = ['a', 'b', 'c', 'd'].map((input, i) => runner.run(planner, input, { signal: controllers[i]!.signal }));
+      controllers[1]!.abort('b is done');
+      pending.get('a')!({ text: 'A' });
+      controllers[3]!.abort();
+      pending.get('c')!({ text: 'C' });
+      expect((await Promise.all(runs)).map((r) => r.status)).to.deep.equal(['completed', 'cancelled', 'completed', 'cancelled']);
+      expect(['a', 'b', 'c', 'd'].map((input) => kept.get(input)!.aborted)).to.deep.equal([false, true, false, true]);
     });
   });
 
