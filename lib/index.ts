@@ -15,6 +15,7 @@ export {
   ToolTimedOutError,
   UnknownToolError,
   WorkerPoolFullError,
+  toErrorInfo,
   type ErrorInfo,
 } from './errors.js';
 export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type Permit } from './lanes/index.js';

@@ -3,6 +3,7 @@
 // cancelled and classified, and the response, timers and subscription are all let go.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { map, Observable } from 'rxjs';
+import { toErrorInfo } from '../errors.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
 import { followForClient, type ClientFollow, type StreamEnding } from './followForClient.js';
 
@@ -132,7 +133,7 @@ export function serveEventStream<T>(
           if (heartbeat !== undefined) clearInterval(heartbeat);
           response.off('close', leave);
           if (writable()) {
-            if (ending.ended === 'error') response.write(eventStreamFrame({ event: 'error', data: JSON.stringify(errorInfo(ending.error)) }));
+            if (ending.ended === 'error') response.write(eventStreamFrame({ event: 'error', data: JSON.stringify(toErrorInfo(ending.error)) }));
             else if (encoding.trailer !== undefined) response.write(encoding.trailer);
             response.end();
           }
@@ -144,8 +145,4 @@ export function serveEventStream<T>(
       response.off('close', onClose);
     })();
   };
-}
-
-function errorInfo(error: unknown): { name: string; message: string } {
-  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
 }

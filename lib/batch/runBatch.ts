@@ -72,6 +72,17 @@ function leave(permit: Permit): void {
   }
 }
 
+// Ends an Observable body's subscription. A teardown of the body's that throws must not cut
+// the call's bookkeeping short (its outcome undelivered, its permits held): the outcome stands,
+// and the error is reported the way RxJS reports one nobody can receive.
+function unsubscribeBody(running: Unsubscribable): void {
+  try {
+    running.unsubscribe();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
 function verdictError(verdict: unknown): ErrorInfo | undefined {
   if (verdict === undefined || verdict === null) return undefined;
   if (typeof verdict === 'string') return { name: 'ToolRejectedError', message: verdict };
@@ -282,19 +293,33 @@ class CallRun {
     if (this.settled) {
       // Failed (a synchronous stall) or torn down while the body ran: its answer no longer
       // counts, but a Promise's rejection must still be handled, or Node ends the process.
-      if (isPromiseLike(produced)) produced.then(undefined, () => undefined);
+      try {
+        if (isPromiseLike(produced)) produced.then(undefined, () => undefined);
+      } catch {
+        // A hostile thenable: the call has its outcome, and there is nothing left to handle.
+      }
       return;
     }
-    if (isObservable(produced)) {
-      // Its first value is the result; an Observable that completes empty gives undefined.
-      const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
-      if (this.settled) running.unsubscribe();
-      else this.running = running;
-    } else if (isPromiseLike(produced)) {
-      produced.then((result: unknown) => this.succeed(result), onError);
-    } else {
-      this.succeed(produced);
+    // Reading the answer can throw (a throwing getter on `then`, a Proxy's traps), and so can a
+    // thenable's `then` or an Observable's `subscribe`: the call then fails with what was thrown,
+    // as `await` would fail on such a value. Only a plain value is taken outside the guard.
+    try {
+      if (isObservable(produced)) {
+        // Its first value is the result; an Observable that completes empty gives undefined.
+        const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
+        if (this.settled) unsubscribeBody(running);
+        else this.running = running;
+        return;
+      }
+      if (isPromiseLike(produced)) {
+        produced.then((result: unknown) => this.succeed(result), onError);
+        return;
+      }
+    } catch (error) {
+      this.fail(error);
+      return;
     }
+    this.succeed(produced);
   }
 
   private record(patch: Delta): void {
@@ -363,7 +388,7 @@ class CallRun {
   // once it is settled, do nothing when they come due.
   private halt(): void {
     this.watch?.release();
-    this.running?.unsubscribe();
+    if (this.running !== undefined) unsubscribeBody(this.running);
     this.watch = this.running = undefined;
   }
 

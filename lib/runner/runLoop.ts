@@ -443,7 +443,11 @@ export class RunLoop {
     const { turn } = asking;
     try {
       if (outcome === undefined) return this.end(failed(new ProviderError(turn, 'the provider completed without a response')));
-      if ('error' in outcome) return this.end(failed(new ProviderError(turn, toErrorInfo(outcome.error).message)));
+      if ('error' in outcome) {
+        // The provider's facts (an HTTP status, its code, the attempts made) go with the failure.
+        const info = toErrorInfo(outcome.error);
+        return this.end(failed(new ProviderError(turn, info.message, info)));
+      }
       let decoded: ReturnType<typeof decodeModelResponse>;
       try {
         decoded = decodeModelResponse(outcome.raw);
