@@ -282,5 +282,19 @@ export class ProviderError extends AgentLanesError {
   }
 }
 
+/** A value has no JSON form (see `jsonForm`): where, and why. */
+export class JsonFormError extends AgentLanesError {
+  /** Where in the value, dotted (`items.0.price`); `''` for the value as a whole. */
+  readonly path: string;
+  /** Why: `a circular reference`, what a getter threw, `a function is not JSON`. */
+  readonly reason: string;
+  constructor(path: string, reason: string) {
+    // A path hundreds of keys long (a value nested too deep) is shortened in the message only.
+    super(path === '' ? reason : `${path.length > 120 ? `${path.slice(0, 58)}...${path.slice(-58)}` : path}: ${reason}`);
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
 /** The run could not produce its final answer (bad structured output, too many turns). */
 export class RunError extends AgentLanesError {}

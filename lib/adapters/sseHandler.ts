@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { map, Observable } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
+import { jsonText } from '../json.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
 import { followForClient, type ClientFollow, type StreamEnding } from './followForClient.js';
 
@@ -63,7 +64,9 @@ export function sseHandler<T>(start: StreamStarter<T>, options: SseHandlerOption
       source$.pipe(
         map((value): EventStreamFrame => {
           const event = eventName(value);
-          return { data: JSON.stringify(value) ?? 'null', ...(event === undefined ? {} : { event }) };
+          // The one JSON form (lib/json.ts): a run's results are already in it, and anything
+          // else JSON would refuse (a BigInt, a Map) goes as a run's results do.
+          return { data: jsonText(value), ...(event === undefined ? {} : { event }) };
         }),
       ),
   });
