@@ -2,25 +2,122 @@
 // test `instanceof` and read `tool` or `seconds` instead of parsing a message.
 // Every module may import this file; it imports nothing.
 
-/** The plain shape an error takes in events and messages: a name and a message. */
+/**
+ * The plain shape an error takes in events and messages: a name and a message, and the facts
+ * a provider's error carries (`status`, `code`, `attempts`) when it carries them as plain values.
+ */
 export interface ErrorInfo {
   readonly name: string;
   readonly message: string;
+  /** The HTTP status, when the error had one (a provider's ProviderHttpError, wrapped in a ProviderError). */
+  readonly status?: number;
+  /** The vendor's or system's error code (`rate_limit_error`, `ECONNRESET`), when the error had one. */
+  readonly code?: string | number;
+  /** How many requests were sent, when the error counted them. */
+  readonly attempts?: number;
 }
 
-/** Turns anything thrown (an Error, a string, an object, undefined) into an ErrorInfo. */
+/**
+ * Turns anything thrown (an Error, a string, an object, undefined) into an ErrorInfo. It never
+ * throws itself: a value whose reading throws (a Proxy, an Error whose `message` getter throws)
+ * gives an ErrorInfo that says so. `status`, `code` and `attempts` are copied when they are the
+ * error's own data properties holding a number (a string or a number for `code`); an error
+ * without them gives exactly `{ name, message }`.
+ */
 export function toErrorInfo(reason: unknown): ErrorInfo {
-  if (reason instanceof Error) {
-    return { name: reason.name || 'Error', message: reason.message };
-  }
   if (typeof reason === 'string') return { name: 'Error', message: reason };
-  if (reason !== null && typeof reason === 'object') {
-    const { name, message } = reason as { name?: unknown; message?: unknown };
-    if (typeof message === 'string') {
-      return { name: typeof name === 'string' && name !== '' ? name : 'Error', message };
+  if (reason === null || (typeof reason !== 'object' && typeof reason !== 'function')) return nonError(reason);
+  let name: string;
+  let message: string;
+  try {
+    if (reason instanceof Error) {
+      name = nameOf(reason);
+      message = messageOf(reason);
+    } else {
+      const { message: text } = reason as { message?: unknown };
+      if (typeof text !== 'string') return nonError(reason);
+      name = nameOf(reason);
+      message = text;
     }
+  } catch (unreadable) {
+    // Even `instanceof` can throw, through a Proxy's getPrototypeOf trap.
+    return { name: 'Error', message: `a value was thrown that cannot be read as an error (${unreadableWhy(unreadable)})` };
   }
+  return withFacts(reason, name, message);
+}
+
+function nonError(reason: unknown): ErrorInfo {
   return { name: 'Error', message: `a non-Error value was thrown: ${describeThrown(reason)}` };
+}
+
+// A name that is not a non-empty string, or that cannot be read, is 'Error'.
+function nameOf(reason: object): string {
+  try {
+    const { name } = reason as { name?: unknown };
+    return typeof name === 'string' && name !== '' ? name : 'Error';
+  } catch {
+    return 'Error';
+  }
+}
+
+// An Error's message; one that is not a string is described, and one whose getter throws says so.
+function messageOf(reason: Error): string {
+  let message: unknown;
+  try {
+    message = reason.message;
+  } catch (unreadable) {
+    return `the error's message cannot be read (${unreadableWhy(unreadable)})`;
+  }
+  return typeof message === 'string' ? message : describeThrown(message);
+}
+
+// The ErrorInfo, with the facts the error holds as its own plain data. Only own data properties
+// are read: no getter runs, and a DOMException's inherited legacy `code` is not one of them.
+function withFacts(reason: object, name: string, message: string): ErrorInfo {
+  let status: unknown;
+  let code: unknown;
+  let attempts: unknown;
+  try {
+    status = ownData(reason, 'status');
+    code = ownData(reason, 'code');
+    attempts = ownData(reason, 'attempts');
+  } catch {
+    return { name, message };
+  }
+  const hasStatus = isCount(status);
+  const hasCode = isCount(code) || (typeof code === 'string' && code !== '');
+  const hasAttempts = isCount(attempts);
+  if (!hasStatus && !hasCode && !hasAttempts) return { name, message };
+  return {
+    name,
+    message,
+    ...(hasStatus ? { status: status as number } : {}),
+    ...(hasCode ? { code: code as string | number } : {}),
+    ...(hasAttempts ? { attempts: attempts as number } : {}),
+  };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+function ownData(target: object, key: string): unknown {
+  const descriptor = Object.getOwnPropertyDescriptor(target, key);
+  return descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined;
+}
+
+// What reading a thrown value threw, for the message; itself read with care, once.
+function unreadableWhy(thrown: unknown): string {
+  try {
+    if (typeof thrown === 'string') return thrown;
+    if (thrown instanceof Error) {
+      const { message } = thrown;
+      if (typeof message === 'string') return message;
+    }
+  } catch {
+    // A failure while reading a failure: nothing more can be said about it.
+  }
+  return 'reading it threw';
 }
 
 function describeThrown(reason: unknown): string {
@@ -29,7 +126,13 @@ function describeThrown(reason: unknown): string {
   try {
     return JSON.stringify(reason) ?? String(reason);
   } catch {
+    // A getter, a toJSON or a proxy trap that throws; a BigInt inside.
+  }
+  try {
     return Object.prototype.toString.call(reason);
+  } catch {
+    // A revoked Proxy, or a Symbol.toStringTag getter that throws.
+    return 'a value that cannot be read';
   }
 }
 
@@ -160,12 +263,36 @@ export class ToolRejectedError extends AgentLanesError {
   }
 }
 
-/** A model provider failed, or its reply did not decode. */
+/**
+ * A model provider failed, or its reply did not decode. The facts of the provider's own error
+ * (a ProviderHttpError's `status`, `code` and `attempts`) are kept as fields, so a failed run's
+ * `RUN_FAILED.error` and `RunResult.error` carry them too.
+ */
 export class ProviderError extends AgentLanesError {
   readonly turn: number;
-  constructor(turn: number, detail: string) {
+  readonly status: number | undefined;
+  readonly code: string | number | undefined;
+  readonly attempts: number | undefined;
+  constructor(turn: number, detail: string, facts: { readonly status?: number; readonly code?: string | number; readonly attempts?: number } = {}) {
     super(`model provider failed on turn ${turn}: ${detail}`);
     this.turn = turn;
+    this.status = facts.status;
+    this.code = facts.code;
+    this.attempts = facts.attempts;
+  }
+}
+
+/** A value has no JSON form (see `jsonForm`): where, and why. */
+export class JsonFormError extends AgentLanesError {
+  /** Where in the value, dotted (`items.0.price`); `''` for the value as a whole. */
+  readonly path: string;
+  /** Why: `a circular reference`, what a getter threw, `a function is not JSON`. */
+  readonly reason: string;
+  constructor(path: string, reason: string) {
+    // A path hundreds of keys long (a value nested too deep) is shortened in the message only.
+    super(path === '' ? reason : `${path.length > 120 ? `${path.slice(0, 58)}...${path.slice(-58)}` : path}: ${reason}`);
+    this.path = path;
+    this.reason = reason;
   }
 }
 

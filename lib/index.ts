@@ -8,6 +8,7 @@ export {
   ConfigError,
   DeadlineExceededError,
   EventLoopStalledError,
+  JsonFormError,
   ProviderError,
   RunError,
   ToolArgumentsError,
@@ -15,8 +16,10 @@ export {
   ToolTimedOutError,
   UnknownToolError,
   WorkerPoolFullError,
+  toErrorInfo,
   type ErrorInfo,
 } from './errors.js';
+export { jsonForm, jsonText, type JsonValue } from './json.js';
 export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type Permit } from './lanes/index.js';
 export {
   LoopMonitor,

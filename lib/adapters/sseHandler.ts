@@ -3,6 +3,8 @@
 // cancelled and classified, and the response, timers and subscription are all let go.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asyncScheduler, map, Observable, type Subscription } from 'rxjs';
+import { toErrorInfo } from '../errors.js';
+import { jsonText } from '../json.js';
 import { scheduleAfter } from '../time.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
 import { followForClient, type ClientFollow, type StreamEnding } from './followForClient.js';
@@ -63,7 +65,9 @@ export function sseHandler<T>(start: StreamStarter<T>, options: SseHandlerOption
       source$.pipe(
         map((value): EventStreamFrame => {
           const event = eventName(value);
-          return { data: JSON.stringify(value) ?? 'null', ...(event === undefined ? {} : { event }) };
+          // The one JSON form (lib/json.ts): a run's results are already in it, and anything
+          // else JSON would refuse (a BigInt, a Map) goes as a run's results do.
+          return { data: jsonText(value), ...(event === undefined ? {} : { event }) };
         }),
       ),
   });
@@ -141,7 +145,7 @@ export function serveEventStream<T>(
           heartbeat?.unsubscribe();
           response.off('close', leave);
           if (writable()) {
-            if (ending.ended === 'error') response.write(eventStreamFrame({ event: 'error', data: JSON.stringify(errorInfo(ending.error)) }));
+            if (ending.ended === 'error') response.write(eventStreamFrame({ event: 'error', data: JSON.stringify(toErrorInfo(ending.error)) }));
             else if (encoding.trailer !== undefined) response.write(encoding.trailer);
             response.end();
           }
@@ -153,8 +157,4 @@ export function serveEventStream<T>(
       response.off('close', onClose);
     })();
   };
-}
-
-function errorInfo(error: unknown): { name: string; message: string } {
-  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
 }

@@ -2,6 +2,7 @@
 // reads (start, steps, text, tool input and output, finish). A front end built for that SDK
 // renders an agent-lanes run, its tool calls in call order, with no code of ours on the client.
 import { catchError, concatMap, defer, from, type Observable } from 'rxjs';
+import { toErrorInfo } from '../errors.js';
 import type { RunEvent } from '../runner/index.js';
 
 /**
@@ -129,7 +130,7 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
       concatMap((event) => from(chunksOf(event))),
       // A transcript ends in RUN_COMPLETED, RUN_FAILED or RUN_CANCELLED; anything thrown is shown as an error, not a broken stream.
       catchError((error: unknown) =>
-        from<UIMessageChunk[]>([...closeStep(), { type: 'error', errorText: error instanceof Error ? error.message : String(error) }, { type: 'finish', finishReason: 'error' }]),
+        from<UIMessageChunk[]>([...closeStep(), { type: 'error', errorText: toErrorInfo(error).message }, { type: 'finish', finishReason: 'error' }]),
       ),
     );
   });

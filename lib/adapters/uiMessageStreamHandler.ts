@@ -3,6 +3,7 @@
 // (uiMessageStreamResponse). A client going away cancels the run, classified, as for sseHandler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { map, type Observable } from 'rxjs';
+import { jsonText } from '../json.js';
 import type { RunEvent } from '../runner/index.js';
 import { eventStreamFrame } from './eventStream.js';
 import { followForClient, type StreamEnding } from './followForClient.js';
@@ -37,7 +38,7 @@ export function uiMessageStreamHandler(
 ): (request: IncomingMessage, response: ServerResponse) => void {
   const encoder = encoderOptions(options);
   return serveEventStream(start, options, {
-    frames: (run$) => toUIMessageStream(run$, encoder).pipe(map((chunk) => ({ data: JSON.stringify(chunk) }))),
+    frames: (run$) => toUIMessageStream(run$, encoder).pipe(map((chunk) => ({ data: jsonText(chunk) }))),
     headers: UI_MESSAGE_STREAM_HEADERS,
     trailer: UI_MESSAGE_STREAM_DONE,
   });
@@ -75,7 +76,9 @@ export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observab
   const body = new ReadableStream<Uint8Array>({
     start(stream) {
       const run$ = start(controller.signal);
-      const chunks$ = toUIMessageStream(
+      // Each chunk's text is made in the stream, so a value without a JSON form ends the stream
+      // with an error rather than throwing where nobody can catch it.
+      const frames$ = toUIMessageStream(
         run$.pipe(
           map((event) => {
             events.push(event);
@@ -83,10 +86,10 @@ export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observab
           }),
         ),
         encoderOptions(options),
-      );
+      ).pipe(map((chunk) => eventStreamFrame({ data: jsonText(chunk) })));
       let open = true;
-      const follow = followForClient(chunks$, controller, {
-        write: (chunk) => open && stream.enqueue(encoder.encode(eventStreamFrame({ data: JSON.stringify(chunk) }))),
+      const follow = followForClient(frames$, controller, {
+        write: (frame) => open && stream.enqueue(encoder.encode(frame)),
         end: (ending) => {
           if (open && !ending.clientLeft) {
             stream.enqueue(encoder.encode(UI_MESSAGE_STREAM_DONE));

@@ -2,7 +2,11 @@
 // reason a body's signal aborts with, and reporting an error nobody can receive.
 import { config } from 'rxjs';
 
-/** True for anything with a `then` method: a Promise, or a thenable. */
+/**
+ * True for anything with a `then` method: a Promise, or a thenable. It reads `then`, which a
+ * hostile value (a getter, a Proxy) can make throw: whoever asks about a value it did not make
+ * (a body's answer) guards the call.
+ */
 export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }

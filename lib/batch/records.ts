@@ -58,6 +58,17 @@ function leave(permit: Permit): void {
   }
 }
 
+// Ends an Observable body's subscription. A teardown of the body's that throws must not cut
+// the call's bookkeeping short (its outcome undelivered, its permits held): the outcome stands,
+// and the error is reported the way RxJS reports one nobody can receive.
+function unsubscribeBody(running: Unsubscribable): void {
+  try {
+    running.unsubscribe();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
 // What a body is handed. Its signal and lent lanes are getters on the prototype: the
 // AbortController and the loans are made only if the body asks, and a class whose instances all
 // share one hidden class costs a few nanoseconds to make. (Defining them on each instance, so
@@ -456,30 +467,42 @@ export class CallRecord {
       this.fail(error);
       return;
     }
-    if (isObservable(produced)) {
-      if (this.done) return;
-      // Its first value is the result; an Observable that completes empty gives undefined.
-      const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
-      if (this.done) running.unsubscribe();
-      else this.running = running;
-    } else if (isPromiseLike(produced)) {
-      // Until it settles the body runs, and counts in its lanes even if its call ended first (a
-      // synchronous stall, a stop while it ran): a rejection is always handled, or Node ends the process.
-      this.bodyRunning = true;
-      produced.then(
-        (result: unknown) => {
-          this.bodyEnded();
-          this.succeed(result);
-        },
-        (error: unknown) => {
-          this.bodyEnded();
-          this.fail(error);
-        },
-      );
-      if (this.done) this.letGo();
-    } else if (!this.done) {
-      this.succeed(produced);
+    // Reading the answer can throw (a throwing getter on `then`, a Proxy's traps), and so can a
+    // thenable's `then` or an Observable's `subscribe`: the call then fails with what was thrown,
+    // as `await` would fail on such a value. Only a plain value is taken outside the guard.
+    try {
+      if (isObservable(produced)) {
+        if (this.done) return;
+        // Its first value is the result; an Observable that completes empty gives undefined.
+        const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
+        if (this.done) unsubscribeBody(running);
+        else this.running = running;
+        return;
+      }
+      if (isPromiseLike(produced)) {
+        // Until it settles the body runs, and counts in its lanes even if its call ended first (a
+        // synchronous stall, a stop while it ran): a rejection is always handled, or Node ends the process.
+        this.bodyRunning = true;
+        produced.then(
+          (result: unknown) => {
+            this.bodyEnded();
+            this.succeed(result);
+          },
+          (error: unknown) => {
+            this.bodyEnded();
+            this.fail(error);
+          },
+        );
+        if (this.done) this.letGo();
+        return;
+      }
+    } catch (error) {
+      // Nothing runs: a thenable whose `then` threw never calls back.
+      this.bodyRunning = false;
+      this.fail(error);
+      return;
     }
+    if (!this.done) this.succeed(produced);
   }
 
   private record(patch: Delta): void {
@@ -632,7 +655,7 @@ export class CallRecord {
   // keeps only what it reports. Its ceilings, once it is done, do nothing when they come due.
   private halt(): void {
     this.watch?.release();
-    this.running?.unsubscribe();
+    if (this.running !== undefined) unsubscribeBody(this.running);
     this.watch = this.running = undefined;
   }
 

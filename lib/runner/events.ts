@@ -44,6 +44,7 @@ export interface ToolResultEvent {
   readonly turn: number;
   readonly callId: string;
   readonly tool: string;
+  /** The result in its one JSON form (`jsonForm`): a frozen copy, what the model read as JSON. */
   readonly result: unknown;
 }
 export interface ToolErrorEvent {

@@ -5,9 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, Observable, type Observer, type ObservableInput, type SchedulerLike, type Subject, type Subscribable, Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, mergeDeltas, assignDelta, cancelled, givenReason, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Delta, type Outcome, type StopReason } from '../batch/index.js';
+import { runBatch, mergeDeltas, assignDelta, cancelled, givenReason, isPromiseLike, reportUnhandled, type ActivitySink, type InvokeContext, type BatchCall, type CallActivity, type Delta, type Outcome, type ResultOutcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue, type ConcurrencyConfig, type DeadlineConfig } from '../config/index.js';
-import { ConfigError, DeadlineExceededError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { ConfigError, DeadlineExceededError, JsonFormError, ProviderError, RunError, UnknownToolError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { jsonForm, type JsonValue } from '../json.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
 import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type LoopMonitor, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolRegistry, type ToolSpec } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
@@ -16,6 +17,26 @@ import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.j
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
 import { policySteps, type Policies, type PolicyTarget } from './policies.js';
 import { scheduleAfter } from '../time.js';
+
+/**
+ * A result outcome with its result in its JSON form, and the text the model reads for it in
+ * `contents` (a string as itself, anything else as its JSON); a result without a JSON form is
+ * the call's ToolResultError, naming where and why.
+ */
+function inJsonForm(outcome: ResultOutcome, contents: Array<string | undefined>): Outcome {
+  const { index, callId, tool, dispatched, result, delta } = outcome;
+  let form: JsonValue;
+  try {
+    form = jsonForm(result);
+  } catch (error) {
+    // The path from the result (`result.items.0: a circular reference`), shortened if very long.
+    const where = error instanceof JsonFormError && error.path !== '' ? `result.${error.message}` : toErrorInfo(error).message;
+    return { kind: 'error', index, callId, tool, dispatched, error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` } };
+  }
+  contents[index] = typeof form === 'string' ? form : JSON.stringify(form);
+  // A string, a number or a boolean is its own form: the outcome goes on as it is.
+  return form === result ? outcome : { kind: 'result', index, callId, tool, dispatched, result: form, delta };
+}
 
 /** What the model reads for an outcome: the result as JSON (a string as itself), or the failure. */
 function toolMessage(outcome: Outcome, content: string | undefined): Message {
@@ -27,26 +48,6 @@ function toolMessage(outcome: Outcome, content: string | undefined): Message {
     case 'indeterminate':
       return { role: 'tool', toolCallId: outcome.callId, content: outcome.message, isError: true };
   }
-}
-
-/** The JSON text a result goes back to the model as; throws for what JSON cannot hold. */
-function serialise(result: unknown): string {
-  if (typeof result === 'string') return result;
-  // JSON would silently turn these into nothing; the model should not read "null" for a function.
-  if (typeof result === 'function' || typeof result === 'symbol') throw new TypeError(`a ${typeof result} is not JSON`);
-  let text: string | undefined;
-  try {
-    // Without a replacer first: a replacer makes JSON.stringify call back for every value.
-    text = JSON.stringify(result);
-  } catch (error) {
-    // Only a BigInt is worth a second walk (it goes as its digits); anything else that throws
-    // (a cycle, a toJSON that fails) fails the call as it stands. A result holding a BigInt is
-    // read twice, so a getter in it runs twice.
-    if (!(error instanceof TypeError && /BigInt/.test(error.message))) throw error;
-    text = JSON.stringify(result, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
-  }
-  // `undefined` (a body that returned nothing) goes back as null.
-  return text ?? 'null';
 }
 
 // Freezes what Object.freeze can: a typed array with elements cannot be frozen, and is left as it is.
@@ -484,7 +485,11 @@ export class RunLoop {
     const { turn } = asking;
     try {
       if (outcome === undefined) return this.end(failed(new ProviderError(turn, 'the provider completed without a response')));
-      if ('error' in outcome) return this.end(failed(new ProviderError(turn, toErrorInfo(outcome.error).message)));
+      if ('error' in outcome) {
+        // The provider's facts (an HTTP status, its code, the attempts made) go with the failure.
+        const info = toErrorInfo(outcome.error);
+        return this.end(failed(new ProviderError(turn, info.message, info)));
+      }
       let decoded: ReturnType<typeof decodeModelResponse>;
       try {
         decoded = decodeModelResponse(outcome.raw);
@@ -561,25 +566,13 @@ export class RunLoop {
     const { gate, settle: policySettle } = policed
       ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome))
       : { gate: undefined, settle: undefined };
-    // The JSON each result goes back as, made in the settle step so a result JSON cannot hold fails its own call.
+    // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
+    // policies, the transcript, the model's message and everything built from them see the same
+    // value, and a result that has no JSON form fails its own call.
     const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
       // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
       (call as RunnerCall).over = true;
-      if (outcome.kind === 'result') {
-        try {
-          contents[outcome.index] = serialise(outcome.result);
-        } catch (error) {
-          const { index, callId, tool, dispatched } = outcome;
-          outcome = {
-            kind: 'error',
-            index,
-            callId,
-            tool,
-            dispatched,
-            error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${toErrorInfo(error).message})` },
-          };
-        }
-      }
+      if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
 

@@ -79,7 +79,11 @@ export interface Cassette {
   readonly ending: RecordedEnding;
 }
 
-const ErrorInfoCodec = t.type({ name: t.string, message: t.string });
+// A provider's failure keeps its facts (status, code, attempts), so a replay fails with them too.
+const ErrorInfoCodec = t.intersection([
+  t.type({ name: t.string, message: t.string }),
+  t.partial({ status: t.number, code: t.union([t.string, t.number]), attempts: t.number }),
+]);
 
 const ToolCallCodec = t.type({ id: t.string, name: t.string, arguments: t.union([t.string, t.UnknownRecord]) });
 

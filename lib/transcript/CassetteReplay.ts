@@ -32,11 +32,12 @@ export interface CassetteReplayOptions {
   readonly scheduler?: SchedulerLike;
 }
 
-/** An Error with the recorded name and message, so the runner reports exactly what it reported when recording. */
+/** An Error with the recorded name, message and facts, so the runner reports exactly what it reported when recording. */
 function replayedError(info: ErrorInfo): Error {
-  const error = new Error(info.message);
-  error.name = info.name;
-  return error;
+  const { name, message, status, code, attempts } = info;
+  const error = new Error(message);
+  error.name = name;
+  return Object.assign(error, status !== undefined ? { status } : {}, code !== undefined ? { code } : {}, attempts !== undefined ? { attempts } : {});
 }
 
 function outcomeText(call: RecordedCall): string {

@@ -68,7 +68,9 @@ export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
     const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
     if (response === undefined) continue;
     events.push({ type: 'MODEL_RESPONSE', turn, ...(response.text !== undefined ? { text: response.text } : {}), toolCalls: response.toolCalls ?? [] });
-    for (const call of calls) events.push(toOutcomeEvent(turn, call));
+    // A result is in its JSON form, as the runner reports it: one recorded as nothing (undefined,
+    // in a cassette written before results had one form) is null.
+    for (const call of calls) events.push(toOutcomeEvent(turn, call.kind === 'result' && call.result === undefined ? { ...call, result: null } : call));
   }
   events.push(cassette.ending);
   return events;

@@ -16,6 +16,7 @@ import {
   ProviderReplyError,
   ToolRegistry,
   stringifyCassette,
+  type ErrorInfo,
   type ModelProvider,
   type ModelRequest,
   type RetryOptions,
@@ -109,9 +110,11 @@ function recordedWaits(): { waits: number[]; retry: RetryOptions } {
 const run = (provider: ModelProvider, options: { signal?: AbortSignal } = {}): Promise<RunResult> =>
   new AgentRunner({ provider, tools: lookupTools() }).run(planner, 'Hotels in Lisbon, Atlantis and Porto?', options);
 
-function failure(result: RunResult): { name: string; message: string } {
+function failure(result: RunResult): ErrorInfo {
   const last = result.events[result.events.length - 1];
   expect(last?.type, `expected RUN_FAILED, got ${JSON.stringify(last)}`).to.equal('RUN_FAILED');
+  // The run's result carries the same error, facts and all.
+  expect(result.error).to.deep.equal(last?.type === 'RUN_FAILED' ? last.error : undefined);
   return last?.type === 'RUN_FAILED' ? last.error : { name: '', message: '' };
 }
 
@@ -177,6 +180,8 @@ for (const wire of wires) {
       expect(error.message).to.equal(
         `model provider failed on turn 1: ${wire.prefix === 'openai' ? 'OpenAI Chat Completions' : 'Anthropic Messages'} at ${new URL(vendor.url).host} replied 400 invalid_request_error: ${vendorError.message}`,
       );
+      // The facts as plain fields, not only in the message.
+      expect(error).to.include({ status: 400, code: 'invalid_request_error', attempts: 1 });
       expect(vendor.received).to.have.length(1);
     });
 
@@ -217,6 +222,7 @@ for (const wire of wires) {
       expect(waits).to.deep.equal([75, 150]);
       expect(vendor.received).to.have.length(3);
       expect(error.message).to.include(`replied ${wire.overloaded}`).and.to.include('(after 3 attempts)');
+      expect(error).to.include({ status: wire.overloaded, attempts: 3 });
     });
 
     it('stops at once when the run is cancelled mid-request: the request is aborted and the run ends RUN_CANCELLED', async () => {

@@ -145,10 +145,10 @@ describe('bad input catalogue', () => {
       });
     }
 
-    it('returning undefined: a result the model reads as null', async () => {
+    it('returning undefined: a null result, in the transcript as for the model', async () => {
       const tools = new ToolRegistry().register({ name: 'quiet' }, () => undefined);
       const { result, by } = await turn(tools, [{ id: 'c1', name: 'quiet', arguments: '{}' }]);
-      expect(by.get('c1')).to.deep.include({ type: 'TOOL_RESULT', result: undefined });
+      expect(by.get('c1')).to.deep.include({ type: 'TOOL_RESULT', result: null });
       expect(result.messages.find((m) => m.toolCallId === 'c1')!.content).to.equal('null');
     });
 
@@ -204,10 +204,10 @@ describe('bad input catalogue', () => {
       expect(unsubscribed).to.equal(true);
     });
 
-    it('an Observable that completes empty: the result is undefined', async () => {
+    it('an Observable that completes empty: the result is undefined, which goes on as null', async () => {
       const tools = new ToolRegistry().register({ name: 'empty' }, () => from([]));
       const { by } = await turn(tools, [{ id: 'c1', name: 'empty', arguments: '{}' }]);
-      expect(by.get('c1')).to.deep.include({ type: 'TOOL_RESULT', result: undefined });
+      expect(by.get('c1')).to.deep.include({ type: 'TOOL_RESULT', result: null });
     });
   });
 
