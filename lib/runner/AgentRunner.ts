@@ -1,20 +1,23 @@
 // AgentRunner: runs agents. Each turn asks the provider for a response, runs its tool
 // calls as one batch inside the runner's shared lanes, appends the results as tool
 // messages in call order, merges the calls' deltas, and goes round again until the
-// model answers without calls (the turn loop itself is in runLoop.ts). Everything is an
+// model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
-import { asyncScheduler, Observable, Subject, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
-import { ConfigError, type ErrorInfo } from '../errors.js';
-import type { CallActivity } from '../batch/index.js';
+import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
-import { emptyState, startingState, RunLoop, type Nesting, type RunFinish, type RunnerParts, type RunPlan, type RunSink } from './runLoop.js';
+import { runEvents } from './run.js';
+import { emptyState, startingState } from './turnCalls.js';
+import type { Nesting, RunFinish, RunnerActivity, RunnerParts, RunOptions, RunPlan, RunResult } from './types.js';
+
+export type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './types.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -34,40 +37,6 @@ export interface RunnerOptions {
   /** The store of shared lanes. Default: an in-memory LaneTable of this runner's own. */
   readonly lanes?: LaneStore;
 }
-
-export interface RunOptions {
-  /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */
-  readonly tenant?: string;
-  /** Aborting cancels the run: stopped calls are classified, then RUN_CANCELLED. */
-  readonly signal?: AbortSignal;
-  /** The run's starting state: JSON-like data, copied when the run is made. Tools read it frozen and record deltas. */
-  readonly state?: Readonly<Record<string, unknown>>;
-  /** Model turns allowed before the run fails. Default 20. */
-  readonly maxTurns?: number;
-}
-
-export type RunStatus = 'completed' | 'failed' | 'cancelled';
-
-export interface RunResult {
-  readonly status: RunStatus;
-  readonly output?: unknown;
-  readonly error?: ErrorInfo;
-  readonly events: readonly RunEvent[];
-  readonly state: RunState;
-  readonly messages: readonly Message[];
-}
-
-/** Where a nested run sits: the run and call that started it. */
-export interface RunParent {
-  readonly runId: string;
-  readonly callId: string;
-}
-
-/** Live scheduling events of every run on the runner (not part of any transcript). */
-export type RunnerActivity =
-  | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
-  | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
-  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
 
 const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
@@ -96,60 +65,14 @@ function checkObject(value: unknown, field: string): void {
   }
 }
 
-// A run collected into its RunResult: the transcript as it comes, the final state and
-// messages from the loop, resolved when the run completes. It is the run's sink itself, in
-// place of an Observable and its subscriber: nothing is taken after the completion, and the
-// run's teardown runs once the completion was heard, as a Subscriber's finalizers do.
-class RunCollector implements RunFinish, RunSink {
-  private readonly events: RunEvent[] = [];
-  private state: RunState = emptyState;
-  private messages: readonly Message[] = [];
-  private stopped = false;
-  closed = false;
-  private teardown: (() => void) | undefined = undefined;
-
-  constructor(private readonly resolve: (result: RunResult) => void) {}
-
-  finish(final: { state: RunState; messages: readonly Message[] }): void {
-    this.state = final.state;
-    this.messages = final.messages;
-  }
-
-  add(teardown: () => void): void {
-    const before = this.teardown;
-    this.teardown =
-      before === undefined
-        ? teardown
-        : () => {
-            before();
-            teardown();
-          };
-  }
-
-  next(event: RunEvent): void {
-    if (!this.stopped) this.events.push(event);
-  }
-
-  complete(): void {
-    if (this.stopped) return;
-    this.stopped = true;
-    try {
-      this.settle();
-    } finally {
-      this.closed = true;
-      this.teardown?.();
-      this.teardown = undefined;
-    }
-  }
-
-  private settle(): void {
-    const { events, state, messages } = this;
-    const last = events[events.length - 1];
-    const base = { events, state, messages };
-    if (last?.type === 'RUN_COMPLETED') this.resolve({ status: 'completed', output: last.output, ...base });
-    else if (last?.type === 'RUN_CANCELLED') this.resolve({ status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base });
-    else this.resolve({ status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base });
-  }
+// A run's transcript folded into its RunResult, with the final state and messages the run
+// handed over as it ended.
+function resultOf(events: readonly RunEvent[], final: { state: RunState; messages: readonly Message[] }): RunResult {
+  const last = events[events.length - 1];
+  const base = { events, state: final.state, messages: final.messages };
+  if (last?.type === 'RUN_COMPLETED') return { status: 'completed', output: last.output, ...base };
+  if (last?.type === 'RUN_CANCELLED') return { status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base };
+  return { status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base };
 }
 
 /** An agent's tools on one runner, as of a registry of `size` tools. */
@@ -302,10 +225,18 @@ export class AgentRunner {
     }
   }
 
+  // run() is run$ folded: the same Observable, its events collected into the RunResult.
   private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
-    return new Promise<RunResult>((resolve) => {
-      const collector = new RunCollector(resolve);
-      new RunLoop(this.parts, this.plan(agent, input, options, nesting, collector), collector).begin();
+    return new Promise<RunResult>((resolve, reject) => {
+      const final: { state: RunState; messages: readonly Message[] } = { state: emptyState, messages: [] };
+      const events: RunEvent[] = [];
+      const plan = this.plan(agent, input, options, nesting, { finish: (ended) => Object.assign(final, ended) });
+      runEvents(this.parts, plan).subscribe({
+        next: (event) => events.push(event),
+        // The run turns every failure into RUN_FAILED; an error here is the library's own bug.
+        error: reject,
+        complete: () => resolve(resultOf(events, final)),
+      });
     });
   }
 
@@ -316,9 +247,8 @@ export class AgentRunner {
     nesting: Nesting | undefined,
     onFinish: RunFinish | undefined,
   ): Observable<RunEvent> {
-    const plan = this.plan(agent, input, options, nesting, onFinish);
     // Cold: each subscription is a run of its own.
-    return new Observable<RunEvent>((subscriber) => new RunLoop(this.parts, plan, subscriber).begin());
+    return runEvents(this.parts, this.plan(agent, input, options, nesting, onFinish));
   }
 
   // A run's options checked (a ConfigError for the first that is wrong), and what it needs worked out.

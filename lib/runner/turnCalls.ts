@@ -1,0 +1,224 @@
+// The calls of one turn as the runner hands them to its batch: each decoded against its tool
+// (or refused, keeping what the model sent), the context its body is handed, the JSON form its
+// result goes back in, the tool message the model reads, and the run's state as bodies see it.
+import { isLeft } from 'fp-ts/lib/Either.js';
+import type { Subject } from 'rxjs';
+import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, ResultOutcome } from '../batch/index.js';
+import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { jsonForm, type JsonValue } from '../json.js';
+import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext } from '../tools/index.js';
+import type { Message, ToolCall } from './model.js';
+import type { RunnerActivity, RunParent, RunResult } from './types.js';
+
+/**
+ * A result outcome with its result in its JSON form, and the text the model reads for it in
+ * `contents` (a string as itself, anything else as its JSON); a result without a JSON form is
+ * the call's ToolResultError, naming where and why.
+ */
+export function inJsonForm(outcome: ResultOutcome, contents: Array<string | undefined>): Outcome {
+  const { index, callId, tool, dispatched, result, delta } = outcome;
+  let form: JsonValue;
+  try {
+    form = jsonForm(result);
+  } catch (error) {
+    // The path from the result (`result.items.0: a circular reference`), shortened if very long.
+    const where = error instanceof JsonFormError && error.path !== '' ? `result.${error.message}` : toErrorInfo(error).message;
+    return { kind: 'error', index, callId, tool, dispatched, error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` } };
+  }
+  contents[index] = typeof form === 'string' ? form : JSON.stringify(form);
+  // A string, a number or a boolean is its own form: the outcome goes on as it is.
+  return form === result ? outcome : { kind: 'result', index, callId, tool, dispatched, result: form, delta };
+}
+
+/** What the model reads for an outcome: the result as JSON (a string as itself), or the failure. */
+export function toolMessage(outcome: Outcome, content: string | undefined): Message {
+  switch (outcome.kind) {
+    case 'result':
+      return { role: 'tool', toolCallId: outcome.callId, content: content ?? '' };
+    case 'error':
+      return { role: 'tool', toolCallId: outcome.callId, content: `${outcome.error.name}: ${outcome.error.message}`, isError: true };
+    case 'indeterminate':
+      return { role: 'tool', toolCallId: outcome.callId, content: outcome.message, isError: true };
+  }
+}
+
+// Freezes what Object.freeze can: a typed array with elements cannot be frozen, and is left as it is.
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value) && !ArrayBuffer.isView(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  }
+  return value;
+}
+
+/** The state of a run that has none: one frozen object, shared. */
+export const emptyState: RunState = Object.freeze({});
+
+/**
+ * A run's starting state as the run keeps it: a deeply frozen copy of JSON-like data, so the
+ * caller's object is never read again and every turn can hand the same object to its tools.
+ * Anything else is a ConfigError naming the path of the first value that is not.
+ */
+export function startingState(state: Readonly<Record<string, unknown>>): RunState {
+  if (Object.keys(state).length === 0) return emptyState;
+  try {
+    return frozenPlainCopy(state, 'state') as RunState;
+  } catch (error) {
+    if (error instanceof NotPlainDataError) throw new ConfigError(error.path, `state must hold JSON-like data (${jsonLike}): ${error.message}`);
+    throw new ConfigError('state', `state cannot be read (${toErrorInfo(error).message})`);
+  }
+}
+
+// A delta as the run keeps it: a deeply frozen copy, so neither the state nor a cassette
+// changes when the body goes on changing its own object. JSON-like data only, as the state.
+export function recordable(delta: Delta): Delta {
+  try {
+    return frozenPlainCopy(delta, 'delta') as Delta;
+  } catch (error) {
+    if (error instanceof NotPlainDataError) throw new TypeError(`record(delta) takes JSON-like data (${jsonLike}): ${error.message}`);
+    throw error;
+  }
+}
+
+// The arguments as the policies see them: what the model sent, decoded on their own and
+// frozen, so a policy can neither change what the body gets nor see what the body did to its
+// copy. A call refused before decoding shows what the model sent (a copy, if it was an object).
+export function shownArguments(declaration: ResolvedDeclaration | undefined, sent: ToolCall['arguments'], rejected: boolean): unknown {
+  if (rejected || declaration === undefined) {
+    try {
+      // The copy shares nothing with the reply, so all of it can be frozen.
+      return typeof sent === 'string' ? sent : deepFreeze(ownCopy(sent));
+    } catch {
+      // Arguments that cannot even be copied (their refusal says why) are shown as absent.
+      return undefined;
+    }
+  }
+  const decoded = decodeArguments(declaration, sent);
+  return isLeft(decoded) ? undefined : frozenView(decoded.right);
+}
+
+// A tool body's context. `signal` is an own, enumerable getter (so `{ ...ctx }` keeps it),
+// defined with one shared descriptor: a getter written in an object literal is a new function
+// per object, hence a hidden class per object, kept in old space until a full collection.
+class ToolCallContext implements ToolContext {
+  declare readonly signal: AbortSignal;
+  readonly idempotencyKey: string;
+  readonly #invocation: InvokeContext;
+
+  static readonly #signal: PropertyDescriptor = {
+    enumerable: true,
+    get(this: ToolCallContext) {
+      return this.#invocation.signal;
+    },
+  };
+
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    readonly tenant: string,
+    readonly runId: string,
+    readonly state: RunState,
+    invocation: InvokeContext,
+    readonly record: (delta: Readonly<Record<string, unknown>>) => void,
+    readonly runAgent: (agent: AgentRef, input: string) => Promise<NestedRunResult>,
+  ) {
+    this.idempotencyKey = `${runId}:${callId}`;
+    this.#invocation = invocation;
+    Object.defineProperty(this, 'signal', ToolCallContext.#signal);
+  }
+}
+
+// What a turn's calls share: their run, their tenant, the state they read, and how a body
+// starts a sub-agent. One per turn, handed to each of its calls.
+export class TurnScope {
+  constructor(
+    private readonly run: NestedRuns,
+    readonly runId: string,
+    readonly tenant: string,
+    readonly view: RunState,
+  ) {}
+
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+    return this.run.nested(agent, input, context, call);
+  }
+}
+
+/** Where a body's runAgent goes: the run its call belongs to. */
+export interface NestedRuns {
+  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
+}
+
+// One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
+// rather than a closure per call.
+export class RunnerCall implements BatchCall {
+  readonly parallelSafe: boolean | undefined;
+  readonly idempotent: boolean | undefined;
+  readonly needsApproval: boolean;
+  /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
+  over = false;
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    /** The body's own decoded arguments; for a call refused before decoding, what the model sent. */
+    readonly args: unknown,
+    readonly rejected: ErrorInfo | undefined,
+    declaration: ResolvedDeclaration | undefined,
+    private readonly body: ToolBody<unknown> | undefined,
+    private readonly scope: TurnScope,
+    /** The arguments as the policies see them (frozen, apart from the body's); undefined when no policy will. */
+    readonly shown: unknown,
+  ) {
+    this.parallelSafe = declaration?.parallelSafe;
+    this.idempotent = declaration?.idempotent;
+    this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
+  }
+
+  invoke(context: InvokeContext): unknown {
+    const { callId, tool, scope } = this;
+    // The signal and the lent lanes are read only if the body asks: most never do.
+    const ctx = new ToolCallContext(
+      callId,
+      tool,
+      scope.tenant,
+      scope.runId,
+      scope.view,
+      context,
+      (delta) => context.record(recordable(delta)),
+      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
+    );
+    return this.body!(this.args, ctx);
+  }
+}
+
+// One turn's call activity as the runner's activity$ carries it: with the run and turn.
+export class TurnActivity implements ActivitySink {
+  constructor(
+    private readonly activity: Subject<RunnerActivity>,
+    private readonly runId: string,
+    private readonly turn: number,
+    private readonly parent: RunParent | undefined,
+  ) {}
+
+  get observed(): boolean {
+    return this.activity.observed;
+  }
+
+  next(activity: CallActivity): void {
+    if (!this.activity.observed) return;
+    const { runId, turn, parent } = this;
+    this.activity.next(Object.assign({}, activity, parent === undefined ? { runId, turn } : { runId, turn, parent }));
+  }
+}
+
+
+// A call refused before it could run: it keeps what the model sent, and goes through the batch as a failure.
+export function refused(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
+  const shown = policed ? shownArguments(declaration, toolCall.arguments, true) : undefined;
+  return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope, shown);
+}
+
+// What runAgent resolves with when its call can no longer start a sub-run: cancelled, with
+// nothing run. The shape of every nested run's result, so a body reads it as it reads any other.
+export function neverStarted(why: string): RunResult {
+  return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
+}
