@@ -6,7 +6,7 @@
 import { asyncScheduler, isObservable, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { scheduleAfter } from '../time.js';
-import { enterWithLoan, Loan, type LaneStore, type LaneTable, type Permit } from '../lanes/index.js';
+import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
@@ -22,8 +22,6 @@ export interface LaneStep {
   readonly key: string;
   readonly limit: number;
   readonly party: string;
-  /** The store is a plain LaneTable: it is handed the call's record, whose granted() carries on, instead of a closure per call. */
-  readonly direct: boolean;
   /** The permit of this lane a caller lends (a nested run), if any. */
   readonly loan: Loan | undefined;
 }
@@ -336,8 +334,6 @@ export class CallRecord {
   private closed = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
-  // What a lane store other than a plain LaneTable is handed to call on a grant; made once, if one is asked.
-  private onGrant: (() => void) | undefined = undefined;
   // The permits this call lends to nested work, by position in `permits`, and the lanes a nested
   // run of its body may run in (its callers' loans too); made when the body first asks.
   private loans: Array<Loan | undefined> | undefined = undefined;
@@ -397,19 +393,16 @@ export class CallRecord {
   private acquire(first: number): void {
     const { steps, batch } = this;
     for (let i = first; i < steps.length; i++) {
-      const { store, key, limit, party, direct, loan } = steps[i]!;
+      const { store, key, limit, party, loan } = steps[i]!;
       let permit: Permit;
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
       // recorded here, so the teardown it brings gives that permit back too.
       batch.hold();
       try {
-        // Granted later: granted() carries on from the next lane. Granted at once: the loop carries on.
-        if (direct) permit = (store as LaneTable).enter(key, limit, this, party);
-        else {
-          const onGrant = (this.onGrant ??= () => this.granted());
-          permit = loan === undefined ? store.enter(key, limit, onGrant, party) : enterWithLoan(loan, store, key, limit, onGrant, party);
-        }
+        // The store is handed this record, whose granted() carries on from the next lane when the
+        // grant comes later; granted at once, the loop carries on.
+        permit = loan === undefined ? store.enter(key, limit, this, party) : enterWithLoan(loan, store, key, limit, this, party);
       } catch (error) {
         batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.

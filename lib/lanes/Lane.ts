@@ -52,7 +52,8 @@ export class Ticket {
  */
 export type OnGrant = (() => void) | { granted(): void };
 
-function grant(onGrant: OnGrant): void {
+/** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
+export function grant(onGrant: OnGrant): void {
   if (typeof onGrant === 'function') onGrant();
   else onGrant.granted();
 }

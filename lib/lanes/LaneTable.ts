@@ -17,8 +17,13 @@ export interface Permit {
  * processes could be another.
  */
 export interface LaneStore {
-  /** Asks lane `key` (made with `limit` permits if new) for a permit; `onGrant` may run before this returns. */
-  enter(key: string, limit: number, onGrant: () => void, party?: string): Permit;
+  /**
+   * Asks lane `key` (made with `limit` permits if new) for a permit. `onGrant` is a function or
+   * an object whose `granted()` is called (a batch of thousands hands each call's own record
+   * rather than a closure made for it): tell it with `grant(onGrant)`. It may be told before
+   * this returns (the permit then reads `holding`), or later.
+   */
+  enter(key: string, limit: number, onGrant: OnGrant, party?: string): Permit;
   /** The lanes alive now, busy or waited on. */
   occupancy(): LaneOccupancy[];
   /** Every queue, grant, release and withdrawal, as it happens. */

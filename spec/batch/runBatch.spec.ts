@@ -3,7 +3,7 @@ import { map, merge, NEVER, type Observable, of, throwError, toArray, lastValueF
 import { TestScheduler } from 'rxjs/testing';
 import { mergeDeltas, runBatch, type CallActivity, type InvokeContext, type Outcome, type StopReason } from '../../lib/batch/index.js';
 import { ConcurrencyConfig, DeadlineConfig } from '../../lib/config/index.js';
-import { LaneTable, type Loan } from '../../lib/lanes/index.js';
+import { grant, LaneTable, type Loan, type OnGrant } from '../../lib/lanes/index.js';
 import { brief, briefly, call } from './helpers.js';
 
 describe('runBatch', () => {
@@ -71,12 +71,12 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
 
-    it('hands a store that extends LaneTable a function to call on a grant, and queues in it as in the table', () => {
-      // A subclass may call onGrant itself: it must be handed a function, not the call's record.
+    it('works with a store that extends LaneTable and wraps what it is handed, telling it with grant()', () => {
+      // A store may be handed a function or an object with granted(): grant() tells either.
       class CountingTable extends LaneTable {
         grants = 0;
-        override enter(key: string, limit: number, onGrant: () => void, party?: string) {
-          return super.enter(key, limit, () => (this.grants++, onGrant()), party);
+        override enter(key: string, limit: number, onGrant: OnGrant, party?: string) {
+          return super.enter(key, limit, () => (this.grants++, grant(onGrant)), party);
         }
       }
       const lanes = new CountingTable();
@@ -89,14 +89,14 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
 
-    it('hands a table whose enter was wrapped on the instance, or behind a proxy, a function to call', () => {
+    it('works with a table whose enter was wrapped on the instance, or behind a proxy', () => {
       const wrapped = new LaneTable();
       const enter = wrapped.enter.bind(wrapped);
-      wrapped.enter = (key, limit, onGrant, party) => enter(key, limit, () => (onGrant as () => void)(), party);
+      wrapped.enter = (key, limit, onGrant, party) => enter(key, limit, () => grant(onGrant), party);
       const proxied = new Proxy(new LaneTable(), {
         get: (target, property, receiver) =>
           property === 'enter'
-            ? (key: string, limit: number, onGrant: () => void, party?: string) => target.enter(key, limit, () => onGrant(), party)
+            ? (key: string, limit: number, onGrant: OnGrant, party?: string) => target.enter(key, limit, () => grant(onGrant), party)
             : Reflect.get(target, property, receiver),
       });
       for (const lanes of [wrapped, proxied]) {

@@ -40,13 +40,6 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
   return limit !== undefined && (calls === undefined || limit < calls) ? limit : undefined;
 }
 
-// A LaneTable as the library makes it: not a subclass, and its enter not replaced on the
-// instance (a wrapper for metrics, say) or by a proxy. Such a wrapper may call onGrant itself,
-// so only a plain table is handed the call's record in place of a function.
-function isPlainTable(store: LaneStore): boolean {
-  return Object.getPrototypeOf(store) === LaneTable.prototype && store.enter === LaneTable.prototype.enter;
-}
-
 // One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
 class FanOut implements Dispatcher {
@@ -157,7 +150,7 @@ class FanOut implements Dispatcher {
     if (limit === undefined) return;
     // A shared lane a caller lends (a nested run): its calls may run in the lent permit.
     const loan = store === this.shared.lanes ? this.lent.get(key) : undefined;
-    steps.push({ store, key, limit, party, direct: loan === undefined && isPlainTable(store), loan });
+    steps.push({ store, key, limit, party, loan });
   }
 }
 
