@@ -9,7 +9,8 @@ import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
-import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
+import { takeAnswer } from './answer.js';
+import { InvocationAbortedError, reportUnhandled } from './invocation.js';
 import { stoppedOutcome } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, StopReason } from './types.js';
 
@@ -53,6 +54,15 @@ function leave(permit: Permit): void {
     permit.leave();
   } catch (error) {
     reportUnhandled(error);
+  }
+}
+
+// An Observable answer, read without throwing (a hostile value is not one).
+function isObservableSafely(value: unknown): boolean {
+  try {
+    return isObservable(value);
+  } catch {
+    return false;
   }
 }
 
@@ -446,56 +456,49 @@ export class CallRecord {
     this.dispatcher!.started(this);
     if (batch.stopped !== undefined || batch.closed || this.closed) return;
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
-    const onError = (error: unknown): void => this.fail(error);
     let produced: unknown;
     try {
       const monitor = this.dispatcher!.monitor;
       if (monitor === undefined) produced = call.invoke?.(context);
       else {
         // Known before the body runs, so a synchronous stall's failure (halt) ends the watch too.
-        this.watch = monitor.open(call.tool, onError);
+        this.watch = monitor.open(call.tool, (error: unknown) => this.fail(error));
         produced = monitor.run(this.watch, CallRecord.invoke, this);
       }
     } catch (error) {
       this.fail(error);
       return;
     }
-    // Reading the answer can throw (a throwing getter on `then`, a Proxy's traps), and so can a
-    // thenable's `then` or an Observable's `subscribe`: the call then fails with what was thrown,
-    // as `await` would fail on such a value. Only a plain value is taken outside the guard.
-    try {
-      if (isObservable(produced)) {
-        if (this.done) return;
-        // Its first value is the result; an Observable that completes empty gives undefined.
-        const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
-        if (this.done) unsubscribeBody(running);
-        else this.running = running;
-        return;
-      }
-      if (isPromiseLike(produced)) {
-        // Until it settles the body runs, and counts in its lanes even if its call ended first (a
-        // synchronous stall, a stop while it ran): a rejection is always handled, or Node ends the process.
-        this.bodyRunning = true;
-        produced.then(
-          (result: unknown) => {
-            this.bodyEnded();
-            this.succeed(result);
-          },
-          (error: unknown) => {
-            this.bodyEnded();
-            this.fail(error);
-          },
-        );
-        if (this.done) this.letGo();
-        return;
-      }
-    } catch (error) {
-      // Nothing runs: a thenable whose `then` threw never calls back.
-      this.bodyRunning = false;
-      this.fail(error);
-      return;
-    }
-    if (!this.done) this.succeed(produced);
+    // A body that already has its outcome (a synchronous stall, a stop while it ran) is still
+    // followed: a Promise's rejection must be handled, and a body still running keeps its lanes.
+    if (this.done && isObservableSafely(produced)) return; // nothing to follow: not subscribed at all
+    const running = takeAnswer(produced, this);
+    if (running === undefined) return;
+    if (this.done) unsubscribeBody(running);
+    else this.running = running;
+  }
+
+  /** @internal The body's answer: its first value (or a plain one) is the result. */
+  answered(result: unknown): void {
+    if (this.bodyRunning) this.bodyEnded();
+    this.succeed(result);
+  }
+
+  /** @internal The body failed: it threw, rejected or errored (or its answer could not be read). */
+  failed(error: unknown): void {
+    if (this.bodyRunning) this.bodyEnded();
+    this.fail(error);
+  }
+
+  /** @internal An Observable body completed without a value: the result is undefined. */
+  unanswered(): void {
+    this.succeed(undefined);
+  }
+
+  /** @internal The body answered with a Promise: until it settles the body runs, and counts in its lanes even if its call ends first. */
+  waiting(): void {
+    this.bodyRunning = true;
+    if (this.done) this.letGo();
   }
 
   private record(patch: Delta): void {

@@ -1,6 +1,6 @@
 // The batch's vocabulary: a call as the batch sees it (no models, no registry),
 // the one outcome every call ends in, why a batch stopped, and its options.
-import type { Observable, ObservableInput, SchedulerLike, Subscribable } from 'rxjs';
+import type { Observable, SchedulerLike, Subscribable } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
@@ -140,7 +140,7 @@ export interface BatchOptions {
   /** Serial, in call order, before dispatch: approvals, input guardrails, start hooks. */
   readonly gate?: (call: BatchCall, index: number) => GateVerdict | PromiseLike<GateVerdict> | Observable<GateVerdict>;
   /** Serial, in call order, after the reorder: output guardrails, end hooks. May replace the outcome. */
-  readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | ObservableInput<Outcome>;
+  readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | PromiseLike<Outcome> | Observable<Outcome>;
   /**
    * A stop from outside (cancel, the run's deadline). The first value stops the batch. An
    * Observable, or anything with RxJS's `subscribe(observer)` shape (a run hands its batches a

@@ -27,8 +27,9 @@ import {
   tap,
   type ObservableInput,
   type Subscription,
+  type Unsubscribable,
 } from 'rxjs';
-import { assignDelta, cancelled, givenReason, isPromiseLike, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { assignDelta, cancelled, givenReason, isPromiseLike, mergeDeltas, runBatch, takeAnswer, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
@@ -102,7 +103,7 @@ function ask(parts: RunnerParts, request: ModelRequest, turn: number): Observabl
     const controller = new AbortController();
     // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
     let done = false;
-    let reply: Subscription | undefined;
+    let reply: Unsubscribable | undefined;
     const answer = (outcome: { raw: unknown } | { error: unknown } | undefined): void => {
       if (done) return;
       done = true;
@@ -120,30 +121,25 @@ function ask(parts: RunnerParts, request: ModelRequest, turn: number): Observabl
     let produced: unknown;
     try {
       produced = parts.provider.respond(request, controller.signal);
+      // A Promise or an Observable, as the contract says; anything else RxJS can read (an
+      // async iterable, say) is taken as it always was, and the rest is the provider's failure.
+      if (!isObservable(produced) && !isPromiseLike(produced)) {
+        try {
+          produced = from(produced as ObservableInput<unknown>);
+        } catch {
+          throw new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`);
+        }
+      }
     } catch (error) {
       return answer({ error });
     }
-    // A Promise or an Observable, as the contract says; anything else RxJS can read (an
-    // async iterable, say) is taken as it always was, and the rest is the provider's failure.
-    let reply$: Observable<unknown> | undefined;
-    if (isObservable(produced)) reply$ = produced;
-    else if (!isPromiseLike(produced)) {
-      try {
-        reply$ = from(produced as ObservableInput<unknown>);
-      } catch {
-        return answer({ error: new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`) });
-      }
-    }
-    if (reply$ === undefined) {
-      (produced as PromiseLike<unknown>).then(
-        (raw) => answer({ raw }),
-        (error: unknown) => answer({ error }),
-      );
-      return;
-    }
-    const subscription = reply$.subscribe({ next: (raw) => answer({ raw }), error: (error: unknown) => answer({ error }), complete: () => answer(undefined) });
-    if (done) subscription.unsubscribe();
-    else reply = subscription;
+    const pending = takeAnswer<unknown>(produced, {
+      answered: (raw) => answer({ raw }),
+      failed: (error) => answer({ error }),
+      unanswered: () => answer(undefined),
+    });
+    if (done) pending?.unsubscribe();
+    else reply = pending;
   });
 }
 

@@ -2,9 +2,9 @@
 // hook, input guardrail and approval), one call at a time, in call order, while the calls it
 // let through already run. A refusal does not stop the call's record: it goes on, refused,
 // and ends as a failure without taking its lanes.
-import { identity, isObservable, Observable, type MonoTypeOperatorFunction, type Unsubscribable } from 'rxjs';
+import { identity, Observable, type MonoTypeOperatorFunction, type Unsubscribable } from 'rxjs';
 import { toErrorInfo, type ErrorInfo } from '../../errors.js';
-import { isPromiseLike } from '../invocation.js';
+import { takeAnswer } from '../answer.js';
 import type { CallRecord } from '../records.js';
 import type { BatchCall, GateVerdict } from '../types.js';
 
@@ -66,32 +66,25 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
           pass(record, toErrorInfo(error));
           return;
         }
-        if (isObservable(answer)) {
-          let done = false;
-          let subscription: Unsubscribable | undefined;
-          const take = (refused: ErrorInfo | undefined): void => {
-            if (done) return;
+        // Set once the verdict is in (or the gate was torn down): later answers change nothing.
+        let done = false;
+        let pending: Unsubscribable | undefined;
+        const take = (refused: ErrorInfo | undefined): void => {
+          if (done) return;
+          done = true;
+          answered(record, refused);
+        };
+        asking = {
+          unsubscribe: () => {
             done = true;
-            subscription?.unsubscribe();
-            answered(record, refused);
-          };
-          asking = { unsubscribe: () => ((done = true), subscription?.unsubscribe()) };
-          subscription = answer.subscribe({
-            next: (verdict) => take(verdictError(verdict)),
-            error: (error: unknown) => take(toErrorInfo(error)),
-            complete: () => take(undefined),
-          });
-          if (done) subscription.unsubscribe();
-        } else if (isPromiseLike(answer)) {
-          let done = false;
-          asking = { unsubscribe: () => void (done = true) };
-          (answer as PromiseLike<GateVerdict>).then(
-            (verdict) => done || answered(record, verdictError(verdict)),
-            (error: unknown) => done || answered(record, toErrorInfo(error)),
-          );
-        } else {
-          pass(record, verdictError(answer));
-        }
+            pending?.unsubscribe();
+          },
+        };
+        pending = takeAnswer<GateVerdict>(answer, {
+          answered: (verdict) => take(verdictError(verdict)),
+          failed: (error) => take(toErrorInfo(error)),
+          unanswered: () => take(undefined),
+        });
       };
 
       const drain = (): void => {

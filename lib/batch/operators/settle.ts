@@ -2,18 +2,17 @@
 // result's serialisation), one record at a time, in call order. A step may replace the outcome
 // (a refused result becomes an error). The outcome a record leaves with is its final one: the
 // `settled` activity is told here, so watchers see what the transcript says.
-import { from, isObservable, Observable, type MonoTypeOperatorFunction, type ObservableInput, type Unsubscribable } from 'rxjs';
-import { isPromiseLike } from '../invocation.js';
+import { Observable, type MonoTypeOperatorFunction, type Unsubscribable } from 'rxjs';
+import { takeAnswer } from '../answer.js';
 import type { CallRecord } from '../records.js';
 import { failedBy } from '../stops.js';
 import type { BatchCall, Outcome } from '../types.js';
 
-/** A settle step: the outcome as it goes out, at once or as a Promise or an Observable (its first value). */
-export type SettleStep = (outcome: Outcome, call: BatchCall) => Outcome | ObservableInput<Outcome>;
+/** What a settle step answers with: the outcome at once, or a Promise or an Observable of it (its first value). */
+export type SettleAnswer = Outcome | PromiseLike<Outcome> | Observable<Outcome>;
 
-function isOutcome(value: unknown): value is Outcome {
-  return value !== null && typeof value === 'object' && 'kind' in value && 'index' in value && !isObservable(value) && !isPromiseLike(value);
-}
+/** A settle step: the outcome as it goes out. */
+export type SettleStep = (outcome: Outcome, call: BatchCall) => SettleAnswer;
 
 /**
  * Passes each record through `step`, one at a time and in call order, and emits it with the
@@ -60,28 +59,35 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
               out(record, outcome);
               continue;
             }
-            let answer: Outcome | ObservableInput<Outcome>;
+            let answer: SettleAnswer;
             try {
               answer = step(outcome, record.call);
             } catch (error) {
               subscriber.error(error);
               return;
             }
-            if (isOutcome(answer)) {
-              out(record, answer);
-              continue;
-            }
-            let finished = false;
-            const subscription = from(answer).subscribe({
-              next: (settled) => out(record, settled),
-              error: (error: unknown) => subscriber.error(error),
-              complete: () => {
-                finished = true;
-                settling = undefined;
-                drain();
-              },
+            // Set once the step answered: the next record may go.
+            let done = false;
+            let sync = true;
+            const take = (settled: Outcome): void => {
+              if (done) return;
+              done = true;
+              out(record, settled);
+              if (sync) return;
+              settling = undefined;
+              drain();
+            };
+            const pending = takeAnswer<Outcome>(answer, {
+              answered: take,
+              failed: (error) => subscriber.error(error),
+              // A step that ends without an outcome leaves the one it was given.
+              unanswered: () => take(outcome),
             });
-            if (!finished) settling = subscription;
+            sync = false;
+            if (!done && !subscriber.closed) {
+              settling = pending ?? { unsubscribe: () => void (done = true) };
+              return;
+            }
           }
           if (head === queue.length) {
             queue = [];

@@ -1,0 +1,74 @@
+// A function of the user's (a tool body, a gate step, a settle step, a provider) may answer with
+// a value, a Promise (or any thenable), or an Observable: this is the one place that tells them
+// apart and takes the first answer, as `await` would for the first two.
+import { isObservable, type Unsubscribable } from 'rxjs';
+import { isPromiseLike, reportUnhandled } from './invocation.js';
+
+/** Who hears an answer: its value, its failure, or that an Observable ended without a value. */
+export interface AnswerObserver<T> {
+  answered(value: T): void;
+  failed(error: unknown): void;
+  /** An Observable answer that completed without a value. */
+  unanswered(): void;
+  /** Told when the answer is a Promise (or a thenable) still to settle, before it is awaited. */
+  waiting?(): void;
+}
+
+/**
+ * Takes the first answer of `produced`: a plain value at once, a Promise or thenable when it
+ * settles, an Observable's first value (or its error, or its completion without one), after
+ * which it is unsubscribed. Reading the answer can throw (a throwing `then` getter, a Proxy's
+ * traps), and so can a thenable's `then` or an Observable's `subscribe`: that is the answer's
+ * failure, never an exception out of here. Returns what ends an Observable answer early (the
+ * caller's teardown), or undefined.
+ *
+ * ## Example
+ * ```ts
+ * takeAnswer(body(args), { answered: (v) => done(v), failed: (e) => fail(e), unanswered: () => done(undefined) });
+ * ```
+ */
+export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): Unsubscribable | undefined {
+  try {
+    if (isObservable(produced)) {
+      // Set once the first answer came: later ones, and the completion after it, change nothing.
+      let taken = false;
+      let subscription: Unsubscribable | undefined;
+      const take = (): boolean => {
+        if (taken) return false;
+        taken = true;
+        // A teardown that throws must not keep the answer from being heard: reported, as RxJS reports one nobody can receive.
+        try {
+          subscription?.unsubscribe();
+        } catch (error) {
+          reportUnhandled(error);
+        }
+        return true;
+      };
+      subscription = produced.subscribe({
+        next: (value) => take() && observer.answered(value as T),
+        error: (error: unknown) => take() && observer.failed(error),
+        complete: () => take() && observer.unanswered(),
+      });
+      if (!taken) return subscription;
+      try {
+        subscription.unsubscribe();
+      } catch (error) {
+        reportUnhandled(error);
+      }
+      return undefined;
+    }
+    if (isPromiseLike(produced)) {
+      observer.waiting?.();
+      produced.then(
+        (value) => observer.answered(value as T),
+        (error: unknown) => observer.failed(error),
+      );
+      return undefined;
+    }
+  } catch (error) {
+    observer.failed(error);
+    return undefined;
+  }
+  observer.answered(produced as T);
+  return undefined;
+}
