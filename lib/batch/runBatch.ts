@@ -57,9 +57,8 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     });
     // A turn given whole says how many calls it has: lanes that cannot bind are not taken.
     if (!given) batch.whole(calls as readonly BatchCall[]);
-    subscriber.add(() => batch.close());
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
-    return calls$
+    const stages = calls$
       .pipe(
         phases(() => batch),
         concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(plan))),
@@ -73,5 +72,11 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       });
+    // The batch closes after its stages are torn down: a call it classifies as left must have
+    // had its body aborted and its permits given back first (deciding it earlier would spare it that).
+    return () => {
+      stages.unsubscribe();
+      batch.close();
+    };
   });
 }
