@@ -71,17 +71,25 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
               out(record, answer);
               continue;
             }
-            let finished = false;
+            // Its first value is the outcome, and one only: a call goes out once. An answer that
+            // ends without a value keeps the outcome as it was, rather than losing the call.
+            let taken = false;
+            const take = (settled: Outcome): void => {
+              if (taken) return;
+              taken = true;
+              const answering = settling;
+              settling = undefined;
+              answering?.unsubscribe();
+              out(record, settled);
+              drain();
+            };
             const subscription = from(answer).subscribe({
-              next: (settled) => out(record, settled),
-              error: (error: unknown) => subscriber.error(error),
-              complete: () => {
-                finished = true;
-                settling = undefined;
-                drain();
-              },
+              next: take,
+              error: (error: unknown) => taken || subscriber.error(error),
+              complete: () => take(outcome),
             });
-            if (!finished) settling = subscription;
+            if (taken) subscription.unsubscribe();
+            else settling = subscription;
           }
           if (head === queue.length) {
             queue = [];
