@@ -252,7 +252,7 @@ export class BatchScope implements Subscribable<StopReason> {
    * the batch is still being subscribed cannot wait for the stages' own teardowns.
    */
   halt(): void {
-    for (const record of this.records) if (record.state !== 'waiting' && record.state !== 'ended') record.teardown();
+    CallRecord.teardownAll(this.records.filter((record) => record.state !== 'waiting' && record.state !== 'ended'));
   }
 
   // Live scheduling events, made only when someone watches.
@@ -664,5 +664,14 @@ export class CallRecord {
       this.invoked?.abort(new InvocationAbortedError('the call was stopped before it settled'));
     }
     this.letGo();
+  }
+
+  /**
+   * Ends these calls where they stand, together: every one is marked before any gives its
+   * permits back, so a permit one gives back cannot start a sibling still waiting for it.
+   */
+  static teardownAll(records: readonly CallRecord[]): void {
+    for (const record of records) record.closed = true;
+    for (const record of records) record.teardown();
   }
 }

@@ -57,9 +57,12 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     });
     // A turn given whole says how many calls it has: lanes that cannot bind are not taken.
     if (!given) batch.whole(calls as readonly BatchCall[]);
+    // Registered before the stages are subscribed: a subscriber that leaves while they are still
+    // being subscribed (its calls answering synchronously) closes the batch at once, which ends
+    // every dispatched call where it stands (body aborted, permits back) and dispatches no more.
     subscriber.add(() => batch.close());
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
-    return calls$
+    const stages = calls$
       .pipe(
         phases(() => batch),
         concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(plan))),
@@ -73,5 +76,6 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       });
+    return stages;
   });
 }

@@ -536,6 +536,30 @@ describe('runBatch', () => {
       runBatch(calls, { concurrency, shared: { lanes, concurrency }, failFast: true, settle: (outcome) => outcome, onActivity }).subscribe((o) => seen.push(`out ${brief(o)}`));
       expect(seen).to.deep.equal(['started a', 'ended a error', 'settled a error', 'out a!Error', 'released tool:lookup', 'ended b error', 'settled b error', 'out b!CallStoppedError']);
     });
+
+    for (const watched of [false, true]) {
+      it(`left by its subscriber${watched ? ' while watched' : ''}: aborts the body in flight and never starts the call queued behind it`, () => {
+        const seen: string[] = [];
+        const signals: AbortSignal[] = [];
+        testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+          const bodies = { a: cold('-----(a|)'), b: cold('-----(b|)') };
+          const calls = (['a', 'b'] as const).map((id) =>
+            call(id, (context) => {
+              signals.push(context.signal);
+              return bodies[id];
+            }),
+          );
+          const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}${a.type === 'settled' || a.type === 'ended' ? ` ${a.outcome}` : ''}`);
+          const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });
+          expectObservable(runBatch(calls, { concurrency, ...(watched ? { onActivity } : {}) }).pipe(briefly), '^-!').toBe('--');
+          expectSubscriptions(bodies.a.subscriptions).toBe('^-!');
+          expectSubscriptions(bodies.b.subscriptions).toBe([]);
+        });
+        expect(signals.map((signal) => signal.aborted)).to.deep.equal([true]);
+        // A watcher still reads how each call ended: in flight, or never dispatched.
+        expect(seen).to.deep.equal(watched ? ['started a', 'queued b', 'ended a indeterminate', 'settled a indeterminate', 'ended b error', 'settled b error'] : []);
+      });
+    }
   });
 
   describe('nested runs', () => {

@@ -8,7 +8,7 @@ import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
 import { LaneTable, type LaneStore, type Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
-import type { CallRecord, Dispatcher, LaneStep } from '../records.js';
+import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
 import type { BatchCall } from '../types.js';
 
 /** The lanes calls are dispatched in, and what else a dispatch needs. */
@@ -106,7 +106,8 @@ class FanOut implements Dispatcher {
   teardown(): void {
     const records = [...this.records];
     this.records.clear();
-    for (const record of records) record.teardown();
+    // Together: a permit given back by one must not start another (its body would run after the subscriber left).
+    CallRecord.teardownAll(records);
   }
 
   private lanesOf(record: CallRecord): readonly LaneStep[] {

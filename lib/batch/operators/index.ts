@@ -5,4 +5,4 @@ export { inLanes, type LanePlan } from './inLanes.js';
 export { ceiling, type CeilingLimits } from './ceiling.js';
 export { untilStopped } from './untilStopped.js';
 export { inCallOrder } from './inCallOrder.js';
-export { settle, type SettleStep } from './settle.js';
+export { settle, type SettleAnswer, type SettleStep } from './settle.js';
