@@ -3,7 +3,7 @@ export { runBatch } from './runBatch.js';
 export { BatchScope, CallRecord, type BatchScopeOptions, type CallState, type Dispatcher, type LaneStep } from './records.js';
 export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
-export { cancelled, cancelledWhy, failedBy, givenReason, stoppedOutcome } from './stops.js';
+export { cancelled, cancelledWhy, errorOutcome, failedBy, givenReason, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';
 export { takeAnswer, type AnswerObserver } from './answer.js';
 export type {

@@ -11,7 +11,7 @@ import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
-import { stoppedOutcome } from './stops.js';
+import { errorOutcome, stoppedOutcome } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, StopReason } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
@@ -517,9 +517,10 @@ export class CallRecord {
     this.finish(this.failure(true, toErrorInfo(error)));
   }
 
-  // This call's error outcome, built field by field (see docs/performance.md on spreads).
+  // This call's error outcome.
   private failure(dispatched: boolean, error: ErrorInfo): Outcome {
-    return { index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched, error };
+    const { callId, tool } = this.call;
+    return errorOutcome({ index: this.index, callId, tool }, dispatched, error);
   }
 
   /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */

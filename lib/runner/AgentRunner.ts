@@ -10,7 +10,7 @@ import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
 import { Agent } from './Agent.js';
-import type { RunEvent } from './events.js';
+import { statusOf, type RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
@@ -70,9 +70,12 @@ function checkObject(value: unknown, field: string): void {
 function resultOf(events: readonly RunEvent[], final: { state: RunState; messages: readonly Message[] }): RunResult {
   const last = events[events.length - 1];
   const base = { events, state: final.state, messages: final.messages };
-  if (last?.type === 'RUN_COMPLETED') return { status: 'completed', output: last.output, ...base };
-  if (last?.type === 'RUN_CANCELLED') return { status: 'cancelled', error: { name: 'RunCancelled', message: last.reason }, ...base };
-  return { status: 'failed', error: last?.type === 'RUN_FAILED' ? last.error : { name: 'RunError', message: 'the run ended without a final event' }, ...base };
+  if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
+    return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
+  }
+  const status = statusOf(last);
+  if (last.type === 'RUN_COMPLETED') return { status, output: last.output, ...base };
+  return { status, error: last.type === 'RUN_CANCELLED' ? { name: 'RunCancelled', message: last.reason } : last.error, ...base };
 }
 
 /** An agent's tools on one runner, as of a registry of `size` tools. */

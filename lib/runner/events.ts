@@ -104,3 +104,8 @@ export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeE
       return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
   }
 }
+
+/** The status a run's final event gives it: the one mapping from an ending to `RunResult.status`. */
+export function statusOf(event: RunCompletedEvent | RunFailedEvent | RunCancelledEvent): 'completed' | 'failed' | 'cancelled' {
+  return event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
+}

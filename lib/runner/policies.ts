@@ -3,7 +3,7 @@
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
 // onToolEnd (for every call). A policy that throws refuses, with its message; it never
 // crashes the run.
-import { isPromiseLike, reportUnhandled, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
+import { errorOutcome, isPromiseLike, reportUnhandled, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
 import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../errors.js';
 import type { ToolOutcomeEvent } from './events.js';
 
@@ -71,8 +71,7 @@ function attempt<T>(policy: PolicyName, run: () => Step<T>): Step<T | ErrorInfo>
 
 // The same call, failed: a refused result keeps nothing of what it returned or recorded.
 function refused(outcome: Outcome, error: ErrorInfo): Outcome {
-  const { index, callId, tool, dispatched } = outcome;
-  return { kind: 'error', index, callId, tool, dispatched, error };
+  return errorOutcome(outcome, outcome.dispatched, error);
 }
 
 function isRefusal(value: unknown): value is ErrorInfo {

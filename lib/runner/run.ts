@@ -35,7 +35,7 @@ import { DeadlineExceededError, ProviderError, RunError, toErrorInfo, UnknownToo
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
-import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
+import { statusOf, toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequest, type ToolCall } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
@@ -55,10 +55,6 @@ function ending(reason: StopReason): RunEvent {
 
 function failed(error: Error): RunEvent {
   return { type: 'RUN_FAILED', error: toErrorInfo(error) };
-}
-
-function statusOf(event: RunEvent): RunStatus {
-  return event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
 }
 
 // The caller's signal as a stop: at once if it is aborted already.
@@ -199,7 +195,7 @@ class Run implements NestedRuns {
       if (this.ended) return EMPTY;
       this.ended = true;
       this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages] });
-      this.activityEnded(statusOf(event));
+      this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
       return of(event);
     });
   }

@@ -3,7 +3,7 @@
 // result goes back in, the tool message the model reads, and the run's state as bodies see it.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import type { Subject } from 'rxjs';
-import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, ResultOutcome } from '../batch/index.js';
+import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
 import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext } from '../tools/index.js';
@@ -23,7 +23,7 @@ export function inJsonForm(outcome: ResultOutcome, contents: Array<string | unde
   } catch (error) {
     // The path from the result (`result.items.0: a circular reference`), shortened if very long.
     const where = error instanceof JsonFormError && error.path !== '' ? `result.${error.message}` : toErrorInfo(error).message;
-    return { kind: 'error', index, callId, tool, dispatched, error: { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` } };
+    return errorOutcome(outcome, dispatched, { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` });
   }
   contents[index] = typeof form === 'string' ? form : JSON.stringify(form);
   // A string, a number or a boolean is its own form: the outcome goes on as it is.
