@@ -51,6 +51,7 @@ export {
   OpenAIChatProvider,
   ProviderHttpError,
   ProviderReplyError,
+  ProviderTimeoutError,
   abortableSleep,
   fromChatCompletion,
   fromMessagesReply,
