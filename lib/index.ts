@@ -74,6 +74,7 @@ export {
   OpenAIChatProvider,
   ProviderHttpError,
   ProviderReplyError,
+  ProviderTimeoutError,
   abortableSleep,
   fromChatCompletion,
   fromMessagesReply,

@@ -7,7 +7,7 @@ import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
 import { ProviderReplyError } from './errors.js';
-import { postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import { checkTimeoutSeconds, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 
 export interface AnthropicMessagesOptions {
@@ -24,12 +24,18 @@ export interface AnthropicMessagesOptions {
   /** Extra body fields sent with every request (`temperature`, `tool_choice`, `metadata`). */
   readonly body?: Readonly<Record<string, unknown>>;
   readonly retry?: RetryOptions;
+  /**
+   * How long one request may take before it is aborted, the whole reply included, in seconds;
+   * each retry gets its own. Default 600; `false` for no limit. Bound the whole run with
+   * `DeadlineConfig.runSeconds`.
+   */
+  readonly timeoutSeconds?: number | false;
   /** Default the global `fetch`. */
   readonly fetch?: typeof fetch;
 }
 
 const ANTHROPIC_URL = 'https://api.anthropic.com';
-const fields = ['apiKey', 'baseURL', 'maxTokens', 'version', 'headers', 'body', 'retry', 'fetch'];
+const fields = ['apiKey', 'baseURL', 'maxTokens', 'version', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch'];
 
 /** The envelope of a Messages reply: content blocks, each with a type. */
 export const MessagesReplyCodec = t.type({
@@ -158,6 +164,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
   readonly #headers: Readonly<Record<string, string>>;
   readonly #body: Readonly<Record<string, unknown>>;
   readonly #retry: RetryPolicy;
+  readonly #timeoutSeconds: number | false;
   readonly #fetch: typeof fetch | undefined;
 
   constructor(options: AnthropicMessagesOptions = {}) {
@@ -173,6 +180,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
     this.#headers = { 'anthropic-version': version, ...options.headers };
     this.#body = { ...options.body };
     this.#retry = retryPolicy(options.retry);
+    this.#timeoutSeconds = checkTimeoutSeconds(options.timeoutSeconds === undefined ? DEFAULT_TIMEOUT_SECONDS : options.timeoutSeconds);
     this.#fetch = options.fetch;
   }
 
@@ -185,6 +193,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
       body: toMessagesRequest(request, this.maxTokens, this.#body),
       signal,
       retry: this.#retry,
+      timeoutSeconds: this.#timeoutSeconds,
       ...(this.#fetch ? { fetch: this.#fetch } : {}),
       secrets: key === undefined ? [] : [key],
     });

@@ -7,7 +7,7 @@ import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
 import { ProviderReplyError } from './errors.js';
-import { postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import { checkTimeoutSeconds, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 
 export interface OpenAIChatOptions {
@@ -20,12 +20,18 @@ export interface OpenAIChatOptions {
   /** Extra body fields sent with every request (`temperature`, `max_completion_tokens`, `parallel_tool_calls`). */
   readonly body?: Readonly<Record<string, unknown>>;
   readonly retry?: RetryOptions;
+  /**
+   * How long one request may take before it is aborted, the whole reply included, in seconds;
+   * each retry gets its own. Default 600; `false` for no limit. Bound the whole run with
+   * `DeadlineConfig.runSeconds`.
+   */
+  readonly timeoutSeconds?: number | false;
   /** Default the global `fetch`. */
   readonly fetch?: typeof fetch;
 }
 
 const OPENAI_URL = 'https://api.openai.com/v1';
-const fields = ['apiKey', 'baseURL', 'headers', 'body', 'retry', 'fetch'];
+const fields = ['apiKey', 'baseURL', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch'];
 
 const WireToolCall = t.type({
   id: t.string,
@@ -129,6 +135,7 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly #headers: Readonly<Record<string, string>>;
   readonly #body: Readonly<Record<string, unknown>>;
   readonly #retry: RetryPolicy;
+  readonly #timeoutSeconds: number | false;
   readonly #fetch: typeof fetch | undefined;
 
   constructor(options: OpenAIChatOptions = {}) {
@@ -141,6 +148,7 @@ export class OpenAIChatProvider implements ModelProvider {
     this.#headers = { ...options.headers };
     this.#body = { ...options.body };
     this.#retry = retryPolicy(options.retry);
+    this.#timeoutSeconds = checkTimeoutSeconds(options.timeoutSeconds === undefined ? DEFAULT_TIMEOUT_SECONDS : options.timeoutSeconds);
     this.#fetch = options.fetch;
   }
 
@@ -153,6 +161,7 @@ export class OpenAIChatProvider implements ModelProvider {
       body: toChatCompletionRequest(request, this.#body),
       signal,
       retry: this.#retry,
+      timeoutSeconds: this.#timeoutSeconds,
       ...(this.#fetch ? { fetch: this.#fetch } : {}),
       secrets: key === undefined ? [] : [key],
     });

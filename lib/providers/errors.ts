@@ -23,6 +23,21 @@ export class ProviderHttpError extends AgentLanesError {
   }
 }
 
+/**
+ * No whole reply came within the provider's `timeoutSeconds`, on every attempt allowed: the
+ * endpoint hung (or was too slow). Each request was aborted at its limit. A ProviderHttpError
+ * with no status, so code that handles an unreachable vendor handles this too.
+ */
+export class ProviderTimeoutError extends ProviderHttpError {
+  /** How long each request was given, in seconds. */
+  readonly seconds: number;
+  constructor(provider: string, seconds: number, attempts: number) {
+    super(provider, undefined, undefined, `no reply within ${seconds}s`, attempts);
+    this.message = `${provider} did not reply within ${seconds}s (its timeoutSeconds)${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`;
+    this.seconds = seconds;
+  }
+}
+
 /** The vendor answered 2xx, but the body is not JSON or does not have the wire format's shape. */
 export class ProviderReplyError extends AgentLanesError {
   readonly provider: string;

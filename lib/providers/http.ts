@@ -5,7 +5,7 @@ import { asyncScheduler } from 'rxjs';
 import { ConfigError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
-import { ProviderHttpError, ProviderReplyError } from './errors.js';
+import { ProviderHttpError, ProviderReplyError, ProviderTimeoutError } from './errors.js';
 
 /** How a wire adapter retries. Every field is optional; the defaults suit a hosted API. */
 export interface RetryOptions {
@@ -112,6 +112,12 @@ export interface JsonPost {
   readonly fetch?: typeof fetch;
   /** Values (API keys) replaced by `[redacted]` in any text an error carries. */
   readonly secrets?: readonly string[];
+  /**
+   * How long each request may take, its whole reply (status and body) included, in seconds. A
+   * request that outlasts it is aborted and counts as a failure to connect: retried, and named
+   * by a ProviderTimeoutError once the attempts run out. Default (or `false`): no limit.
+   */
+  readonly timeoutSeconds?: number | false;
 }
 
 const isRetryable = (status: number): boolean => status === 429 || status >= 500;
@@ -142,24 +148,30 @@ export async function postJson(post: JsonPost): Promise<unknown> {
 }
 
 async function attempts(post: JsonPost): Promise<unknown> {
-  const { provider, url, signal, retry, secrets = [] } = post;
+  const { provider, url, signal, retry, secrets = [], timeoutSeconds } = post;
+  if (timeoutSeconds !== undefined) checkTimeoutSeconds(timeoutSeconds);
   const doFetch = post.fetch ?? fetch;
   // Scrubbed before any clipping, so a cut cannot leave part of a key behind.
   const scrub = (text: string): string => redact(text, secrets);
   const payload = JSON.stringify(post.body);
   for (let attempt = 1; ; attempt++) {
     signal.throwIfAborted();
+    const clock = requestClock(signal, timeoutSeconds);
     let response: Response;
+    let text: string;
     try {
-      response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...post.headers }, body: payload, signal });
+      response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...post.headers }, body: payload, signal: clock.signal });
+      // Read the whole body even for an error, so the connection is free for the retry.
+      text = await response.text();
     } catch (error) {
-      const detail = scrub(causeOf(error));
-      if (attempt >= retry.attempts) throw new ProviderHttpError(provider, undefined, undefined, detail, attempt);
+      if (attempt >= retry.attempts) {
+        throw clock.expired ? new ProviderTimeoutError(provider, clock.seconds, attempt) : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt);
+      }
       await retry.sleep(retryDelay(attempt, undefined, retry), signal);
       continue;
+    } finally {
+      clock.clear();
     }
-    // Read the whole body even for an error, so the connection is free for the retry.
-    const text = await response.text();
     if (response.ok) {
       try {
         return JSON.parse(text) as unknown;
@@ -234,4 +246,53 @@ export function providerLabel(wire: string, url: string): string {
     throw new ConfigError('baseURL', `${wire}: baseURL must not carry credentials (user:password@); send them as options.headers`);
   }
   return `${wire} at ${parsed.host}`;
+}
+
+/** A provider's request timeout when none is given: 10 minutes, as the vendors' own SDKs wait. */
+export const DEFAULT_TIMEOUT_SECONDS = 600;
+
+/** The longest a Node timer can wait, in seconds (2^31 - 1 ms); a longer one would fire at once. */
+const LONGEST_TIMER_SECONDS = 2_147_483;
+
+/** Checks a request timeout: a ConfigError naming `timeoutSeconds` unless it is a number of seconds a timer can wait (or `false`). */
+export function checkTimeoutSeconds(value: unknown): number | false {
+  if (value !== false && (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > LONGEST_TIMER_SECONDS)) {
+    throw new ConfigError('timeoutSeconds', `timeoutSeconds must be a number of seconds above 0 and at most ${LONGEST_TIMER_SECONDS}, or false for no limit; got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** One request's clock: its signal aborts when the caller's does, or once `seconds` pass. */
+interface RequestClock {
+  readonly signal: AbortSignal;
+  /** The request's limit, in seconds (0 when it has none). */
+  readonly seconds: number;
+  /** True once the limit passed: the request was aborted for taking too long. */
+  readonly expired: boolean;
+  /** Clears the timer and the listener on the caller's signal; called however the request ended. */
+  clear(): void;
+}
+
+const noClock = (signal: AbortSignal): RequestClock => ({ signal, seconds: 0, expired: false, clear: () => {} });
+
+function requestClock(outer: AbortSignal, seconds: number | false | undefined): RequestClock {
+  if (seconds === undefined || seconds === false) return noClock(outer);
+  // A signal of the request's own, so the timeout aborts this request and not the caller's run.
+  const controller = new AbortController();
+  const forward = (): void => controller.abort(outer.reason);
+  const timer = setTimeout(() => {
+    clock.expired = true;
+    controller.abort(new Error(`no reply within ${seconds}s`));
+  }, seconds * 1000);
+  outer.addEventListener('abort', forward, { once: true });
+  const clock = {
+    signal: controller.signal,
+    seconds,
+    expired: false,
+    clear: () => {
+      clearTimeout(timer);
+      outer.removeEventListener('abort', forward);
+    },
+  };
+  return clock;
 }

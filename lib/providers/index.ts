@@ -8,5 +8,5 @@ export {
   type AnthropicMessage,
   type AnthropicMessagesOptions,
 } from './AnthropicMessagesProvider.js';
-export { ProviderHttpError, ProviderReplyError } from './errors.js';
+export { ProviderHttpError, ProviderReplyError, ProviderTimeoutError } from './errors.js';
 export { postJson, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';

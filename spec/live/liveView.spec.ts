@@ -1,7 +1,8 @@
 // The live lane view in a real browser: Debian's Chromium driven by playwright-core against the
-// live server on 127.0.0.1. The page loads, bars appear while the scenarios are still running,
-// and for every scenario the rows (grouped by lane) and their outcomes match the transcript the
-// page was streamed, in call order. Skips only when /usr/bin/chromium is absent.
+// live server on 127.0.0.1. The page loads without a console error, bars appear while the
+// scenarios are still running, and for every scenario the rows (grouped by lane) and their
+// outcomes match the transcript the page was streamed, in call order. Skips only when
+// /usr/bin/chromium is absent.
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { CHROMIUM_PATH, hasChromium, launchChromium } from '../../examples/live/browser.js';
@@ -26,6 +27,8 @@ describe('the live lane view, in Chromium', function () {
   let page: Page;
   // Whether a bar was on the page before the last scenario had run.
   let barsWhileRunning = false;
+  // What the page logged as errors (a failed request for a favicon is one), and what it threw.
+  const consoleErrors: string[] = [];
   // Reads the page with a script given as text: the spec is compiled without DOM types, and
   // functions passed to the page must not carry the compiler's helpers.
   const read = <T>(expression: string): Promise<T> => page.evaluate(expression) as Promise<T>;
@@ -38,6 +41,10 @@ describe('the live lane view, in Chromium', function () {
     live = await startLiveServer();
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
+    });
+    page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`));
     await page.goto(live.url);
     await page.waitForSelector('.bar', { timeout: 20_000 });
     barsWhileRunning = (await page.getAttribute('#status', 'data-state')) !== 'done';
@@ -54,6 +61,10 @@ describe('the live lane view, in Chromium', function () {
     expect(await page.textContent('#status')).to.equal(`all ${scenarios.length} scenarios ran`);
     const titles = await read<string[]>(`[...document.querySelectorAll('.scenario h2')].map((node) => node.firstChild.textContent)`);
     expect(titles).to.deep.equal(scenarios.map((s, i) => `${i + 1}. ${s.title}`));
+  });
+
+  it('logs no error to the console while it loads and runs every scenario (no missing favicon)', () => {
+    expect(consoleErrors).to.deep.equal([]);
   });
 
   it('draws bars as the calls happen, before the scenarios are done', () => {

@@ -1,7 +1,7 @@
 // The two wire adapters (OpenAI Chat Completions, Anthropic Messages) against a stand-in
 // vendor on 127.0.0.1 speaking each format from real-shaped payloads: several tool calls in
 // one reply, results going back in call order, an error reply, a malformed reply, a 429 then
-// success, 5xx until the attempts run out, and an abort mid-request. Same cases, both wires.
+// success, 5xx until the attempts run out, a hung endpoint, and an abort mid-request. Same cases, both wires.
 import { inspect } from 'node:util';
 import { expect } from 'chai';
 import * as t from 'io-ts';
@@ -48,7 +48,7 @@ interface Wire {
   readonly prefix: 'openai' | 'anthropic';
   /** The status a vendor uses when overloaded. */
   readonly overloaded: number;
-  make(server: WireServer, options?: { apiKey?: string; retry?: RetryOptions }): ModelProvider;
+  make(server: WireServer, options?: { apiKey?: string; retry?: RetryOptions; timeoutSeconds?: number | false }): ModelProvider;
   /** The key as the request carried it. */
   keyOf(headers: Record<string, unknown>): unknown;
   /** The tool results carried by a request body, in order. */
@@ -235,6 +235,19 @@ for (const wire of wires) {
       expect(result.status).to.equal('cancelled');
       expect(result.events.map((e) => e.type)).to.deep.equal(['RUN_STARTED', 'RUN_CANCELLED']);
       // The vendor saw the client go away: the fetch itself was aborted, not left running.
+      await vendor.hungUp;
+    });
+
+    it('fails the run naming timeoutSeconds when the endpoint hangs, after retrying it, rather than waiting for the run deadline', async () => {
+      const vendor = await serve(['hang', 'hang']);
+      const { waits, retry } = recordedWaits();
+      const error = failure(await run(wire.make(vendor, { retry: { ...retry, attempts: 2, baseDelayMs: 100 }, timeoutSeconds: 0.05 })));
+      expect(error.name).to.equal('ProviderError');
+      expect(error.message).to.equal(
+        `model provider failed on turn 1: ${wire.prefix === 'openai' ? 'OpenAI Chat Completions' : 'Anthropic Messages'} at ${new URL(vendor.url).host} did not reply within 0.05s (its timeoutSeconds) (after 2 attempts)`,
+      );
+      expect(vendor.received).to.have.length(2);
+      expect(waits).to.deep.equal([75]);
       await vendor.hungUp;
     });
 

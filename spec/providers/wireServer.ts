@@ -12,8 +12,11 @@ export interface Reply {
   readonly body?: unknown;
 }
 
-/** A reply, or `'hang'`: hold the request open until the client goes away. */
-export type Step = Reply | 'hang';
+/**
+ * A reply; `'hang'`: hold the request open until the client goes away; `'stall'`: send the
+ * status and the start of a body, then hold the rest back until the client goes away.
+ */
+export type Step = Reply | 'hang' | 'stall';
 
 export interface Received {
   readonly method: string;
@@ -29,7 +32,7 @@ export interface WireServer {
   readonly received: Received[];
   /** Resolves when the `n`th request (1-based) has arrived. */
   arrived(n: number): Promise<void>;
-  /** Resolves when a held (`'hang'`) request's client has gone away. */
+  /** Resolves when a held (`'hang'` or `'stall'`) request's client has gone away. */
   readonly hungUp: Promise<void>;
   close(): Promise<void>;
 }
@@ -51,8 +54,12 @@ export async function startWireServer(steps: readonly Step[]): Promise<WireServe
       received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text === '' ? undefined : JSON.parse(text) });
       for (const w of waiting.filter((w) => received.length >= w.n)) w.resolve();
       const step = steps[received.length - 1];
-      if (step === 'hang') {
+      if (step === 'hang' || step === 'stall') {
         res.on('close', () => hungUp());
+        if (step === 'stall') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"choices":');
+        }
         return;
       }
       const { status = 200, headers = {}, body = { error: { message: `the stand-in vendor has no reply scripted for request ${received.length}` } } } =

@@ -15,7 +15,7 @@ describe('docs/getting-started.md', () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const tools = new ToolRegistry().register({ name: 'search' }, () => cold('-----(r|)', { r: 'ok' }));
       const provider = new ScriptedProvider([fourCalls, { text: 'done' }]);
-      const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }) });
+      const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }), scheduler: testScheduler });
       const results$ = runner.run$(planner, 'go').pipe(
         filter((e): e is ToolResultEvent => e.type === 'TOOL_RESULT'),
         map((e) => e.callId),

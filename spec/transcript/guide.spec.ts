@@ -51,6 +51,7 @@ describe('docs/testing.md', () => {
         provider: new ScriptedProvider([fourCities, { text: 'done' }]),
         tools: lookupTool(partner),
         concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2, perToolSeconds: { lookup: 0.008 } }),
+        scheduler: testScheduler, // the runner's timers in virtual time, whichever rxjs it loaded
       });
       const outcomes$ = runner.run$(planner, 'Where is it cheapest?').pipe(
         filter((e): e is ToolResultEvent | ToolErrorEvent => e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR'),

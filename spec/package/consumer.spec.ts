@@ -1,0 +1,298 @@
+// The package as a user gets it. A copy of this checkout, without dist/, is packed (its prepare
+// script builds dist/, as a git or folder install does); the tarball and its peers are installed
+// from the registry into a fresh project under the system's temp folder; then the install is
+// used as the docs say: the getting-started program compiled under `nodenext` and `bundler`
+// with skipLibCheck off and run, `require` from CommonJS (plain and compiled TypeScript), and the
+// marble test of docs/testing.md in virtual time, with the project's own rxjs and with a second
+// copy beside the library's. One install serves every check; the folder is removed at the end.
+import { execFile } from 'node:child_process';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Top-level entries of the checkout a fresh clone would not have. */
+const NOT_IN_A_CLONE = new Set(['node_modules', 'dist', '.git', '.bench', 'scratch', '.scratch-out', join('.ci', 'out')]);
+const inAClone = (path: string): boolean => !NOT_IN_A_CLONE.has(path.split(sep)[0]!) && !NOT_IN_A_CLONE.has(path);
+const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const REGISTRY = process.env['npm_config_registry'] ?? 'https://registry.npmjs.org/';
+
+// npm run from `npm test` inherits the outer run's settings: its local prefix would make an
+// install in the temp project land in this checkout. Only the registry, cache and TLS settings go on.
+const npmEnv: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) => !/^npm_(lifecycle_|package_|command$|config_local_prefix$)/i.test(key)),
+);
+
+/** The fields of the installed package.json these checks read. */
+interface Manifest {
+  readonly name: string;
+  readonly version: string;
+  readonly license?: string;
+  readonly repository?: { readonly url?: string };
+  readonly keywords?: readonly string[];
+  readonly sideEffects?: boolean;
+  readonly scripts?: Readonly<Record<string, string>>;
+  readonly dependencies?: Readonly<Record<string, string>>;
+  readonly peerDependencies?: Readonly<Record<string, string>>;
+}
+
+interface Ran {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a program to its end; rejects with what it printed when it fails. */
+function run(file: string, args: readonly string[], cwd: string, options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Ran> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(file, args, { cwd, env: options.env ?? process.env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${[file, ...args].join(' ')} (in ${cwd}) failed: ${error.message}\n${stdout}\n${stderr}`.trim()));
+      else resolvePromise({ stdout, stderr });
+    });
+  });
+}
+
+const node = (args: readonly string[], cwd: string): Promise<Ran> => run(process.execPath, args, cwd);
+const tsc = (project: string): Promise<Ran> => run(process.execPath, [TSC, '-p', project], dirname(project));
+
+const exists = (path: string): Promise<boolean> => access(path).then(
+  () => true,
+  () => false,
+);
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+}
+
+/** The first ```ts block after the line `heading` of a markdown file. */
+function codeAfter(markdown: string, heading: string, file: string): string {
+  const lines = markdown.split('\n');
+  const at = lines.indexOf(heading);
+  if (at < 0) throw new Error(`${file} has no line "${heading}"`);
+  const open = lines.findIndex((line, i) => i > at && line.startsWith('```ts'));
+  const close = lines.findIndex((line, i) => i > open && line.startsWith('```'));
+  if (open < 0 || close < 0) throw new Error(`${file} has no ts block after "${heading}"`);
+  return lines.slice(open + 1, close).join('\n');
+}
+
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const line of markdown.replace(/^```[\s\S]*?^```/gm, '').split('\n')) {
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!heading) continue;
+    const base = heading[1]!.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, '').replace(/ /g, '-');
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  }
+  return anchors;
+}
+
+/** Markdown with fenced blocks and inline code blanked out, so their brackets are not read as links. */
+const withoutCode = (markdown: string): string => markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+
+describe('the packed package, installed into a fresh project', function () {
+  // Packing builds dist/, and the install goes to the registry: minutes at worst, about a minute usually.
+  this.timeout(300_000);
+  let temp: string;
+  let app: string;
+  let installed: string;
+  let pkg: Manifest;
+  // The compilers' verdicts, run side by side once the projects are written.
+  let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16', Promise<Ran>>;
+
+  before(async function () {
+    temp = await mkdtemp(join(tmpdir(), 'agent-lanes-consumer-'));
+
+    // A fresh clone: this checkout's files without dist/ or node_modules, with the dev tools linked in.
+    const source = join(temp, 'source');
+    await cp(ROOT, source, { recursive: true, filter: (from) => inAClone(relative(ROOT, from)) });
+    await symlink(await realpath(join(ROOT, 'node_modules')), join(source, 'node_modules'), 'dir');
+    const { name, version } = JSON.parse(await readFile(join(source, 'package.json'), 'utf8')) as Manifest;
+    await run('npm', ['pack', '--pack-destination', temp], source, { env: npmEnv, timeoutMs: 180_000 });
+    const tarball = join(temp, `${name}-${version}.tgz`);
+    expect(await exists(tarball), `npm pack wrote ${tarball}`).to.equal(true);
+
+    app = join(temp, 'app');
+    await mkdir(app);
+    await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    try {
+      await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20'], app, {
+        env: npmEnv,
+        timeoutMs: 240_000,
+      });
+    } catch (error) {
+      throw new Error(
+        `npm install of the packed package and its peers failed. This spec installs them from the package registry (${REGISTRY}): is it reachable?\n${(error as Error).message}`,
+      );
+    }
+    installed = join(app, 'node_modules', name);
+    pkg = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as Manifest;
+
+    // ESM TypeScript: the getting-started program and the marble test of docs/testing.md, as written there.
+    const esm = join(app, 'esm');
+    await mkdir(esm);
+    const gettingStarted = await readFile(join(installed, 'docs', 'getting-started.md'), 'utf8');
+    const testing = await readFile(join(installed, 'docs', 'testing.md'), 'utf8');
+    await writeFile(join(esm, 'check.ts'), codeAfter(gettingStarted, '### Check the install', 'docs/getting-started.md'));
+    // The marble test, with the two globals a test runner would give it.
+    const runner = [
+      "import { deepStrictEqual } from 'node:assert';",
+      'const expect = (actual: unknown) => ({ to: { deep: { equal: (expected: unknown) => deepStrictEqual(actual, expected) } } });',
+      'const it = (title: string, body: () => void): void => { body(); console.log(`ok - ${title}`); };',
+    ].join('\n');
+    await writeFile(join(esm, 'marble.ts'), `${runner}\n${codeAfter(testing, '## Marble-testing your own tools against the lanes', 'docs/testing.md')}\n`);
+    // A library error, thrown to read its stack with source maps on.
+    await writeFile(join(esm, 'stack.ts'), "import { ConcurrencyConfig } from 'agent-lanes';\ntry {\n  new ConcurrencyConfig({ maxConcurrentTools: 0 });\n} catch (error) {\n  console.log((error as Error).stack);\n}\n");
+    const strict = { target: 'ES2022', strict: true, skipLibCheck: false, types: ['node'], lib: ['ES2022'] };
+    await writeFile(join(esm, 'tsconfig.bundler.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'preserve', moduleResolution: 'bundler', noEmit: true }, include: ['*.ts'] }));
+
+    // CommonJS: plain require, and TypeScript compiled to CommonJS.
+    const cjs = join(app, 'cjs');
+    await mkdir(cjs);
+    await writeFile(join(cjs, 'package.json'), JSON.stringify({ type: 'commonjs' }));
+    const cjsProgram = (types: boolean) =>
+      [
+        types ? "import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunResult } from 'agent-lanes';" : "const { Agent, AgentRunner, ScriptedProvider, ToolRegistry } = require('agent-lanes');",
+        "const runner = new AgentRunner({ provider: new ScriptedProvider([{ text: 'hello from CommonJS' }]), tools: new ToolRegistry() });",
+        "runner.run(new Agent({ name: 'planner', instructions: 'Greet.', model: 'scripted' }), 'hi')",
+        `  .then((result${types ? ': RunResult' : ''}) => console.log(result.status, result.output, typeof require));`,
+      ].join('\n');
+    await writeFile(join(cjs, 'main.cjs'), cjsProgram(false));
+    await writeFile(join(cjs, 'main.ts'), cjsProgram(true));
+    // Only the verdict on main.ts matters here, so the library's types are not checked again.
+    await writeFile(join(cjs, 'tsconfig.node16.json'), JSON.stringify({ compilerOptions: { ...strict, skipLibCheck: true, module: 'node16', moduleResolution: 'node16', noEmit: true }, files: ['main.ts'] }));
+    // One nodenext program for both: each file is ESM or CommonJS by its folder's package.json,
+    // and is emitted beside its source, where that package.json still says which it is.
+    await writeFile(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'nodenext', moduleResolution: 'nodenext' }, include: ['esm/*.ts', 'cjs/*.ts'] }));
+
+    const settled = <T>(promise: Promise<T>): Promise<T> => {
+      // Awaited by the tests; a rejection before then is not unhandled.
+      promise.catch(() => {});
+      return promise;
+    };
+    compiled = {
+      nodenext: settled(tsc(join(app, 'tsconfig.json'))),
+      bundler: settled(tsc(join(esm, 'tsconfig.bundler.json'))),
+      cjsNode16: settled(tsc(join(cjs, 'tsconfig.node16.json'))),
+    };
+    await Promise.allSettled(Object.values(compiled));
+  });
+
+  after(async () => {
+    if (temp !== undefined) await rm(temp, { recursive: true, force: true });
+  });
+
+  it('was built by its prepare script, from a clone without dist/', async () => {
+    expect(pkg.scripts?.['prepare']).to.be.a('string');
+    for (const file of ['dist/index.js', 'dist/index.d.ts']) expect(await exists(join(installed, file)), file).to.equal(true);
+  });
+
+  it('declares rxjs ^7.8 as a peer (not a dependency), and the project has one copy of it', async () => {
+    expect(pkg.peerDependencies).to.deep.equal({ rxjs: '^7.8' });
+    expect(pkg.dependencies).not.to.have.property('rxjs');
+    expect(await exists(join(installed, 'node_modules', 'rxjs'))).to.equal(false);
+    expect(createRequire(join(installed, 'dist', 'index.js')).resolve('rxjs')).to.equal(createRequire(join(app, 'x.js')).resolve('rxjs'));
+  });
+
+  it('ships a LICENSE (MIT), a CHANGELOG with this version, and says where it comes from', async () => {
+    expect(pkg.license).to.equal('MIT');
+    expect(await readFile(join(installed, 'LICENSE'), 'utf8')).to.match(/^MIT License\n/);
+    expect(await readFile(join(installed, 'CHANGELOG.md'), 'utf8')).to.include(`\n## ${pkg.version}`);
+    expect(pkg.keywords).to.include('rxjs');
+    expect(pkg.sideEffects).to.equal(false);
+  });
+
+  it('ships every file its README and docs link to, and every heading they link to', async () => {
+    const documents = (await filesUnder(installed)).filter((file) => file.endsWith('.md') && !relative(installed, file).split(sep).includes('node_modules'));
+    expect(documents.map((file) => relative(installed, file))).to.include.members(['README.md', 'CHANGELOG.md', join('docs', 'getting-started.md')]);
+    const broken: string[] = [];
+    let links = 0;
+    for (const document of documents) {
+      const text = await readFile(document, 'utf8');
+      for (const [, target] of withoutCode(text).matchAll(/!?\[[^\]]*\]\(([^)\s]+)[^)]*\)/g)) {
+        if (/^[a-z]+:/i.test(target!)) continue;
+        links++;
+        const [path, anchor] = target!.split('#') as [string, string | undefined];
+        const file = path === '' ? document : resolve(dirname(document), path);
+        const where = `${relative(installed, document)} -> ${target}`;
+        if (relative(installed, file).startsWith('..') || !(await exists(file))) broken.push(`${where}: no such file in the package`);
+        else if (anchor !== undefined && !anchorsOf(await readFile(file, 'utf8')).has(anchor)) broken.push(`${where}: no such heading`);
+      }
+    }
+    expect(links).to.be.above(10);
+    expect(broken).to.deep.equal([]);
+  });
+
+  it('ships the sources its source maps name, and a stack trace names them', async () => {
+    const maps = (await filesUnder(join(installed, 'dist'))).filter((file) => file.endsWith('.map'));
+    expect(maps.length).to.be.above(50);
+    const missing: string[] = [];
+    for (const map of maps) {
+      const { sources, sourceRoot = '' } = JSON.parse(await readFile(map, 'utf8')) as { sources: string[]; sourceRoot?: string };
+      for (const source of sources) {
+        if (!(await exists(resolve(dirname(map), sourceRoot, source)))) missing.push(`${relative(installed, map)}: ${source}`);
+      }
+    }
+    expect(missing).to.deep.equal([]);
+    await compiled.nodenext;
+    const { stdout } = await node(['--enable-source-maps', 'stack.js'], join(app, 'esm'));
+    const frame = /\((\/[^()]*\/node_modules\/agent-lanes\/lib\/[^():]+\.ts):\d+:\d+\)/.exec(stdout);
+    expect(frame, stdout).to.not.equal(null);
+    expect(await exists(frame![1]!), frame![1]).to.equal(true);
+  });
+
+  it('compiles the getting-started program under nodenext and bundler with skipLibCheck off, and runs it as documented', async () => {
+    await compiled.nodenext;
+    await compiled.bundler;
+    const program = await readFile(join(app, 'esm', 'check.ts'), 'utf8');
+    const documented = /\/\/ (.*)\s*$/.exec(program)![1];
+    const { stdout } = await node(['check.js'], join(app, 'esm'));
+    expect(stdout.trim()).to.equal(documented);
+  });
+
+  it('is required from CommonJS, plain and as TypeScript compiled under nodenext', async () => {
+    expect((await node(['main.cjs'], join(app, 'cjs'))).stdout.trim()).to.equal('completed hello from CommonJS function');
+    await compiled.nodenext;
+    expect((await node(['main.js'], join(app, 'cjs'))).stdout.trim()).to.equal('completed hello from CommonJS function');
+  });
+
+  it('refuses CommonJS TypeScript under node16 at compile time, where require of ESM is not known', async () => {
+    const error = await compiled.cjsNode16.then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).to.include('TS1479');
+  });
+
+  it('runs the marble test of docs/testing.md in virtual time, through the installed package and the project rxjs', async () => {
+    await compiled.nodenext;
+    const { stdout } = await node(['marble.js'], join(app, 'esm'));
+    expect(stdout).to.match(/^ok - runs two lookups at a time/m);
+  });
+
+  it('still runs it in virtual time with a second copy of rxjs beside the library (a linked folder), since it passes its scheduler', async () => {
+    await compiled.nodenext;
+    const nested = join(installed, 'node_modules', 'rxjs');
+    // What Node loads of rxjs (its package.json and CommonJS build, under the `node` condition) is enough of a copy.
+    const rxjs = join(app, 'node_modules', 'rxjs');
+    const loaded = (from: string): boolean => {
+      const path = relative(rxjs, from);
+      return path === '' || path === 'package.json' || path === 'dist' || (path.startsWith(join('dist', 'cjs')) && !path.endsWith('.map'));
+    };
+    await cp(rxjs, nested, { recursive: true, filter: loaded });
+    try {
+      // The library now loads its own copy, whose asyncScheduler the test's TestScheduler does not drive.
+      expect(createRequire(join(installed, 'dist', 'index.js')).resolve('rxjs')).to.include(nested);
+      const { stdout } = await node(['marble.js'], join(app, 'esm'));
+      expect(stdout).to.match(/^ok - runs two lookups at a time/m);
+    } finally {
+      await rm(join(installed, 'node_modules'), { recursive: true, force: true });
+    }
+  });
+});
