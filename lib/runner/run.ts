@@ -18,7 +18,6 @@ import {
   isObservable,
   map,
   merge,
-  NEVER,
   Observable,
   of,
   race,
@@ -154,9 +153,10 @@ class Run implements NestedRuns {
   // True once the run's final event went out; a run left by unsubscribing ends without one.
   ended = false;
   // The stop as every turn and batch hears it: replayed to whoever listens after it came.
-  readonly stop$: Observable<StopReason>;
+  // Undefined for a run nothing outside can stop (no signal, no runSeconds).
+  readonly stop$: Observable<StopReason> | undefined;
   // The stop's sources (the signal's listener, the runSeconds timer), ended with the run.
-  readonly stopping: Subscription;
+  readonly stopping: Subscription | undefined;
 
   constructor(
     readonly parts: RunnerParts,
@@ -180,8 +180,13 @@ class Run implements NestedRuns {
         ),
       );
     }
-    // Without a source it never stops (and never completes: a turn races it against its model).
-    const stops = connectable(sources.length === 0 ? NEVER : merge(...sources).pipe(take(1), tap((reason) => (this.stopped ??= reason))), {
+    // Without a source the run never stops from outside: no composition to make, nothing to race.
+    if (sources.length === 0) {
+      this.stop$ = undefined;
+      this.stopping = undefined;
+      return;
+    }
+    const stops = connectable(merge(...sources).pipe(take(1), tap((reason) => (this.stopped ??= reason))), {
       connector: () => new ReplaySubject<StopReason>(1),
       resetOnDisconnect: false,
     });
@@ -294,7 +299,7 @@ class Run implements NestedRuns {
       failFast: this.failFast,
       ...(gate ? { gate } : {}),
       settle,
-      stop$: this.stop$,
+      ...(this.stop$ ? { stop$: this.stop$ } : {}),
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
@@ -311,9 +316,10 @@ function turn(run: Run, n: number): Observable<RunEvent> {
     // A run stopped before this turn does not take even a synchronous reply.
     if (run.stopped !== undefined) return run.finish(ending(run.stopped));
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
-    return race(run.stop$.pipe(map((stop): Answer | StopReason => stop)), ask(run.parts, request, n)).pipe(
-      take(1),
-      concatMap((answer) => {
+    const answer$ = ask(run.parts, request, n);
+    const { stop$ } = run;
+    return (stop$ === undefined ? answer$ : race(stop$, answer$).pipe(take(1))).pipe(
+      concatMap((answer: Answer | StopReason) => {
         if (!('reply' in answer) && !('failure' in answer)) return run.finish(ending(answer));
         if ('failure' in answer) return run.finish(answer.failure);
         return respond(run, n, answer.reply);
@@ -381,7 +387,7 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
     return concat(of(started), turn(run, 1)).pipe(
       catchError((error: unknown) => run.finish({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
       finalize(() => {
-        run.stopping.unsubscribe();
+        run.stopping?.unsubscribe();
         // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
         if (!run.ended) run.activityEnded('cancelled');
       }),
