@@ -3,6 +3,12 @@
 // describes them, and the two cannot drift apart.
 import * as t from 'io-ts';
 
+// A codec's kind, by io-ts's own `_tag` rather than `instanceof`: a codec made with another copy
+// of io-ts (an app's, beside the library's) is still recognised, and the model still sees its fields.
+function isTag<C>(codec: unknown, tag: string): codec is C {
+  return (codec as { readonly _tag?: unknown })._tag === tag;
+}
+
 /** Any value JSON can carry. */
 export type JsonValue = string | number | boolean | null | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
@@ -45,27 +51,27 @@ export function toJsonSchema(codec: Codec | undefined): JsonSchema {
 function schemaOf(codec: Codec, expanding: Expanding): JsonSchema {
   // t.Int (and the older t.Integer) are refinements of number: check them before refinements in general.
   if (codec === t.Int || codec === t.Integer) return { type: 'integer' };
-  if (codec instanceof t.StringType) return { type: 'string' };
-  if (codec instanceof t.NumberType) return { type: 'number' };
-  if (codec instanceof t.BooleanType) return { type: 'boolean' };
-  if (codec instanceof t.NullType) return { type: 'null' };
-  if (codec instanceof t.LiteralType) return literalSchema(codec.value);
-  if (codec instanceof t.KeyofType) return { type: 'string', enum: Object.keys(codec.keys) };
-  if (codec instanceof t.AnyArrayType) return { type: 'array' };
-  if (codec instanceof t.AnyDictionaryType || codec instanceof t.ObjectType) return { type: 'object' };
-  if (codec instanceof t.InterfaceType) return propsSchema(codec.props, true, expanding);
-  if (codec instanceof t.PartialType) return propsSchema(codec.props, false, expanding);
-  if (codec instanceof t.StrictType) return closed(propsSchema(codec.props, true, expanding));
-  if (codec instanceof t.ExactType) return closed(schemaOf(codec.type, expanding));
-  if (codec instanceof t.ArrayType || codec instanceof t.ReadonlyArrayType) {
+  if (isTag<t.StringType>(codec, 'StringType')) return { type: 'string' };
+  if (isTag<t.NumberType>(codec, 'NumberType')) return { type: 'number' };
+  if (isTag<t.BooleanType>(codec, 'BooleanType')) return { type: 'boolean' };
+  if (isTag<t.NullType>(codec, 'NullType')) return { type: 'null' };
+  if (isTag<t.LiteralType<string | number | boolean>>(codec, 'LiteralType')) return literalSchema(codec.value);
+  if (isTag<t.KeyofType<Record<string, unknown>>>(codec, 'KeyofType')) return { type: 'string', enum: Object.keys(codec.keys) };
+  if (isTag<t.AnyArrayType>(codec, 'AnyArrayType')) return { type: 'array' };
+  if (isTag<t.AnyDictionaryType>(codec, 'AnyDictionaryType') || isTag<t.ObjectType>(codec, 'ObjectType')) return { type: 'object' };
+  if (isTag<t.InterfaceType<t.Props>>(codec, 'InterfaceType')) return propsSchema(codec.props, true, expanding);
+  if (isTag<t.PartialType<t.Props>>(codec, 'PartialType')) return propsSchema(codec.props, false, expanding);
+  if (isTag<t.StrictType<t.Props>>(codec, 'StrictType')) return closed(propsSchema(codec.props, true, expanding));
+  if (isTag<t.ExactType<t.Mixed>>(codec, 'ExactType')) return closed(schemaOf(codec.type, expanding));
+  if (isTag<t.ArrayType<t.Mixed>>(codec, 'ArrayType') || isTag<t.ReadonlyArrayType<t.Mixed>>(codec, 'ReadonlyArrayType')) {
     return { type: 'array', items: schemaOf(codec.type, expanding) };
   }
-  if (codec instanceof t.TupleType) return tupleSchema(codec.types, expanding);
-  if (codec instanceof t.DictionaryType) return recordSchema(codec.domain, codec.codomain, expanding);
-  if (codec instanceof t.UnionType) return unionSchema(codec.types, expanding);
-  if (codec instanceof t.IntersectionType) return intersectionSchema(codec.types, expanding);
-  if (codec instanceof t.RefinementType || codec instanceof t.ReadonlyType) return schemaOf(codec.type, expanding);
-  if (codec instanceof t.RecursiveType) return recursiveSchema(codec, codec.type, expanding);
+  if (isTag<t.TupleType<[t.Mixed, ...t.Mixed[]]>>(codec, 'TupleType')) return tupleSchema(codec.types, expanding);
+  if (isTag<t.DictionaryType<t.Mixed, t.Mixed>>(codec, 'DictionaryType')) return recordSchema(codec.domain, codec.codomain, expanding);
+  if (isTag<t.UnionType<[t.Mixed, t.Mixed, ...t.Mixed[]]>>(codec, 'UnionType')) return unionSchema(codec.types, expanding);
+  if (isTag<t.IntersectionType<[t.Mixed, t.Mixed, ...t.Mixed[]]>>(codec, 'IntersectionType')) return intersectionSchema(codec.types, expanding);
+  if (isTag<t.RefinementType<t.Mixed>>(codec, 'RefinementType') || isTag<t.ReadonlyType<t.Mixed>>(codec, 'ReadonlyType')) return schemaOf(codec.type, expanding);
+  if (isTag<t.RecursiveType<t.Mixed>>(codec, 'RecursiveType')) return recursiveSchema(codec, codec.type, expanding);
   // undefined/void (JSON cannot carry them; absence is expressed through `required`), unknown,
   // any, never, bigint, functions and opaque custom codecs.
   return {};
@@ -129,18 +135,18 @@ function recordSchema(domain: Codec, codomain: Codec, expanding: Expanding): Jso
 
 /** The keys of a finite record domain, found the way io-ts's `record` finds them; undefined if infinite. */
 function domainKeys(domain: Codec): readonly string[] | undefined {
-  if (domain instanceof t.LiteralType) return typeof domain.value === 'string' ? [domain.value] : undefined;
-  if (domain instanceof t.KeyofType) return Object.keys(domain.keys);
-  if (!(domain instanceof t.UnionType)) return undefined;
+  if (isTag<t.LiteralType<string | number | boolean>>(domain, 'LiteralType')) return typeof domain.value === 'string' ? [domain.value] : undefined;
+  if (isTag<t.KeyofType<Record<string, unknown>>>(domain, 'KeyofType')) return Object.keys(domain.keys);
+  if (!(isTag<t.UnionType<[t.Mixed, t.Mixed, ...t.Mixed[]]>>(domain, 'UnionType'))) return undefined;
   const parts = (domain.types as readonly Codec[]).map(domainKeys);
   return parts.every((part) => part !== undefined) ? unique(parts.flat()) : undefined;
 }
 
 function unionSchema(types: readonly Codec[], expanding: Expanding): JsonSchema {
-  const present = types.filter((codec) => !(codec instanceof t.UndefinedType || codec instanceof t.VoidType));
+  const present = types.filter((codec) => !(isTag<t.UndefinedType>(codec, 'UndefinedType') || isTag<t.VoidType>(codec, 'VoidType')));
   if (present.length === 0) return {};
   if (present.length === 1) return schemaOf(present[0]!, expanding);
-  const nonNull = present.filter((codec) => !(codec instanceof t.NullType));
+  const nonNull = present.filter((codec) => !(isTag<t.NullType>(codec, 'NullType')));
   const enumerated = nonNull.length > 1 ? enumSchema(nonNull) : undefined;
   if (enumerated === undefined) return { anyOf: present.map((codec) => schemaOf(codec, expanding)) };
   return nonNull.length === present.length ? enumerated : { anyOf: [enumerated, { type: 'null' }] };
@@ -150,8 +156,8 @@ function unionSchema(types: readonly Codec[], expanding: Expanding): JsonSchema 
 function enumSchema(codecs: readonly Codec[]): JsonSchema | undefined {
   const values: Array<string | number | boolean> = [];
   for (const codec of codecs) {
-    if (codec instanceof t.LiteralType) values.push(codec.value);
-    else if (codec instanceof t.KeyofType) values.push(...Object.keys(codec.keys));
+    if (isTag<t.LiteralType<string | number | boolean>>(codec, 'LiteralType')) values.push(codec.value);
+    else if (isTag<t.KeyofType<Record<string, unknown>>>(codec, 'KeyofType')) values.push(...Object.keys(codec.keys));
     else return undefined;
   }
   const distinct = unique(values);

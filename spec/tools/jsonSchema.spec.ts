@@ -367,3 +367,16 @@ describe('toJsonSchema', () => {
     });
   });
 });
+
+describe('toJsonSchema with codecs from another copy of io-ts', () => {
+  // A copy of a codec that shares its fields but not its prototype: what a second io-ts beside
+  // the library's (an app's own, a linked clone's) makes. instanceof fails on it; _tag does not.
+  const foreign = <C extends object>(codec: C): C => Object.assign(Object.create({}) as object, codec) as C;
+
+  it('still gives the model the fields of a t.type made by another io-ts', () => {
+    const codec = foreign(t.type({ city: foreign(t.string), nights: foreign(t.number) }));
+    expect(codec instanceof t.InterfaceType).to.equal(false);
+    expect(toJsonSchema(codec)).to.deep.include({ type: 'object', required: ['city', 'nights'] });
+    expect(toJsonSchema(codec).properties).to.deep.equal({ city: { type: 'string' }, nights: { type: 'number' } });
+  });
+});
