@@ -4,5 +4,5 @@ export type { AgentRef, NestedRunResult, RunState, ToolBody, ToolContext } from 
 export { decodeArguments } from './decodeArguments.js';
 export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } from './plainData.js';
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
-export { LoopMonitor, type Watch, type WatchedCall } from './loopMonitor.js';
+export { LoopMonitor, type Watch } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';

@@ -26,23 +26,16 @@ export class Watch {
     this.monitor.left();
   }
 }
-type Watched = Watch;
-
-/** What `watch` gives back: the body's return value, and the release to call when the call ends. */
-export interface WatchedCall<T> {
-  readonly value: T;
-  readonly release: () => void;
-}
 
 // One storage and one hook for every monitor of the process. Node keeps each AsyncLocalStorage
 // ever made in a list it walks for every async resource created, so a storage per monitor
 // (per runner) would slow every Promise of a process that makes runners as it goes.
-const storage = new AsyncLocalStorage<Watched>();
+const storage = new AsyncLocalStorage<Watch>();
 // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps
 // its own start: two stacks side by side, so that timing a callback allocates nothing.
-const watchedStack: Array<Watched | undefined> = [];
+const watchedStack: Array<Watch | undefined> = [];
 const startStack: number[] = [];
-// Watched calls not yet released, over all monitors; the hook is enabled only while there are
+// Watch calls not yet released, over all monitors; the hook is enabled only while there are
 // some, give or take a turn of the event loop: it is turned off by a check scheduled once the
 // last one is released, so calls that answer at once, one after another, do not switch it on
 // and off for each (switching costs more than a call).
@@ -78,7 +71,7 @@ const hook: AsyncHook = createHook({
   },
 });
 
-function check(watched: Watched, elapsed: number): void {
+function check(watched: Watch, elapsed: number): void {
   if (elapsed <= watched.monitor.limitMs || watched.stalled || watched.released) return;
   watched.stalled = true;
   watched.onStall(new EventLoopStalledError(watched.tool, elapsed, watched.monitor.limitMs));
@@ -101,16 +94,6 @@ export class LoopMonitor {
   /** @param limitMs a synchronous stretch longer than this fails the call */
   constructor(readonly limitMs: number) {
     if (!(limitMs > 0)) throw new TypeError(`Expected loopStallMs to be a positive number, got ${limitMs}`);
-  }
-
-  /**
-   * Runs `body` as call of `tool`: its synchronous part is timed now, every later callback
-   * it schedules as it runs. `onStall` is told (once) if any stretch passes the limit.
-   */
-  watch<T>(tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): WatchedCall<T> {
-    const watch = this.open(tool, onStall);
-    const value = this.run(watch, body, undefined);
-    return { value, release: () => watch.release() };
   }
 
   /** @internal A watch for one call, not yet running anything: `run` runs its body, `release` ends it. */

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import * as t from 'io-ts';
 import {
+
   Agent,
   AgentRunner,
   EventLoopStalledError,
@@ -15,6 +16,14 @@ import {
   type ModelResponse,
   type RunEvent,
 } from '../../lib/index.js';
+
+// A body run as a call of `tool` under `monitor`: timed now and in every callback it schedules;
+// what the engine does for each call (open, run, release), in one step for these specs.
+function watch<T>(monitor: LoopMonitor, tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): { value: T; release: () => void } {
+  const opened = monitor.open(tool, onStall);
+  const value = monitor.run(opened, body, undefined);
+  return { value, release: () => opened.release() };
+}
 
 function block(ms: number): void {
   const end = performance.now() + ms;
@@ -93,7 +102,7 @@ describe('loop monitor', () => {
 
   it('keeps the hook on across calls that answer at once, and turns it off once they are done', async () => {
     const monitor = new LoopMonitor(1_000);
-    for (let i = 0; i < 3; i++) monitor.watch('quick', () => i, () => undefined).release();
+    for (let i = 0; i < 3; i++) watch(monitor, 'quick', () => i, () => undefined).release();
     expect(monitor.watching).to.equal(0);
     expect(LoopMonitor.hooked).to.equal(true);
     await new Promise((resolve) => setImmediate(resolve));
@@ -107,7 +116,7 @@ describe('loop monitor', () => {
     await new Promise((resolve) => setImmediate(resolve));
     const others = stores(Promise.resolve(0));
     const monitor = new LoopMonitor(1_000);
-    const watched = monitor.watch('quick', () => Promise.resolve(1), () => undefined);
+    const watched = watch(monitor, 'quick', () => Promise.resolve(1), () => undefined);
     try {
       expect(stores(watched.value)).to.equal(others + 1);
     } finally {
@@ -131,7 +140,7 @@ describe('loop monitor', () => {
     it('reports a stall once, with the tool and how long it held the loop', () => {
       const monitor = new LoopMonitor(20);
       const stalls: EventLoopStalledError[] = [];
-      const watched = monitor.watch('crunch', () => block(40), (error) => stalls.push(error));
+      const watched = watch(monitor, 'crunch', () => block(40), (error) => stalls.push(error));
       watched.release();
       expect(stalls).to.have.length(1);
       expect(stalls[0]).to.be.instanceOf(EventLoopStalledError);
@@ -143,7 +152,7 @@ describe('loop monitor', () => {
       const monitor = new LoopMonitor(20);
       const stalls: EventLoopStalledError[] = [];
       let later: Promise<void> | undefined;
-      const watched = monitor.watch('tool', () => {
+      const watched = watch(monitor, 'tool', () => {
         later = new Promise<void>((resolve) => setTimeout(resolve, 5)).then(() => block(40));
       }, (error) => stalls.push(error));
       watched.release();
@@ -156,8 +165,8 @@ describe('loop monitor', () => {
       const lenient = new LoopMonitor(10_000);
       const stalls: string[] = [];
       const after = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-      const a = strict.watch('strict-tool', () => after(2).then(() => block(40)), (error) => stalls.push(`strict ${error.tool}`));
-      const b = lenient.watch('lenient-tool', () => after(4).then(() => block(40)), (error) => stalls.push(`lenient ${error.tool}`));
+      const a = watch(strict, 'strict-tool', () => after(2).then(() => block(40)), (error) => stalls.push(`strict ${error.tool}`));
+      const b = watch(lenient, 'lenient-tool', () => after(4).then(() => block(40)), (error) => stalls.push(`lenient ${error.tool}`));
       expect(strict.watching + lenient.watching).to.equal(2);
       await Promise.all([a.value, b.value]);
       a.release();
@@ -169,7 +178,7 @@ describe('loop monitor', () => {
     it('turns the hook off even when the last call ended under fake timers that were then restored', async () => {
       const clock = sinon.useFakeTimers();
       try {
-        new LoopMonitor(1_000).watch('quick', () => 1, () => undefined).release();
+        watch(new LoopMonitor(1_000), 'quick', () => 1, () => undefined).release();
       } finally {
         clock.restore();
       }
@@ -179,7 +188,7 @@ describe('loop monitor', () => {
 
     it('rethrows what the body throws', () => {
       const monitor = new LoopMonitor(20);
-      expect(() => monitor.watch('tool', () => {
+      expect(() => watch(monitor, 'tool', () => {
         throw new RangeError('sync');
       }, () => undefined)).to.throw(RangeError, 'sync');
     });
