@@ -6,7 +6,7 @@
 import { asyncScheduler, isObservable, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { scheduleAfter } from '../time.js';
-import { enterWithLoan, Loan, type LaneStore, type LaneTable, type Permit } from '../lanes/index.js';
+import { enterWithLoan, LaneTable, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
@@ -37,6 +37,8 @@ export interface Dispatcher {
   readonly monitor: LoopMonitor | undefined;
   /** Grace for an overrunning body, in seconds. */
   readonly abandonAfterSeconds: number | undefined;
+  /** True while its records are torn down: a permit one of them gives back must not start another. */
+  readonly closing: boolean;
   /** The record's body started: it goes on to the ceilings. */
   started(record: CallRecord): void;
   /** The record's outcome is decided: it goes on to the reorder. */
@@ -133,6 +135,11 @@ export class BatchScope implements Subscribable<StopReason> {
   private outside: Unsubscribable | undefined = undefined;
   // Calls whose settled activity went out: every call before this index.
   private settledUpTo = 0;
+  // The batch's own lanes, made on first use: its turn lanes (the turn, and the turn's narrower
+  // per-tool bounds), and the lanes a batch given no shared ones keeps for itself. One of each
+  // per batch, not per phase: a body that overruns its call keeps its permits into later phases.
+  private turnTable: LaneTable | undefined = undefined;
+  private ownTable: LaneTable | undefined = undefined;
 
   constructor(options: BatchScopeOptions = {}) {
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -165,6 +172,16 @@ export class BatchScope implements Subscribable<StopReason> {
   whole(calls: readonly BatchCall[]): void {
     this.given = calls;
     this.total = calls.length;
+  }
+
+  /** @internal The batch's turn lanes, shared by all of its phases. */
+  get turnLanes(): LaneTable {
+    return (this.turnTable ??= new LaneTable());
+  }
+
+  /** @internal The shared lanes of a batch given none, shared by all of its phases. */
+  get ownLanes(): LaneTable {
+    return (this.ownTable ??= new LaneTable());
   }
 
   /** How many calls the batch has (so far, while they may still arrive). */
@@ -216,6 +233,11 @@ export class BatchScope implements Subscribable<StopReason> {
     if (this.stopped !== undefined) this.tell(this.stopped);
   }
 
+  /** Ends every call dispatched (queued in its lanes, or running) where it stands: bodies aborted, permits back. */
+  tearDownDispatched(): void {
+    for (const record of this.records) if (record.state === 'queued' || record.state === 'running') record.teardown();
+  }
+
   /** The records without an outcome, in call order. */
   unsettled(): CallRecord[] {
     return this.records.filter((record) => record.state !== 'ended');
@@ -245,14 +267,21 @@ export class BatchScope implements Subscribable<StopReason> {
   }
 
   /**
-   * The batch ends (its last stage torn down). A batch its subscriber left still tells watchers
-   * how each call ended, so a timeline never shows a call running forever: a call with no
-   * outcome yet is classified as a cancel would classify it.
+   * The batch ends (its subscriber left, or it completed): from here no stop is heard, then
+   * `tearDown` ends its stages (bodies aborted, permits back; a permit given back may set off a
+   * watcher that would stop the batch). A batch its subscriber left still tells watchers how
+   * each call ended, so a timeline never shows a call running forever: a call with no outcome
+   * yet is classified as a cancel would classify it.
    */
-  close(): void {
+  close(tearDown?: () => void): void {
     this.outside?.unsubscribe();
     this.outside = undefined;
     this.listener = undefined;
+    tearDown?.();
+    // Every call still dispatched ends where it stands, whatever the stages' teardown reached:
+    // left from inside that teardown (a watcher of the permits it gives back), the batch does
+    // not wait for it to come round to the calls it has not torn down yet.
+    this.tearDownDispatched();
     const { records } = this;
     if (this.settledUpTo >= records.length || !this.watched) return;
     const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
@@ -410,9 +439,10 @@ export class CallRecord {
 
   private start(): void {
     const { batch, call } = this;
-    // A permit given back while the batch is stopping can reach a waiter of this same batch
-    // before its own teardown runs: such a call must not start now.
-    if (batch.stopped !== undefined || this.done || this.closed) return;
+    // A permit given back while the batch is stopping, or while its dispatches are torn down
+    // (its subscriber left), can reach a waiter of this same batch before its own teardown
+    // runs: such a call must not start now.
+    if (batch.stopped !== undefined || this.done || this.closed || this.dispatcher!.closing) return;
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
     if (batch.stopped !== undefined || this.closed) return;
@@ -435,15 +465,21 @@ export class CallRecord {
       this.fail(error);
       return;
     }
+    if (this.done) {
+      // Failed (a synchronous stall) or torn down (a stop it set off itself) while the body ran:
+      // its answer no longer counts, and its permits went back with its teardown, so it is not
+      // told as overrunning; but a Promise's rejection must still be handled, or Node ends the process.
+      if (isPromiseLike(produced)) produced.then(undefined, () => undefined);
+      return;
+    }
     if (isObservable(produced)) {
-      if (this.done) return;
       // Its first value is the result; an Observable that completes empty gives undefined.
       const running = produced.subscribe({ next: (result) => this.succeed(result), error: onError, complete: () => this.succeed(undefined) });
       if (this.done) running.unsubscribe();
       else this.running = running;
     } else if (isPromiseLike(produced)) {
-      // Until it settles the body runs, and counts in its lanes even if its call ended first (a
-      // synchronous stall, a stop while it ran): a rejection is always handled, or Node ends the process.
+      // Until it settles the body runs, and counts in its lanes even if its call ends first (a
+      // ceiling, a stop): a rejection is always handled, or Node ends the process.
       this.bodyRunning = true;
       produced.then(
         (result: unknown) => {
@@ -455,8 +491,7 @@ export class CallRecord {
           this.fail(error);
         },
       );
-      if (this.done) this.letGo();
-    } else if (!this.done) {
+    } else {
       this.succeed(produced);
     }
   }
@@ -617,6 +652,9 @@ export class CallRecord {
 
   /** Ends the call where it stands: the body's signal aborted if it had not settled, permits back (or kept by a body that still runs). */
   teardown(): void {
+    // Once is enough: a teardown re-entered (from a watcher of the permits it gives back) or
+    // repeated (by the batch's close) leaves the first to finish what it started.
+    if (this.closed) return;
     this.closed = true;
     if (!this.done) {
       this.done = true;

@@ -57,9 +57,8 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     });
     // A turn given whole says how many calls it has: lanes that cannot bind are not taken.
     if (!given) batch.whole(calls as readonly BatchCall[]);
-    subscriber.add(() => batch.close());
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
-    return calls$
+    const stages = calls$
       .pipe(
         phases(() => batch),
         concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(plan))),
@@ -73,5 +72,9 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       });
+    // The stages end inside close(), after it stops hearing stops and before it tells watchers
+    // how the calls left in flight ended: decided before their teardown, they would keep their
+    // bodies running (neither aborted nor unsubscribed).
+    return () => batch.close(() => stages.unsubscribe());
   });
 }
