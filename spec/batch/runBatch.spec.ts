@@ -707,6 +707,23 @@ describe('runBatch', () => {
       expect(seen).to.deep.equal(['started a', 'started b', 'ended a', 'settled a', 'ended b', 'settled b']);
     });
 
+    it('takes no permit for a call of the next phase once its subscriber left from inside a grant', () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTool: { search: 2 } });
+      const invoked: string[] = [];
+      testScheduler.run(({ cold, flush }) => {
+        let subscription: { unsubscribe(): void } | undefined;
+        // The booking's phase ends at 1; the first search granted in the next phase, a watcher leaves.
+        lanes.changes$.subscribe((c) => c.change === 'granted' && c.key === 'tool:search' && subscription?.unsubscribe());
+        const search = (id: string) => call(id, () => (invoked.push(id), NEVER), { tool: 'search' });
+        const calls = [call('k', cold('-(k|)'), { tool: 'booking', parallelSafe: false }), search('a'), search('b')];
+        subscription = runBatch(calls, { concurrency, shared: { lanes, concurrency } }).subscribe();
+        flush();
+      });
+      expect(invoked).to.deep.equal([]);
+      expect(lanes.occupancy()).to.deep.equal([]);
+    });
+
     it('withdraws its queued calls at once when its subscriber leaves from inside its own teardown', () => {
       const lanes = new LaneTable();
       const changes: string[] = [];

@@ -107,7 +107,10 @@ class FanOut implements Dispatcher {
 
   dispatch(record: CallRecord): void {
     // A stopped batch dispatches nothing more: the call waits to be classified, never dispatched.
-    if (record.batch.stopped !== undefined) return;
+    // Nor does a fan-out torn down: a phase handing over its calls from inside its subscribe
+    // goes on after its subscriber left (from a watcher of a grant), and nothing would give back
+    // what the call took.
+    if (record.batch.stopped !== undefined || this.closing) return;
     this.records.add(record);
     this.open++;
     record.dispatch(this, () => this.lanesOf(record));
