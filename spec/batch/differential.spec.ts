@@ -96,8 +96,11 @@ interface WorldPlan {
   readonly tools: number;
   /** The runner's shared lanes, or none (each batch sizes a table of its own from its turn). */
   readonly shared: { readonly perTool: Readonly<Record<string, number>>; readonly perTenant: number | undefined } | undefined;
-  /** A plain table, a subclass of it, or a wrapper store (which may hand its grants on some frames later). */
-  readonly store: { readonly kind: 'table' } | { readonly kind: 'subclass' } | { readonly kind: 'wrapper'; readonly grantDelay: number };
+  /**
+   * A plain table, a subclass of it, or a wrapper store, which may hand its grants on some frames
+   * later, and may refuse the identical-arguments lanes (a store that cannot take a request throws).
+   */
+  readonly store: { readonly kind: 'table' } | { readonly kind: 'subclass' } | { readonly kind: 'wrapper'; readonly grantDelay: number; readonly refusesArgs: boolean };
   readonly batches: readonly BatchPlan[];
 }
 
@@ -192,7 +195,7 @@ const worldPlan: fc.Arbitrary<WorldPlan> = fc.integer({ min: 2, max: 3 }).chain(
     store: fc.oneof(
       fc.constant({ kind: 'table' as const }),
       fc.constant({ kind: 'subclass' as const }),
-      fc.record({ kind: fc.constant('wrapper' as const), grantDelay: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ kind: fc.constant('wrapper' as const), grantDelay: fc.integer({ min: 0, max: 3 }), refusesArgs: fc.constantFrom(false, false, false, true) }),
     ),
     batches: fc
       .tuple(batchPlan(tools, 'acme'), maybe(fc.constantFrom('globex' as const, 'globex' as const, undefined).chain((tenant) => batchPlan(tools, tenant))))
@@ -287,7 +290,7 @@ function storeOf(world: WorldPlan, scheduler: SchedulerLike, log: string[]): { t
     return { table, store: table };
   }
   const table = new LaneTable();
-  const { grantDelay } = store;
+  const { grantDelay, refusesArgs } = store;
   const wrapper: LaneStore = {
     get changes$() {
       return table.changes$;
@@ -295,6 +298,7 @@ function storeOf(world: WorldPlan, scheduler: SchedulerLike, log: string[]): { t
     occupancy: () => table.occupancy(),
     enter(key, limit, onGrant, party) {
       log.push(`${scheduler.now()} enter ${key} (${limit}) party=${party} onGrant=${typeof onGrant}`);
+      if (refusesArgs && key.startsWith('args:')) throw new TypeError(`the store cannot take ${key}`);
       if (grantDelay === 0) return table.enter(key, limit, () => onGrant(), party);
       // A store whose grants arrive later (a remote one): holding only once the grant is handed on.
       let granted = false;
@@ -468,7 +472,8 @@ function simulate(world: WorldPlan, engine: Engine): Trace {
         let events = 0;
         const heard = () => {
           if (++events !== plan.watcher!.nth) return;
-          trace.policies.push(`${now()} #${b} the watcher ${plan.watcher!.does === 'stop' ? 'stops the batch' : 'leaves'}`);
+          const does = plan.watcher!.does === 'stop' ? 'stops the batch' : subscription === undefined ? 'leaves once subscribed' : 'leaves';
+          trace.policies.push(`${now()} #${b} the watcher ${does}`);
           if (plan.watcher!.does === 'stop') inside$.next({ kind: 'cancelled', why: 'a watcher stopped the batch' });
           else leave();
         };
@@ -591,10 +596,10 @@ function mended(world: WorldPlan, legacy: Trace, pipeline: Trace): Trace {
       outcomes[i] = { ...o, outcome: stoppedOutcome(call, outcome!.index, outcome!.dispatched, failure) };
     });
   });
-  return { ...legacy, outcomes, bytes: outcomes.map((o) => JSON.stringify(o)).join('\n'), activity: mendedActivity(world, legacy.activity) };
+  return { ...legacy, outcomes, bytes: outcomes.map((o) => JSON.stringify(o)).join('\n'), activity: mendedActivity(world, legacy.activity, legacy.policies) };
 }
 
-function mendedActivity(world: WorldPlan, legacy: Trace['activity']): Trace['activity'] {
+function mendedActivity(world: WorldPlan, legacy: Trace['activity'], policies: readonly string[]): Trace['activity'] {
   const ended = new Set<string>();
   const activity = legacy.filter((a) => {
     if (a.type !== 'ended') return true;
@@ -605,7 +610,8 @@ function mendedActivity(world: WorldPlan, legacy: Trace['activity']): Trace['act
   });
   world.batches.forEach((plan, b) => {
     const { watcher } = plan;
-    if (watcher?.on !== 'activity' || watcher.does !== 'unsubscribe') return;
+    // Only a subscriber that left there and then (not one still inside its subscribe, which leaves once it returns).
+    if (watcher?.on !== 'activity' || !policies.some((p) => p.endsWith(`#${b} the watcher leaves`))) return;
     const heard = activity.filter((a) => a.batch === b)[watcher.nth - 1];
     if (heard?.type !== 'ended') return;
     const at = activity.findIndex((a) => a.batch === b && a.type === 'settled' && a.callId === heard.callId);
