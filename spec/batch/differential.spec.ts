@@ -612,7 +612,7 @@ function mendedActivity(world: WorldPlan, legacy: Trace['activity'], policies: r
     const { watcher } = plan;
     // Only a subscriber that left there and then (not one still inside its subscribe, which leaves once it returns).
     if (watcher?.on !== 'activity' || !policies.some((p) => p.endsWith(`#${b} the watcher leaves`))) return;
-    const heard = activity.filter((a) => a.batch === b)[watcher.nth - 1];
+    const heard = legacy.filter((a) => a.batch === b)[watcher.nth - 1];
     if (heard?.type !== 'ended') return;
     const at = activity.findIndex((a) => a.batch === b && a.type === 'settled' && a.callId === heard.callId);
     const settled = activity[at];
