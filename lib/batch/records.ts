@@ -6,7 +6,7 @@
 import { asyncScheduler, isObservable, type Observer, type SchedulerLike, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { scheduleAfter } from '../time.js';
-import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index.js';
+import { enterWithLoan, LaneTable, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
@@ -36,6 +36,8 @@ export interface Dispatcher {
   readonly monitor: LoopMonitor | undefined;
   /** Grace for an overrunning body, in seconds. */
   readonly abandonAfterSeconds: number | undefined;
+  /** True while its records are torn down: a permit one of them gives back must not start another. */
+  readonly closing: boolean;
   /** The record's body started: it goes on to the ceilings. */
   started(record: CallRecord): void;
   /** The record's outcome is decided: it goes on to the reorder. */
@@ -158,6 +160,11 @@ export class BatchScope implements Subscribable<StopReason> {
   private outside: Unsubscribable | undefined = undefined;
   // Calls whose settled activity went out: every call before this index.
   private settledUpTo = 0;
+  // The batch's own lanes, made on first use: its turn lanes (the turn, and the turn's narrower
+  // per-tool bounds), and the lanes a batch given no shared ones keeps for itself. One of each
+  // per batch, not per phase: a body that overruns its call keeps its permits into later phases.
+  private turnTable: LaneTable | undefined = undefined;
+  private ownTable: LaneTable | undefined = undefined;
 
   constructor(options: BatchScopeOptions = {}) {
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -190,6 +197,16 @@ export class BatchScope implements Subscribable<StopReason> {
   whole(calls: readonly BatchCall[]): void {
     this.given = calls;
     this.total = calls.length;
+  }
+
+  /** @internal The batch's turn lanes, shared by all of its phases. */
+  get turnLanes(): LaneTable {
+    return (this.turnTable ??= new LaneTable());
+  }
+
+  /** @internal The shared lanes of a batch given none, shared by all of its phases. */
+  get ownLanes(): LaneTable {
+    return (this.ownTable ??= new LaneTable());
   }
 
   /** How many calls the batch has (so far, while they may still arrive). */
@@ -241,18 +258,15 @@ export class BatchScope implements Subscribable<StopReason> {
     if (this.stopped !== undefined) this.tell(this.stopped);
   }
 
+  /** Ends every call dispatched (queued in its lanes, or running) where it stands: bodies aborted, permits back. */
+  tearDownDispatched(): void {
+    // Together: every one is marked before any gives its permits back, so none starts in them.
+    CallRecord.teardownAll(this.records.filter((record) => record.state === 'queued' || record.state === 'running'));
+  }
+
   /** The records without an outcome, in call order. */
   unsettled(): CallRecord[] {
     return this.records.filter((record) => record.state !== 'ended');
-  }
-
-  /**
-   * Ends every dispatched call without an outcome where it stands (bodies aborted, permits back,
-   * or kept by a body that still runs), at once: a stop or a leaving subscriber that comes while
-   * the batch is still being subscribed cannot wait for the stages' own teardowns.
-   */
-  halt(): void {
-    CallRecord.teardownAll(this.records.filter((record) => record.state !== 'waiting' && record.state !== 'ended'));
   }
 
   // Live scheduling events, made only when someone watches.
@@ -279,16 +293,22 @@ export class BatchScope implements Subscribable<StopReason> {
   }
 
   /**
-   * The batch ends (its last stage torn down). A batch its subscriber left still tells watchers
-   * how each call ended, so a timeline never shows a call running forever: a call with no
-   * outcome yet is classified as a cancel would classify it.
+   * The batch ends (its subscriber left, or it completed): from here no stop is heard, then
+   * `tearDown` ends its stages (bodies aborted, permits back; a permit given back may set off a
+   * watcher that would stop the batch). A batch its subscriber left still tells watchers how
+   * each call ended, so a timeline never shows a call running forever: a call with no outcome
+   * yet is classified as a cancel would classify it.
    */
-  close(): void {
+  close(tearDown?: () => void): void {
     this.closed = true;
-    this.halt();
     this.outside?.unsubscribe();
     this.outside = undefined;
     this.listener = undefined;
+    tearDown?.();
+    // Every call still dispatched ends where it stands, whatever the stages' teardown reached:
+    // left from inside that teardown (a watcher of the permits it gives back), the batch does
+    // not wait for it to come round to the calls it has not torn down yet.
+    this.tearDownDispatched();
     const { records } = this;
     if (this.settledUpTo >= records.length || !this.watched) return;
     const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
@@ -445,9 +465,10 @@ export class CallRecord {
 
   private start(): void {
     const { batch, call } = this;
-    // A permit given back while the batch is stopping can reach a waiter of this same batch
-    // before its own teardown runs: such a call must not start now.
-    if (batch.stopped !== undefined || batch.closed || this.done || this.closed) return;
+    // A permit given back while the batch is stopping, or while its dispatches are torn down
+    // (its subscriber left), can reach a waiter of this same batch before its own teardown
+    // runs: such a call must not start now.
+    if (batch.stopped !== undefined || batch.closed || this.done || this.closed || this.dispatcher!.closing) return;
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
     if (batch.stopped !== undefined || batch.closed || this.closed) return;
@@ -497,8 +518,10 @@ export class CallRecord {
 
   /** @internal The body answered with a Promise: until it settles the body runs, and counts in its lanes even if its call ends first. */
   waiting(): void {
+    // A call that already ended (a stall, a stop its body set off) gave its permits back with
+    // it: its Promise is followed only so that a rejection is handled, not told as an overrun.
+    if (this.done) return;
     this.bodyRunning = true;
-    if (this.done) this.letGo();
   }
 
   private record(patch: Delta): void {
@@ -658,6 +681,9 @@ export class CallRecord {
 
   /** Ends the call where it stands: the body's signal aborted if it had not settled, permits back (or kept by a body that still runs). */
   teardown(): void {
+    // Once is enough: a teardown re-entered (from a watcher of the permits it gives back) or
+    // repeated (by the batch's close) leaves the first to finish what it started.
+    if (this.closed) return;
     this.closed = true;
     if (!this.done) {
       this.done = true;
@@ -668,11 +694,10 @@ export class CallRecord {
   }
 
   /**
-   * Ends these calls where they stand, together: every one is marked before any gives its
-   * permits back, so a permit one gives back cannot start a sibling still waiting for it.
+   * Ends these calls where they stand. None starts in a permit another gives back: whoever tears
+   * them down marks it first (the batch closed or stopped, the fan-out closing), and start() checks.
    */
   static teardownAll(records: readonly CallRecord[]): void {
-    for (const record of records) record.closed = true;
     for (const record of records) record.teardown();
   }
 }

@@ -3,7 +3,7 @@
 // sentence: a turn is an Observable of calls, through phases run one after another, each gated
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
-import { concatMap, from, isObservable, Observable, type ObservableInput } from 'rxjs';
+import { concatMap, from, isObservable, Observable, type ObservableInput, type Subscription } from 'rxjs';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './records.js';
 import { ceiling } from './operators/ceiling.js';
@@ -60,9 +60,13 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     // Registered before the stages are subscribed: a subscriber that leaves while they are still
     // being subscribed (its calls answering synchronously) closes the batch at once, which ends
     // every dispatched call where it stands (body aborted, permits back) and dispatches no more.
-    subscriber.add(() => batch.close());
+    // The stages end inside close(), after it stops hearing stops and before it tells watchers
+    // how the calls left in flight ended: decided before their teardown, they would keep their
+    // bodies running (neither aborted nor unsubscribed).
+    let stages: Subscription | undefined;
+    subscriber.add(() => batch.close(() => stages?.unsubscribe()));
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
-    const stages = calls$
+    stages = calls$
       .pipe(
         phases(() => batch),
         concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(plan))),
@@ -76,6 +80,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       });
+    // A subscriber that already left ends these at once.
     return stages;
   });
 }

@@ -55,7 +55,7 @@ export function failedBy(outcome: { readonly callId: string; readonly tool: stri
  */
 export function errorOutcome(call: { readonly index: number; readonly callId: string; readonly tool: string }, dispatched: boolean, error: ErrorInfo, stopped?: StopReason): ErrorOutcome {
   const { index, callId, tool } = call;
-  return stopped === undefined ? { index, callId, tool, dispatched, kind: 'error', error } : { index, callId, tool, dispatched, kind: 'error', error, stopped };
+  return stopped === undefined ? { index, callId, tool, kind: 'error', dispatched, error } : { index, callId, tool, kind: 'error', dispatched, error, stopped };
 }
 
 /** The outcome of call `index`, stopped by `reason`; `dispatched` says whether its body had started. */

@@ -644,4 +644,128 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
   });
+
+  // Each of these is a divergence the differential property (differential.spec.ts) found between
+  // the pipeline and the state machine it replaces, where the pipeline was wrong.
+  describe('endings the state machine already got right', () => {
+    // A thenable settled on the test scheduler, so virtual time drives a Promise-like body.
+    const settlesAt = (frame: number, value: unknown) => ({
+      then: (resolve: (value: unknown) => void) => void testScheduler.schedule(() => resolve(value), frame),
+    });
+
+    it('aborts and unsubscribes the bodies in flight when its subscriber leaves while someone watches its activity', () => {
+      const aborted: number[] = [];
+      const seen: string[] = [];
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const body = cold('------(a|)');
+        const hanging = ({ signal }: InvokeContext) => (signal.addEventListener('abort', () => aborted.push(testScheduler.now())), new Promise(() => undefined));
+        const onActivity = (a: CallActivity) => seen.push(`${a.at} ${a.type} ${a.callId}${a.type === 'ended' ? ` ${a.outcome}` : ''}`);
+        expectObservable(runBatch([call('a', body), call('b', hanging)], { onActivity }), '^--!').toBe('---');
+        expectSubscriptions(body.subscriptions).toBe('^--!');
+      });
+      expect(aborted).to.deep.equal([3]);
+      expect(seen).to.deep.equal(['0 started a', '0 started b', '3 ended a indeterminate', '3 settled a', '3 ended b indeterminate', '3 settled b']);
+    });
+
+    it('starts no queued call when its subscriber leaves: the permit a torn-down sibling gives back goes to no call of the batch', () => {
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const a = cold('-----(a|)');
+        const b = cold('-(b|)');
+        const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });
+        expectObservable(runBatch([call('a', a), call('b', b)], { concurrency }), '^-!').toBe('--');
+        expectSubscriptions(a.subscriptions).toBe('^-!');
+        expectSubscriptions(b.subscriptions).toBe([]);
+      });
+    });
+
+    for (const limits of [{ maxConcurrentTools: 1 }, { perTenant: 1 }]) {
+      it(`keeps its own lanes (${Object.keys(limits)[0]}) across phases: a body that overruns its call holds its permit into the next phase`, () => {
+        testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+          const next = cold('-(b|)');
+          const concurrency = new ConcurrencyConfig({ ...limits, perToolSeconds: { booking: 0.002 } });
+          // k times out at 2 but its body, ignoring the abort, runs until 5: b waits for it.
+          const calls = [call('k', () => settlesAt(5, 'late'), { tool: 'booking', parallelSafe: false }), call('b', next)];
+          expectObservable(runBatch(calls, { concurrency }).pipe(briefly)).toBe('--a---(b|)', { a: 'k!ToolTimedOutError', b: 'b=b' });
+          expectSubscriptions(next.subscriptions).toBe('-----^!');
+        });
+      });
+    }
+
+    it('classifies a call whose body stops its own batch as in flight, and ignores what the body answers after', () => {
+      const stop$ = new Subject<StopReason>();
+      const stopping = (answer: unknown) => () => (stop$.next({ kind: 'cancelled', why: 'the tool cancelled the run' }), answer);
+      for (const answer of ['late', new Promise(() => undefined)]) {
+        const seen: string[] = [];
+        const outcomes: string[] = [];
+        const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}${a.type === 'ended' ? ` ${a.outcome}${a.overrun ? ' overrun' : ''}` : ''}`);
+        runBatch([call('a', stopping(answer), { tool: 'charge' }), call('b', () => 'b')], { stop$, onActivity }).subscribe((o) => outcomes.push(brief(o)));
+        // As it is when the body runs later than the batch's start (behind a gate, say).
+        expect(outcomes).to.deep.equal(['a?', 'b!CallStoppedError']);
+        // Its permits went back with the stop: it is not told as overrunning, and nothing is released later.
+        expect(seen).to.deep.equal(['started a', 'ended a indeterminate', 'ended b error', 'settled a', 'settled b']);
+      }
+    });
+
+    it('hears no stop once its subscriber left: a watcher of the permits it gives back does not classify its calls again', () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTool: { lookup: 2 } });
+      const stop$ = new Subject<StopReason>();
+      lanes.changes$.subscribe((c) => c.change === 'released' && stop$.next({ kind: 'cancelled', why: 'a watcher stopped the batch' }));
+      const seen: string[] = [];
+      const onActivity = (a: CallActivity) => seen.push(`${a.type} ${a.callId}`);
+      runBatch([call('a', NEVER), call('b', NEVER)], { concurrency, shared: { lanes, concurrency }, stop$, onActivity }).subscribe().unsubscribe();
+      expect(seen).to.deep.equal(['started a', 'started b', 'ended a', 'settled a', 'ended b', 'settled b']);
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('tells each call ended once when its subscriber leaves from inside the stop\'s classification', () => {
+      const stop$ = new Subject<StopReason>();
+      const seen: string[] = [];
+      let subscription: { unsubscribe(): void } | undefined;
+      const onActivity = (a: CallActivity) => {
+        seen.push(`${a.type} ${a.callId}`);
+        if (a.type === 'ended') subscription?.unsubscribe();
+      };
+      subscription = runBatch([call('a', NEVER), call('b', NEVER)], { stop$, onActivity }).subscribe();
+      stop$.next({ kind: 'cancelled', why: 'stop' });
+      expect(seen).to.deep.equal(['started a', 'started b', 'ended a', 'settled a', 'ended b', 'settled b']);
+    });
+
+    it('takes no permit for a call of the next phase once its subscriber left from inside a grant', () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTool: { search: 2 } });
+      const invoked: string[] = [];
+      testScheduler.run(({ cold, flush }) => {
+        let subscription: { unsubscribe(): void } | undefined;
+        // The booking's phase ends at 1; the first search granted in the next phase, a watcher leaves.
+        lanes.changes$.subscribe((c) => c.change === 'granted' && c.key === 'tool:search' && subscription?.unsubscribe());
+        const search = (id: string) => call(id, () => (invoked.push(id), NEVER), { tool: 'search' });
+        const calls = [call('k', cold('-(k|)'), { tool: 'booking', parallelSafe: false }), search('a'), search('b')];
+        subscription = runBatch(calls, { concurrency, shared: { lanes, concurrency } }).subscribe();
+        flush();
+      });
+      expect(invoked).to.deep.equal([]);
+      expect(lanes.occupancy()).to.deep.equal([]);
+    });
+
+    it('withdraws its queued calls at once when its subscriber leaves from inside its own teardown', () => {
+      const lanes = new LaneTable();
+      const changes: string[] = [];
+      const concurrency = new ConcurrencyConfig({ perTenant: 1, perTool: { search: 1 } });
+      const stop$ = new Subject<StopReason>();
+      let subscription: { unsubscribe(): void } | undefined;
+      // The first permit the stop gives back, a watcher leaves the batch.
+      lanes.changes$.subscribe((c) => {
+        changes.push(`${c.change} ${c.key}`);
+        if (c.change === 'released') subscription?.unsubscribe();
+      });
+      const invoked: string[] = [];
+      const calls = [call('a', () => (invoked.push('a'), NEVER), { tool: 'search' }), call('b', () => (invoked.push('b'), NEVER))];
+      subscription = runBatch(calls, { concurrency, shared: { lanes, concurrency }, tenant: 'acme', stop$ }).subscribe();
+      stop$.next({ kind: 'cancelled', why: 'stop' });
+      // b is withdrawn before a's tenant permit goes back: it is never handed a permit it would not use.
+      expect(changes).to.deep.equal(['granted tenant:acme', 'granted tool:search', 'queued tenant:acme', 'released tool:search', 'withdrawn tenant:acme', 'released tenant:acme']);
+      expect(invoked).to.deep.equal(['a']);
+    });
+  });
 });

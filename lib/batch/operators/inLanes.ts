@@ -6,7 +6,7 @@
 import { Observable, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
-import { LaneTable, type LaneStore, type Loan } from '../../lanes/index.js';
+import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
 import type { BatchCall } from '../types.js';
@@ -43,15 +43,13 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
 // One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
 class FanOut implements Dispatcher {
-  readonly sharedLanes: LaneStore;
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
-  private readonly shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
+  // The shared lanes; for a batch given none, its own table, known from its first record.
+  private shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig } | undefined;
   private readonly turn: ConcurrencyConfig;
   private readonly tenant: string;
-  // This phase's own lanes: the turn lane, and per-tool bounds the agent narrowed for its turn.
-  private local: LaneTable | undefined = undefined;
   // The lanes of a parallel-safe call depend only on its tool: most batches call one tool, kept
   // in two fields; a map is made for a second.
   private firstTool: string | undefined = undefined;
@@ -63,6 +61,8 @@ class FanOut implements Dispatcher {
   // Records dispatched and not yet over, and whether the source is done.
   open = 0;
   sourceDone = false;
+  // Set once the teardown began: no record of this fan-out starts any more.
+  closing = false;
   // Every record dispatched here and not yet over (for the teardown).
   readonly records = new Set<CallRecord>();
 
@@ -72,12 +72,16 @@ class FanOut implements Dispatcher {
   ) {
     const turn = plan.concurrency ?? new ConcurrencyConfig();
     this.turn = turn;
-    this.shared = plan.shared ?? { lanes: new LaneTable(), concurrency: turn };
-    this.sharedLanes = this.shared.lanes;
+    this.shared = plan.shared;
     this.tenant = plan.tenant ?? 'default';
     this.lent = plan.lent ?? noLoans;
     this.monitor = plan.monitor;
     this.abandonAfterSeconds = turn.abandonAfterSeconds;
+  }
+
+  /** Read only by a record that took its lanes, so once they are known. */
+  get sharedLanes(): LaneStore {
+    return this.shared!.lanes;
   }
 
   started(record: CallRecord): void {
@@ -96,7 +100,11 @@ class FanOut implements Dispatcher {
 
   dispatch(record: CallRecord): void {
     // A stopped batch dispatches nothing more: the call waits to be classified, never dispatched.
-    if (record.batch.stopped !== undefined || record.batch.closed) return;
+    // A stopped or closed batch dispatches nothing more: the call waits to be classified, never
+    // dispatched. Nor does a fan-out torn down: a phase handing over its calls from inside its
+    // subscribe goes on after its subscriber left (from a watcher of a grant), and nothing would
+    // give back what the call took.
+    if (record.batch.stopped !== undefined || record.batch.closed || this.closing) return;
     this.records.add(record);
     this.open++;
     record.dispatch(this, () => this.lanesOf(record));
@@ -104,6 +112,8 @@ class FanOut implements Dispatcher {
 
   /** Every record still dispatched here ends where it stands. */
   teardown(): void {
+    // Set before any record gives its permits back, which could grant them to another record here.
+    this.closing = true;
     const records = [...this.records];
     this.records.clear();
     // Together: a permit given back by one must not start another (its body would run after the subscriber left).
@@ -115,7 +125,8 @@ class FanOut implements Dispatcher {
     if (safe && call.tool === this.firstTool) return this.firstSteps;
     const known = safe ? this.stepsByTool?.get(call.tool) : undefined;
     if (known !== undefined) return known;
-    const { shared, turn, tenant } = this;
+    const { turn, tenant } = this;
+    const shared = (this.shared ??= { lanes: batch.ownLanes, concurrency: turn });
     const expected = batch.expected;
     const steps: LaneStep[] = [];
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
@@ -123,7 +134,7 @@ class FanOut implements Dispatcher {
     const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
     const turnTool = toolBound === undefined ? undefined : bindingOver(toolBound, batch.given === undefined ? undefined : this.callsOf(batch.given, call.tool));
     if (turnLimit !== undefined || turnTool !== undefined) {
-      const local = (this.local ??= new LaneTable());
+      const local = batch.turnLanes;
       this.addStep(steps, local, 'turn', turnLimit, '');
       this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
     }
@@ -150,7 +161,7 @@ class FanOut implements Dispatcher {
   private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
     if (limit === undefined) return;
     // A shared lane a caller lends (a nested run): its calls may run in the lent permit.
-    const loan = store === this.shared.lanes ? this.lent.get(key) : undefined;
+    const loan = store === this.sharedLanes ? this.lent.get(key) : undefined;
     steps.push({ store, key, limit, party, loan });
   }
 }

@@ -49,7 +49,8 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
         listening = undefined;
         const open = batch === undefined ? [] : batch.unsettled();
         // Every outcome is decided (and told as ended) before any goes on, as in one step.
-        for (const record of open) record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
+        // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
+        for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
         for (const record of open) {
           if (subscriber.closed) return;
           subscriber.next(record);
@@ -70,8 +71,10 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
         scope.onStop((reason) => {
           stopped ??= reason;
           if (!starting) classify(reason);
-          // Still being subscribed: what runs ends now; the classification waits for every call to be known.
-          else scope.halt();
+          // Stopped while its source is being subscribed (a body that stops its own batch, say):
+          // the calls still arriving are classified once they all have, but the calls dispatched
+          // end now, as the unsubscription would end them, so an answer after the stop is ignored.
+          else scope.tearDownDispatched();
         });
         if (stopped !== undefined) scope.stop(stopped);
       };
