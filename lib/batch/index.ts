@@ -1,4 +1,3 @@
-export { openBatch, runBatchLegacy, type OpenBatch } from './legacy.js';
 export { runBatch } from './runBatch.js';
 export { BatchScope, CallRecord, type BatchScopeOptions, type CallState, type Dispatcher, type LaneStep } from './records.js';
 export * from './operators/index.js';
