@@ -241,10 +241,11 @@ for (const wire of wires) {
     it('fails the run naming timeoutSeconds when the endpoint hangs, after retrying it, rather than waiting for the run deadline', async () => {
       const vendor = await serve(['hang', 'hang']);
       const { waits, retry } = recordedWaits();
-      const error = failure(await run(wire.make(vendor, { retry: { ...retry, attempts: 2, baseDelayMs: 100 }, timeoutSeconds: 0.05 })));
+      // Long enough for a busy machine's server to see each request before the client gives up on it.
+      const error = failure(await run(wire.make(vendor, { retry: { ...retry, attempts: 2, baseDelayMs: 100 }, timeoutSeconds: 0.3 })));
       expect(error.name).to.equal('ProviderError');
       expect(error.message).to.equal(
-        `model provider failed on turn 1: ${wire.prefix === 'openai' ? 'OpenAI Chat Completions' : 'Anthropic Messages'} at ${new URL(vendor.url).host} did not reply within 0.05s (its timeoutSeconds) (after 2 attempts)`,
+        `model provider failed on turn 1: ${wire.prefix === 'openai' ? 'OpenAI Chat Completions' : 'Anthropic Messages'} at ${new URL(vendor.url).host} did not reply within 0.3s (its timeoutSeconds) (after 2 attempts)`,
       );
       expect(vendor.received).to.have.length(2);
       expect(waits).to.deep.equal([75]);
