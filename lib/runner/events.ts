@@ -2,7 +2,7 @@
 // events whatever order the calls finished in: no times, and tool events in call order.
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
 import type { ErrorInfo } from '../errors.js';
-import type { ToolCall } from './model.js';
+import type { FinishReason, ToolCall, Usage } from './model.js';
 
 export type RunEventType =
   | 'RUN_STARTED'
@@ -38,6 +38,10 @@ export interface ModelResponseEvent {
   readonly turn: number;
   readonly text?: string;
   readonly toolCalls: readonly ToolCall[];
+  /** The turn's token counts, when the provider reported them (streamed or whole, the same). */
+  readonly usage?: Usage;
+  /** Why the model stopped writing the turn, when the provider said. */
+  readonly finishReason?: FinishReason;
 }
 export interface ToolResultEvent {
   readonly type: 'TOOL_RESULT';
