@@ -2,7 +2,7 @@
 // events whatever order the calls finished in: no times, and tool events in call order.
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
 import type { ErrorInfo } from '../errors.js';
-import type { FinishReason, ToolCall, Usage } from './model.js';
+import type { FinishReason, ModelResponse, ToolCall, Usage } from './model.js';
 
 export type RunEventType =
   | 'RUN_STARTED'
@@ -107,4 +107,20 @@ export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeE
     case 'indeterminate':
       return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
   }
+}
+
+/**
+ * The transcript event of the model's response in turn `turn`: the same for a turn streamed or
+ * given whole. Usage and finish reason appear only when the provider gave them.
+ */
+export function toResponseEvent(turn: number, response: ModelResponse): ModelResponseEvent {
+  const { text, toolCalls = [], usage, finishReason } = response;
+  return {
+    type: 'MODEL_RESPONSE',
+    turn,
+    ...(text !== undefined ? { text } : {}),
+    toolCalls,
+    ...(usage !== undefined ? { usage } : {}),
+    ...(finishReason !== undefined ? { finishReason } : {}),
+  };
 }

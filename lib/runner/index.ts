@@ -1,6 +1,6 @@
 export { Agent, OnToolError, type AgentOptions } from './Agent.js';
 export { AgentRunner, type RunnerActivity, type RunnerOptions, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
-export { RunEventType, toOutcomeEvent, type OutcomeLike } from './events.js';
+export { RunEventType, toOutcomeEvent, toResponseEvent, type OutcomeLike } from './events.js';
 export type {
   ModelResponseEvent,
   RunCancelledEvent,

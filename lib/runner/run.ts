@@ -42,7 +42,7 @@ import { DeadlineExceededError, ProviderError, RunError, toErrorInfo, UnknownToo
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
-import { toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
+import { toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
 import { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
@@ -398,26 +398,13 @@ function turn(run: Run, n: number): Observable<RunEvent> {
   });
 }
 
-// The transcript's event for the model's response: usage and finish reason when the provider gave them.
-function responseEvent(n: number, response: ModelResponse): RunEvent {
-  const { text, toolCalls = [], usage, finishReason } = response;
-  return {
-    type: 'MODEL_RESPONSE',
-    turn: n,
-    ...(text !== undefined ? { text } : {}),
-    toolCalls,
-    ...(usage !== undefined ? { usage } : {}),
-    ...(finishReason !== undefined ? { finishReason } : {}),
-  };
-}
-
 // The model's response, then the final answer, or the turn's outcomes in call order from
 // `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and
 // what comes after them. `failure` is the run's ending once they are out (a broken stream).
 function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure?: RunEvent): Observable<RunEvent> {
   const { text, toolCalls = [] } = response;
   run.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
-  const event = responseEvent(n, response);
+  const event = toResponseEvent(n, response);
   if (toolCalls.length === 0) return concat(of(event), defer(() => run.finish(failure ?? run.finalAnswer(text))));
   return concat(
     of(event),
