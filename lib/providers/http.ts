@@ -1,6 +1,7 @@
 // The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429 and 5xx with
 // bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
-// abort, and scrub the API key out of anything that becomes an error.
+// abort, and scrub the API key out of anything that becomes an error. The reply is read whole
+// (postJson), or handed over unread for a streamed reply (postForStream).
 import { asyncScheduler } from 'rxjs';
 import { ConfigError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
@@ -133,7 +134,7 @@ const DETAIL_CHARS = 300;
  */
 export async function postJson(post: JsonPost): Promise<unknown> {
   try {
-    return await attempts(post);
+    return await attempts(post, (response, scrub) => readJson(response, post.provider, scrub));
   } catch (error) {
     // Whatever failed once the signal aborted (fetch, the body, a backoff wait) failed because of it.
     post.signal.throwIfAborted();
@@ -141,7 +142,31 @@ export async function postJson(post: JsonPost): Promise<unknown> {
   }
 }
 
-async function attempts(post: JsonPost): Promise<unknown> {
+/**
+ * POSTs `body` as JSON for a streamed reply: resolves with the first 2xx response, its body not
+ * yet read, for the caller to read as it arrives. Retries, errors and abort as postJson; once a
+ * 2xx has come nothing is retried (a tool call may already be running on what was read).
+ */
+export async function postForStream(post: JsonPost): Promise<Response> {
+  try {
+    return await attempts(post, (response) => Promise.resolve(response));
+  } catch (error) {
+    post.signal.throwIfAborted();
+    throw error;
+  }
+}
+
+/** A 2xx body read whole as JSON; one that is not JSON is a ProviderReplyError quoting its start. */
+export async function readJson(response: Response, provider: string, scrub: (text: string) => string): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text))}`);
+  }
+}
+
+async function attempts<T>(post: JsonPost, ok: (response: Response, scrub: (text: string) => string) => Promise<T>): Promise<T> {
   const { provider, url, signal, retry, secrets = [] } = post;
   const doFetch = post.fetch ?? fetch;
   // Scrubbed before any clipping, so a cut cannot leave part of a key behind.
@@ -158,15 +183,9 @@ async function attempts(post: JsonPost): Promise<unknown> {
       await retry.sleep(retryDelay(attempt, undefined, retry), signal);
       continue;
     }
+    if (response.ok) return ok(response, scrub);
     // Read the whole body even for an error, so the connection is free for the retry.
     const text = await response.text();
-    if (response.ok) {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text))}`);
-      }
-    }
     if (!isRetryable(response.status) || attempt >= retry.attempts) {
       const { code, message } = vendorError(text);
       throw new ProviderHttpError(provider, response.status, code && scrub(code), clip(scrub(message)), attempt);
@@ -193,13 +212,15 @@ function vendorError(text: string): { code: string | undefined; message: string 
   return { code, message };
 }
 
-function causeOf(error: unknown): string {
+/** An error as text, with its cause (fetch puts the socket's reason there). */
+export function causeOf(error: unknown): string {
   if (!(error instanceof Error)) return describeValue(error);
   const cause = (error as { cause?: unknown }).cause;
   return cause instanceof Error && cause.message !== '' ? `${error.message} (${cause.message})` : error.message;
 }
 
-function clip(text: string): string {
+/** A vendor's text for a message: whitespace folded, cut at 300 characters. */
+export function clip(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > DETAIL_CHARS ? `${flat.slice(0, DETAIL_CHARS - 3)}...` : flat;
 }

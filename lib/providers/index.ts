@@ -8,5 +8,6 @@ export {
   type AnthropicMessage,
   type AnthropicMessagesOptions,
 } from './AnthropicMessagesProvider.js';
-export { ProviderHttpError, ProviderReplyError } from './errors.js';
-export { postJson, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';
+export { ProviderHttpError, ProviderReplyError, ProviderStreamError } from './errors.js';
+export { postJson, postForStream, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';
+export { streamedReply, type EventDecoder } from './streamedReply.js';
