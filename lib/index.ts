@@ -52,6 +52,12 @@ export { ScriptedProvider, type Script, type ScriptStep } from './providers/inde
 export {
   AnthropicMessagesProvider,
   OpenAIChatProvider,
+  aiSdkProvider,
+  fromAiSdkContent,
+  toAiSdkPrompt,
+  toAiSdkTools,
+  type AiSdkCallOptions,
+  type AiSdkProviderOptions,
   ProviderHttpError,
   ProviderReplyError,
   ProviderStreamError,

@@ -11,3 +11,4 @@ export {
 export { ProviderHttpError, ProviderReplyError, ProviderStreamError } from './errors.js';
 export { postJson, postForStream, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';
 export { streamedReply, type EventDecoder } from './streamedReply.js';
+export { aiSdkProvider, fromAiSdkContent, toAiSdkPrompt, toAiSdkTools, type AiSdkCallOptions, type AiSdkProviderOptions } from './aiSdkProvider.js';
