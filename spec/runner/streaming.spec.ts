@@ -76,10 +76,11 @@ describe('streamed model turns', () => {
   function play(
     script: readonly ScriptStep[],
     options: { bodyMs?: number | Record<string, number>; tools?: ToolRegistry; runner?: Partial<ConstructorParameters<typeof AgentRunner>[0]>; agent?: Agent; signalAt?: number; unsubscribeAt?: number } = {},
-  ): { lines: string[]; events: RunEvent[]; activity: RunnerActivity[] } {
+  ): { lines: string[]; events: RunEvent[]; activity: RunnerActivity[]; lanesAfter: unknown[] } {
     const lines: string[] = [];
     const events: RunEvent[] = [];
     const activity: RunnerActivity[] = [];
+    let lanesAfter: unknown[] = [];
     // Each run its own clock, from 0.
     testScheduler = new TestScheduler((actual, expected) => {
       expect(actual).to.deep.equal(expected);
@@ -104,8 +105,9 @@ describe('streamed model turns', () => {
       if (options.unsubscribeAt !== undefined) testScheduler.schedule(() => subscription.unsubscribe(), options.unsubscribeAt);
       flush();
       watching.unsubscribe();
+      lanesAfter = runner.lanes.occupancy();
     });
-    return { lines, events, activity };
+    return { lines, events, activity, lanesAfter };
   }
 
   /** A stream of `parts`, one every `gapMs` from 0, then its end `gapMs` after the last. */
@@ -235,6 +237,8 @@ describe('streamed model turns', () => {
   });
 
   describe('a stream cut short', () => {
+    // Shared lanes (per tool, per tenant) that a call stands in while it runs: each must be idle after.
+    const shared = new ConcurrencyConfig({ perTool: { work: 4 }, perTenant: 8 });
     /** A stream of the given parts at the given times (`at`), that then fails, ends, or hangs; it records its abort. */
     function stream(timed: ReadonlyArray<[number, ModelStreamPart]>, end: { failAt: number; error: unknown } | { hang: true }, seen: { aborted?: unknown; unsubscribed?: boolean }): ScriptStep {
       return (_request, signal) =>
@@ -301,8 +305,9 @@ describe('streamed model turns', () => {
         [10, { type: 'tool-call', id: 'b', name: 'work', arguments: {} }],
         [100, { type: 'tool-call', id: 'late', name: 'work', arguments: {} }],
       ];
-      const { lines, activity } = play([stream(parts, { hang: true }, seen)], { bodyMs: { a: 5, b: 500 }, signalAt: 50 });
+      const { lines, activity, lanesAfter } = play([stream(parts, { hang: true }, seen)], { bodyMs: { a: 5, b: 500 }, signalAt: 50, runner: { concurrency: shared } });
       expect(lines).to.deep.equal(['0 START', '50 MODEL 1 [a b]', '50 RESULT a', '50 INDET b', '50 CANCELLED']);
+      expect(lanesAfter).to.deep.equal([]);
       expect(seen.unsubscribed).to.equal(true);
       expect(String(seen.aborted)).to.match(/the run stopped/);
       expect(activity.filter((a) => a.type === 'started')).to.have.length(2);
@@ -323,15 +328,17 @@ describe('streamed model turns', () => {
         [20, { type: 'tool-call', id: 'c', name: 'work', arguments: {} }],
       ];
       const agent = new Agent({ name: 'planner', instructions: '', model: 'm', onToolError: OnToolError.FAIL_RUN });
-      const { lines } = play([stream(parts, { hang: true }, seen)], { agent, bodyMs: 100 });
+      const { lines, lanesAfter } = play([stream(parts, { hang: true }, seen)], { agent, bodyMs: 100, runner: { concurrency: shared } });
       expect(lines).to.deep.equal(['0 START', '10 MODEL 1 [a b]', '10 INDET a', '10 ERROR b Error: b failed', '10 FAILED Error: b failed']);
+      expect(lanesAfter).to.deep.equal([]);
       expect(seen.aborted).not.to.equal(undefined);
     });
 
     it('aborts the request when the run is left mid-stream', () => {
       const seen: { aborted?: unknown; unsubscribed?: boolean } = {};
-      const { lines } = play([stream([[0, { type: 'tool-call', id: 'a', name: 'work', arguments: {} }]], { hang: true }, seen)], { unsubscribeAt: 40 });
+      const { lines, lanesAfter } = play([stream([[0, { type: 'tool-call', id: 'a', name: 'work', arguments: {} }]], { hang: true }, seen)], { unsubscribeAt: 40, runner: { concurrency: shared } });
       expect(lines).to.deep.equal(['0 START']);
+      expect(lanesAfter).to.deep.equal([]);
       expect(seen.unsubscribed).to.equal(true);
       expect(seen.aborted).not.to.equal(undefined);
     });
