@@ -391,6 +391,7 @@ function turn(run: Run, n: number): Observable<RunEvent> {
         const answer = answerOf(n, first.value);
         if ('failure' in answer) return run.finish(answer.failure);
         const { response, malformed } = answer.reply;
+        // Each result's JSON, by call index, as the settle step made it.
         const contents: Array<string | undefined> = [];
         return respond(run, n, response, contents, defer(() => run.batchOf(n, run.callsOf(response.toolCalls ?? [], malformed, run.scope()), contents)));
       }),
@@ -405,7 +406,7 @@ function respond(run: Run, n: number, response: ModelResponse, contents: Array<s
   const { text, toolCalls = [] } = response;
   run.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
   const event = toResponseEvent(n, response);
-  if (toolCalls.length === 0) return concat(of(event), defer(() => run.finish(failure ?? run.finalAnswer(text))));
+  if (toolCalls.length === 0) return concat(of(event), defer(() => run.finish(run.finalAnswer(text))));
   return concat(
     of(event),
     defer(() => {
