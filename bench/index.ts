@@ -9,9 +9,13 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
 import pLimit from 'p-limit';
-import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
+import { concat, from, ignoreElements, lastValueFrom, map, mergeMap, timer, toArray, type Observable } from 'rxjs';
 import * as t from 'io-ts';
+import { aiSdkProvider } from '../lib/providers/aiSdkProvider.js';
 import {
   Agent,
   AgentRunner,
@@ -20,6 +24,7 @@ import {
   ToolRegistry,
   type ModelRequest,
   type ModelResponse,
+  type ModelStreamPart,
   type RunnerActivity,
 } from '../lib/index.js';
 
@@ -489,9 +494,87 @@ async function scaling(): Promise<void> {
   row({ workload: `Scaling, ${n} calls queued`, figure: 'heap per queued call', value: held / n, unit: 'bytes' });
 }
 
+// W5: a streamed model turn. The model writes 4 tool calls 100 ms apart (each complete at 0,
+// 100, 200, 300 ms) and ends its turn at 400 ms; each body takes 200 ms. Started as each call
+// is complete, the last ends at 300 + 200 = 500 ms; given whole, the turn is read at 400 and
+// the bodies end at 600. Beside it, the AI SDK's streamText with its mock model writing the
+// same stream, and the same mock model through aiSdkProvider. (ai 6's streamText holds each
+// call until the stream's finish part, then runs them: `executeToolCallAfterFinish` in its
+// run-tools transformation; so it measures as a turn given whole.)
+const STREAM_GAP_MS = 100;
+const STREAM_BODY_MS = 200;
+const STREAM_CALLS = 4;
+
+/** `[at ms, value]` pairs as an Observable: each value at its time, then the end at `endMs`. */
+function written<T>(timed: ReadonlyArray<readonly [number, T]>, endMs: number): Observable<T> {
+  let last = 0;
+  const steps = timed.map(([at, value]) => {
+    const wait = at - last;
+    last = at;
+    return timer(wait).pipe(map(() => value));
+  });
+  return concat(...steps, timer(endMs - last).pipe(ignoreElements()));
+}
+
+/** The same, as the ReadableStream an AI SDK model's doStream gives. */
+function writtenStream<T>(timed: ReadonlyArray<readonly [number, T]>, endMs: number): ReadableStream<T> {
+  return new ReadableStream<T>({
+    start(controller) {
+      written(timed, endMs).subscribe({ next: (value) => controller.enqueue(value), complete: () => controller.close() });
+    },
+  });
+}
+
+const streamedCalls = Array.from({ length: STREAM_CALLS }, (_, i) => ({ id: `c${i}`, name: 'work', arguments: '{}' }));
+const callTimes = streamedCalls.map((call, i) => [i * STREAM_GAP_MS, call] as const);
+const streamEnd = STREAM_CALLS * STREAM_GAP_MS;
+
+/** The AI SDK mock model: the turn of calls as a stream, then a final answer at once. */
+function mockModel(): MockLanguageModelV3 {
+  const finish = (reason: 'tool-calls' | 'stop'): LanguageModelV3StreamPart => ({
+    type: 'finish',
+    finishReason: { unified: reason, raw: reason },
+    usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } },
+  });
+  const calls: Array<readonly [number, LanguageModelV3StreamPart]> = callTimes.map(([at, call]) => [at, { type: 'tool-call', toolCallId: call.id, toolName: call.name, input: call.arguments }]);
+  return new MockLanguageModelV3({
+    doStream: [
+      { stream: writtenStream([...calls, [streamEnd, finish('tool-calls')]], streamEnd) },
+      { stream: writtenStream<LanguageModelV3StreamPart>([[0, { type: 'text-delta', id: 't', delta: 'done' }], [0, finish('stop')]], 0) },
+    ],
+  });
+}
+
+async function w5(): Promise<void> {
+  const tools = new ToolRegistry().register({ name: 'work' }, () => sleep(STREAM_BODY_MS));
+  const streamedTurn = (): Observable<ModelStreamPart> =>
+    written<ModelStreamPart>([...callTimes.map(([at, call]) => [at, { type: 'tool-call' as const, ...call }] as const), [streamEnd, { type: 'finish', finishReason: 'tool-calls' }]], streamEnd);
+  const wholeTurn = (): Promise<ModelResponse> => lastValueFrom(streamedTurn().pipe(toArray())).then(() => ({ toolCalls: streamedCalls }));
+  const lanes = (step: () => Observable<ModelStreamPart> | Promise<ModelResponse>) => () =>
+    runToEnd(new AgentRunner({ provider: new ScriptedProvider([step, { text: 'done' }]), tools }));
+  const viaAdapter = () => runToEnd(new AgentRunner({ provider: aiSdkProvider(mockModel()), tools }));
+  const sdk = async () => {
+    const result = streamText({
+      model: mockModel(),
+      prompt: 'go',
+      tools: { work: tool({ inputSchema: jsonSchema<Record<string, never>>({ type: 'object' }), execute: () => sleep(STREAM_BODY_MS) }) },
+      stopWhen: stepCountIs(2),
+    });
+    await result.consumeStream();
+    if ((await result.steps).length !== 2) throw new Error('streamText did not run both steps');
+  };
+  const repeats = quick ? 3 : 7;
+  const ideal = STREAM_GAP_MS * (STREAM_CALLS - 1) + STREAM_BODY_MS;
+  const workload = `W5 streamed turn, ${STREAM_CALLS} calls ${STREAM_GAP_MS}ms apart, ${STREAM_BODY_MS}ms bodies`;
+  row({ workload, figure: 'agent-lanes, streamed', value: await best(repeats, lanes(streamedTurn), 1), unit: 'ms', note: `ideal ${STREAM_GAP_MS}*${STREAM_CALLS - 1} + ${STREAM_BODY_MS} = ${ideal}` });
+  row({ workload, figure: 'agent-lanes, the turn given whole', value: await best(repeats, lanes(wholeTurn), 1), unit: 'ms', note: `ideal ${STREAM_GAP_MS}*${STREAM_CALLS} + ${STREAM_BODY_MS} = ${ideal + STREAM_GAP_MS}` });
+  row({ workload, figure: 'agent-lanes, aiSdkProvider(mock)', value: await best(repeats, viaAdapter, 1), unit: 'ms', note: 'the AI SDK mock model below, through the lanes' });
+  row({ workload, figure: 'AI SDK streamText(mock)', value: await best(repeats, sdk, 1), unit: 'ms', note: 'ai 6, MockLanguageModelV3: runs the tools once the finish part came' });
+}
+
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w4, scaling };
+const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w4, scaling, w5 };
 const only = process.argv.indexOf('--only');
 if (only !== -1) {
   await workloads[process.argv[only + 1]!]!();

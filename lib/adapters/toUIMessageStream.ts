@@ -1,9 +1,10 @@
 // A run's transcript as the Vercel AI SDK's UI message stream: the chunks its `useChat` hook
 // reads (start, steps, text, tool input and output, finish). A front end built for that SDK
 // renders an agent-lanes run, its tool calls in call order, with no code of ours on the client.
-import { catchError, concatMap, defer, from, type Observable } from 'rxjs';
+// Given the runner's activity$, the model's text goes out delta by delta as it is written.
+import { catchError, concatMap, defer, from, Observable } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
-import type { RunEvent } from '../runner/index.js';
+import type { RunEvent, RunnerActivity } from '../runner/index.js';
 
 /**
  * The UI message stream chunks this encoder writes: a subset of the AI SDK's `UIMessageChunk`
@@ -44,12 +45,45 @@ export interface UIMessageStreamOptions {
   readonly dynamicTools?: boolean;
   /** The assistant message's id. Default: the run's id from RUN_STARTED. */
   readonly messageId?: string;
+  /**
+   * The runner's `activity$`: the run's text deltas (streamed model turns) are sent as
+   * `text-delta` chunks as the model writes them, so `useChat` shows the tokens as they come.
+   * Without it, each turn's text is sent whole with its MODEL_RESPONSE.
+   */
+  readonly activity?: Observable<RunnerActivity>;
+}
+
+// What the encoder reads: the run's events, and its text deltas from activity$.
+type Source = { readonly event: RunEvent } | { readonly turn: number; readonly delta: string };
+
+// The run's events, with its own text deltas from `activity` merged in as they happen. The
+// activity is watched from before the run starts, so no delta is missed; only the deltas of
+// this run (known from RUN_STARTED) are taken, not those of other runs on the runner.
+function sourceOf(run$: Observable<RunEvent>, activity: Observable<RunnerActivity> | undefined): Observable<Source> {
+  return new Observable<Source>((subscriber) => {
+    let runId: string | undefined;
+    const live = activity?.subscribe((a) => {
+      if (a.type === 'text-delta' && runId !== undefined && a.runId === runId) subscriber.next({ turn: a.turn, delta: a.delta });
+    });
+    subscriber.add(live);
+    subscriber.add(
+      run$.subscribe({
+        next: (event) => {
+          if (event.type === 'RUN_STARTED') runId = event.runId;
+          subscriber.next({ event });
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      }),
+    );
+  });
 }
 
 /**
  * Encodes a run's transcript as UI message stream chunks, one assistant message per run.
  *
- * Each model turn is a step (`start-step` ... `finish-step`): its text, then one
+ * Each model turn is a step (`start-step` ... `finish-step`): its text (delta by delta as the
+ * model writes it when `activity` is given and the turn streams, else whole), then one
  * `tool-input-available` per call in call order, then one `tool-output-available` (TOOL_RESULT)
  * or `tool-output-error` (TOOL_ERROR as `Name: message`; TOOL_INDETERMINATE as its message,
  * which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
@@ -78,11 +112,31 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
     let turnIds: string[] = [];
     let nextOutcome = 0;
     const idOf = (callId: string): string => turnIds[nextOutcome++] ?? callId;
+    // The turn whose text is being sent delta by delta, and whether its text part is still open.
+    let liveTurn: number | undefined;
+    let textOpen = false;
+
+    const closeText = (): UIMessageChunk[] => {
+      if (!textOpen) return [];
+      textOpen = false;
+      return [{ type: 'text-end', id: `text-${liveTurn}` }];
+    };
 
     const closeStep = (): UIMessageChunk[] => {
-      if (!stepOpen) return [];
+      if (!stepOpen) return closeText();
       stepOpen = false;
-      return [{ type: 'finish-step' }];
+      return [...closeText(), { type: 'finish-step' }];
+    };
+
+    // A delta of the model's text: the turn's step and text part open on its first.
+    const deltaChunks = (turn: number, delta: string): UIMessageChunk[] => {
+      const id = `text-${turn}`;
+      if (liveTurn === turn) return [{ type: 'text-delta', id, delta }];
+      const chunks: UIMessageChunk[] = [...closeStep(), { type: 'start-step' }, { type: 'text-start', id }, { type: 'text-delta', id, delta }];
+      stepOpen = true;
+      liveTurn = turn;
+      textOpen = true;
+      return chunks;
     };
 
     const chunksOf = (event: RunEvent): UIMessageChunk[] => {
@@ -90,10 +144,12 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
         case 'RUN_STARTED':
           return [{ type: 'start', messageId: options.messageId ?? event.runId }];
         case 'MODEL_RESPONSE': {
-          const chunks: UIMessageChunk[] = [...closeStep(), { type: 'start-step' }];
-          stepOpen = true;
           lastText = event.text;
-          if (event.text !== undefined && event.text !== '') {
+          // A turn whose text went out delta by delta has its step open already: its text part ends here.
+          const streamed = liveTurn === event.turn;
+          const chunks: UIMessageChunk[] = streamed ? closeText() : [...closeStep(), { type: 'start-step' }];
+          stepOpen = true;
+          if (!streamed && event.text !== undefined && event.text !== '') {
             const id = `text-${event.turn}`;
             chunks.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: event.text }, { type: 'text-end', id });
           }
@@ -126,8 +182,8 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
       }
     };
 
-    return run$.pipe(
-      concatMap((event) => from(chunksOf(event))),
+    return sourceOf(run$, options.activity).pipe(
+      concatMap((source) => from('event' in source ? chunksOf(source.event) : deltaChunks(source.turn, source.delta))),
       // A transcript ends in RUN_COMPLETED, RUN_FAILED or RUN_CANCELLED; anything thrown is shown as an error, not a broken stream.
       catchError((error: unknown) =>
         from<UIMessageChunk[]>([...closeStep(), { type: 'error', errorText: toErrorInfo(error).message }, { type: 'finish', finishReason: 'error' }]),

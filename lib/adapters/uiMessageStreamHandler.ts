@@ -15,6 +15,7 @@ export type UIMessageStreamHandlerOptions = Omit<SseHandlerOptions<RunEvent>, 'e
 const encoderOptions = (options: UIMessageStreamOptions): UIMessageStreamOptions => ({
   ...(options.dynamicTools !== undefined ? { dynamicTools: options.dynamicTools } : {}),
   ...(options.messageId !== undefined ? { messageId: options.messageId } : {}),
+  ...(options.activity !== undefined ? { activity: options.activity } : {}),
 });
 
 /**

@@ -16,6 +16,7 @@ const containerTags = new Set(['UnionType', 'IntersectionType']);
 const expectations: Record<string, string> = {
   PositiveInt: 'a positive integer',
   PositiveSeconds: 'a positive finite number of seconds',
+  TokenCount: 'a whole number of tokens from 0 up',
   string: 'string',
   number: 'number',
   boolean: 'boolean',

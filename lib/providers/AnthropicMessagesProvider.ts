@@ -1,14 +1,19 @@
 // A ModelProvider over the Anthropic Messages wire (`POST {baseURL}/v1/messages`): tools go
 // out with `input_schema`, several `tool_use` blocks come back in one reply, and the results
 // go back as `tool_result` blocks of one user message, in call order. Plain `fetch`, no SDK.
+// By default the reply streams (`stream: true`): each `tool_use` block is handed on as soon as
+// it stops, so its call runs while the model writes the next.
+import type { EventSourceMessage } from 'eventsource-parser';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
+import type { Observable } from 'rxjs';
 import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
-import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
-import { ProviderReplyError } from './errors.js';
-import { checkTimeoutSeconds, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import type { FinishReason, Message, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall } from '../runner/index.js';
+import { ProviderReplyError, ProviderStreamError } from './errors.js';
+import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
+import { streamedReply, type EventDecoder } from './streamedReply.js';
 
 export interface AnthropicMessagesOptions {
   /** The API key, sent as `x-api-key`. Default `process.env.ANTHROPIC_API_KEY`; optional for a server other than api.anthropic.com. */
@@ -32,15 +37,47 @@ export interface AnthropicMessagesOptions {
   readonly timeoutSeconds?: number | false;
   /** Default the global `fetch`. */
   readonly fetch?: typeof fetch;
+  /**
+   * true (the default): ask for a streamed reply (`stream: true`) and answer with its parts, so
+   * each call starts as soon as its `tool_use` block is complete; false: one whole reply.
+   */
+  readonly stream?: boolean;
 }
 
 const ANTHROPIC_URL = 'https://api.anthropic.com';
-const fields = ['apiKey', 'baseURL', 'maxTokens', 'version', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch'];
+const fields = ['apiKey', 'baseURL', 'maxTokens', 'version', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch', 'stream'];
+
+const WireUsage = t.partial({ input_tokens: t.number, output_tokens: t.number, cache_creation_input_tokens: t.union([t.number, t.null]), cache_read_input_tokens: t.union([t.number, t.null]) });
+type WireUsage = t.TypeOf<typeof WireUsage>;
 
 /** The envelope of a Messages reply: content blocks, each with a type. */
-export const MessagesReplyCodec = t.type({
-  content: t.array(t.intersection([t.type({ type: t.string }), t.UnknownRecord])),
-});
+export const MessagesReplyCodec = t.intersection([
+  t.type({
+    content: t.array(t.intersection([t.type({ type: t.string }), t.UnknownRecord])),
+  }),
+  t.partial({ stop_reason: t.union([t.string, t.null]), usage: t.union([WireUsage, t.null]) }),
+]);
+
+// The wire's stop reasons, as the runner names them.
+function finishReasonOf(reason: string): FinishReason {
+  switch (reason) {
+    case 'end_turn':
+    case 'stop_sequence':
+      return 'stop';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return 'tool-calls';
+    case 'refusal':
+      return 'content-filter';
+    default:
+      return 'other';
+  }
+}
+
+// Input tokens include those read from and written to the prompt cache, which the wire counts apart.
+const inputOf = (usage: WireUsage): number => (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 const TextBlock = t.type({ text: t.string });
 const ToolUseBlock = t.type({ id: t.string, name: t.string, input: t.UnknownRecord });
 
@@ -92,14 +129,14 @@ function toBlocks(message: Message): AnthropicBlock[] {
       // The wire refuses an empty text block, so a call-only turn is tool_use blocks alone.
       return [
         ...(message.content === '' ? [] : [{ type: 'text' as const, text: message.content }]),
-        ...(message.toolCalls ?? []).map((call): AnthropicBlock => ({ type: 'tool_use', id: call.id, name: call.name, input: inputOf(call) })),
+        ...(message.toolCalls ?? []).map((call): AnthropicBlock => ({ type: 'tool_use', id: call.id, name: call.name, input: callInput(call) })),
       ];
   }
 }
 
 // tool_use.input must be an object. A call whose arguments were not a JSON object was refused
 // before dispatch (its tool_result says so); it is shown with an empty input.
-function inputOf(call: ToolCall): Readonly<Record<string, unknown>> {
+function callInput(call: ToolCall): Readonly<Record<string, unknown>> {
   if (typeof call.arguments !== 'string') return call.arguments;
   try {
     const parsed: unknown = JSON.parse(call.arguments);
@@ -134,10 +171,126 @@ export function fromMessagesReply(reply: unknown, provider: string): ModelRespon
   });
   if (problems.length > 0) throw new ProviderReplyError(provider, problems.join('; '));
   const text = texts.join('');
+  const { usage, stop_reason } = decoded.right;
   return {
     ...(texts.length > 0 && (text !== '' || toolCalls.length === 0) ? { text } : {}),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
+    ...(usage != null ? { usage: { inputTokens: inputOf(usage), outputTokens: usage.output_tokens ?? 0 } } : {}),
+    ...(typeof stop_reason === 'string' ? { finishReason: finishReasonOf(stop_reason) } : {}),
   };
+}
+
+/** The part of a streamed event this adapter reads, by its `type`. */
+const StreamEventCodec = t.intersection([
+  t.type({ type: t.string }),
+  t.partial({
+    index: t.number,
+    message: t.partial({ usage: t.union([WireUsage, t.null]) }),
+    content_block: t.intersection([t.type({ type: t.string }), t.UnknownRecord]),
+    delta: t.partial({ type: t.string, text: t.string, partial_json: t.string, stop_reason: t.union([t.string, t.null]) }),
+    usage: t.union([WireUsage, t.null]),
+    error: t.partial({ type: t.string, message: t.string }),
+  }),
+]);
+
+/**
+ * Reads a streamed Messages reply, event by event. Text deltas go on as they come; a `tool_use`
+ * block's input arrives as pieces of JSON and its call is handed on when the block stops (its
+ * input parsed, as the whole reply gives it). `message_stop` ends the reply with its usage and
+ * stop reason. An `error` event, an event of the wrong shape, or a stream that ends before
+ * `message_stop` fails the reply.
+ */
+export class MessagesStreamEvents implements EventDecoder {
+  // The tool_use blocks being written, by index: id, name, and the input's JSON so far.
+  private readonly blocks = new Map<number, { id: string; name: string; json: string }>();
+  private readonly usage = { inputTokens: 0, outputTokens: 0 };
+  private stopReason: string | undefined = undefined;
+  // Events read, to name a bad one.
+  private events = 0;
+
+  constructor(
+    private readonly provider: string,
+    private readonly secrets: readonly string[] = [],
+  ) {}
+
+  event(event: EventSourceMessage, emit: (part: ModelStreamPart) => void): boolean {
+    const n = ++this.events;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(event.data);
+    } catch {
+      throw new ProviderReplyError(this.provider, `stream event ${n} is not JSON: ${clip(redact(event.data, this.secrets))}`);
+    }
+    const decoded = StreamEventCodec.decode(raw);
+    if (isLeft(decoded)) throw new ProviderReplyError(this.provider, describeFailures(decoded.left, `event ${n}`));
+    const { type, index, message, content_block, delta, usage, error } = decoded.right;
+    switch (type) {
+      case 'message_start': {
+        const start = message?.usage;
+        if (start != null) this.counted(start);
+        return false;
+      }
+      case 'content_block_start': {
+        if (content_block?.type !== 'tool_use') return false;
+        const use = ToolUseBlock.decode({ input: {}, ...content_block });
+        if (isLeft(use)) throw new ProviderReplyError(this.provider, describeFailures(use.left, `event ${n}.content_block`));
+        this.blocks.set(index ?? -1, { id: use.right.id, name: use.right.name, json: '' });
+        return false;
+      }
+      case 'content_block_delta': {
+        if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') emit({ type: 'text-delta', delta: delta.text });
+        else if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          const block = this.blocks.get(index ?? -1);
+          if (block !== undefined) block.json += delta.partial_json;
+        }
+        return false;
+      }
+      case 'content_block_stop': {
+        const block = this.blocks.get(index ?? -1);
+        if (block === undefined) return false;
+        this.blocks.delete(index ?? -1);
+        emit({ type: 'tool-call', id: block.id, name: block.name, arguments: blockInput(block.json) });
+        return false;
+      }
+      case 'message_delta': {
+        if (typeof delta?.stop_reason === 'string') this.stopReason = delta.stop_reason;
+        if (usage != null) this.counted(usage);
+        return false;
+      }
+      case 'message_stop':
+        emit({ type: 'usage', ...this.usage });
+        if (this.stopReason !== undefined) emit({ type: 'finish', finishReason: finishReasonOf(this.stopReason) });
+        return true;
+      case 'error':
+        throw new ProviderStreamError(this.provider, error?.type, clip(redact(error?.message ?? event.data, this.secrets)));
+      default:
+        // ping, and events this adapter does not read (thinking blocks, citations).
+        return false;
+    }
+  }
+
+  end(): void {
+    throw new ProviderStreamError(this.provider, undefined, 'the stream ended before the reply was complete');
+  }
+
+  // Counts as the wire gives them: message_start has the input, message_delta the output so far.
+  private counted(usage: WireUsage): void {
+    const input = inputOf(usage);
+    if (input > 0) this.usage.inputTokens = input;
+    if (usage.output_tokens !== undefined) this.usage.outputTokens = usage.output_tokens;
+  }
+}
+
+// A tool_use block's input from its pieces: the object they spell (an empty input is `{}`), or,
+// when they do not spell one, the text itself, which the runner refuses as that call's error.
+function blockInput(json: string): ToolCall['arguments'] {
+  if (json.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(json);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : json;
+  } catch {
+    return json;
+  }
 }
 
 /**
@@ -166,6 +319,8 @@ export class AnthropicMessagesProvider implements ModelProvider {
   readonly #retry: RetryPolicy;
   readonly #timeoutSeconds: number | false;
   readonly #fetch: typeof fetch | undefined;
+  /** True when replies are asked for streamed. */
+  readonly stream: boolean;
 
   constructor(options: AnthropicMessagesOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('AnthropicMessagesProvider', `options must be an object, got ${describeValue(options)}`);
@@ -182,21 +337,33 @@ export class AnthropicMessagesProvider implements ModelProvider {
     this.#retry = retryPolicy(options.retry);
     this.#timeoutSeconds = checkTimeoutSeconds(options.timeoutSeconds === undefined ? DEFAULT_TIMEOUT_SECONDS : options.timeoutSeconds);
     this.#fetch = options.fetch;
+    const { stream = true } = options;
+    if (typeof stream !== 'boolean') throw new ConfigError('stream', `stream must be true or false, got ${describeValue(stream)}`);
+    this.stream = stream;
   }
 
-  async respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+  /** The reply: streamed parts by default (see `AnthropicMessagesOptions.stream`), else one whole response. */
+  respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelStreamPart | ModelResponse> {
     const key = this.#apiKey;
-    const reply = await postJson({
+    const secrets = key === undefined ? [] : [key];
+    let body: Record<string, unknown>;
+    try {
+      body = toMessagesRequest(request, this.maxTokens, this.#body);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const post = {
       provider: this.label,
       url: this.url,
       headers: { ...this.#headers, ...(key === undefined ? {} : { 'x-api-key': key }) },
-      body: toMessagesRequest(request, this.maxTokens, this.#body),
+      body: this.stream ? { ...body, stream: true } : body,
       signal,
       retry: this.#retry,
       timeoutSeconds: this.#timeoutSeconds,
       ...(this.#fetch ? { fetch: this.#fetch } : {}),
-      secrets: key === undefined ? [] : [key],
-    });
-    return fromMessagesReply(reply, this.label);
+      secrets,
+    };
+    if (this.stream) return streamedReply(post, () => new MessagesStreamEvents(this.label, secrets), (reply) => fromMessagesReply(reply, this.label));
+    return postJson(post).then((reply) => fromMessagesReply(reply, this.label));
   }
 }

@@ -1,14 +1,19 @@
 // A ModelProvider over the OpenAI Chat Completions wire (`POST {baseURL}/chat/completions`),
 // so any compatible server works: tools go out as `tools`, several `tool_calls` come back in
 // one reply, and tool results go back as `tool` messages in call order. Plain `fetch`, no SDK.
+// By default the reply streams (`stream: true`): each tool call is handed on as soon as the
+// next one begins, so it runs while the model writes the rest.
+import type { EventSourceMessage } from 'eventsource-parser';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
+import type { Observable } from 'rxjs';
 import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
-import type { Message, ModelProvider, ModelRequest, ModelResponse, ToolCall } from '../runner/index.js';
-import { ProviderReplyError } from './errors.js';
-import { checkTimeoutSeconds, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import type { FinishReason, Message, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall, Usage } from '../runner/index.js';
+import { ProviderReplyError, ProviderStreamError } from './errors.js';
+import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
+import { streamedReply, type EventDecoder } from './streamedReply.js';
 
 export interface OpenAIChatOptions {
   /** The API key, sent as `Authorization: Bearer`. Default `process.env.OPENAI_API_KEY`; optional for a server other than api.openai.com. */
@@ -28,10 +33,16 @@ export interface OpenAIChatOptions {
   readonly timeoutSeconds?: number | false;
   /** Default the global `fetch`. */
   readonly fetch?: typeof fetch;
+  /**
+   * true (the default): ask for a streamed reply (`stream: true`, usage included) and answer with
+   * its parts, so each call starts as soon as the model has finished writing it; false: one
+   * whole reply. A server that answers a streamed request with one JSON body is read whole.
+   */
+  readonly stream?: boolean;
 }
 
 const OPENAI_URL = 'https://api.openai.com/v1';
-const fields = ['apiKey', 'baseURL', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch'];
+const fields = ['apiKey', 'baseURL', 'headers', 'body', 'retry', 'timeoutSeconds', 'fetch', 'stream'];
 
 const WireToolCall = t.type({
   id: t.string,
@@ -44,10 +55,59 @@ const WireMessage = t.partial({
   tool_calls: t.union([t.array(WireToolCall), t.null]),
 });
 
+const WireUsage = t.type({ prompt_tokens: t.number, completion_tokens: t.number });
+
 /** The part of a chat completion this adapter reads. */
-export const ChatCompletionCodec = t.type({
-  choices: t.array(t.type({ message: WireMessage })),
+export const ChatCompletionCodec = t.intersection([
+  t.type({ choices: t.array(t.intersection([t.type({ message: WireMessage }), t.partial({ finish_reason: t.union([t.string, t.null]) })])) }),
+  t.partial({ usage: t.union([WireUsage, t.null]) }),
+]);
+
+/** The part of a streamed chunk this adapter reads: each piece of a call carries the call's index. */
+const ChunkCodec = t.partial({
+  choices: t.array(
+    t.partial({
+      delta: t.union([
+        t.partial({
+          content: t.union([t.string, t.null]),
+          refusal: t.union([t.string, t.null]),
+          tool_calls: t.union([
+            t.array(
+              t.intersection([
+                t.type({ index: t.number }),
+                t.partial({ id: t.union([t.string, t.null]), function: t.partial({ name: t.union([t.string, t.null]), arguments: t.union([t.string, t.null]) }) }),
+              ]),
+            ),
+            t.null,
+          ]),
+        }),
+        t.null,
+      ]),
+      finish_reason: t.union([t.string, t.null]),
+    }),
+  ),
+  usage: t.union([WireUsage, t.null]),
+  error: t.unknown,
 });
+
+// The wire's finish reasons, as the runner names them.
+function finishReasonOf(reason: string): FinishReason {
+  switch (reason) {
+    case 'stop':
+      return 'stop';
+    case 'length':
+      return 'length';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool-calls';
+    case 'content_filter':
+      return 'content-filter';
+    default:
+      return 'other';
+  }
+}
+
+const usageOf = (usage: t.TypeOf<typeof WireUsage>): Usage => ({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
 
 /** One message as the Chat Completions wire spells it. */
 export type ChatMessage =
@@ -106,10 +166,96 @@ export function fromChatCompletion(reply: unknown, provider: string): ModelRespo
   const { content, refusal, tool_calls } = choice.message;
   const toolCalls: ToolCall[] = (tool_calls ?? []).map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
   const text = typeof content === 'string' ? content : typeof refusal === 'string' ? refusal : undefined;
+  const { usage } = decoded.right;
   return {
     ...(text !== undefined && (text !== '' || toolCalls.length === 0) ? { text } : {}),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
+    ...(usage != null ? { usage: usageOf(usage) } : {}),
+    ...(typeof choice.finish_reason === 'string' ? { finishReason: finishReasonOf(choice.finish_reason) } : {}),
   };
+}
+
+/**
+ * Reads a streamed chat completion, chunk by chunk. The pieces of one call's arguments share the
+ * call's index; the call is complete when a piece of the next call, the finish reason or the
+ * end comes, and is handed on then. Text pieces go on as they come; usage comes last (asked
+ * for with `stream_options.include_usage`), then `[DONE]`. An error chunk, a chunk that is not
+ * JSON or not of the wire's shape, or a stream that ends before any finish reason, fails the reply.
+ */
+export class ChatCompletionChunks implements EventDecoder {
+  // The call being written: its index in the reply, its id and name, its arguments so far.
+  private open: { index: number; id: string; name: string; args: string } | undefined = undefined;
+  // True once a finish reason came: an end of body without `[DONE]` is then an end.
+  private finished = false;
+  // Chunks read, to name a bad one.
+  private chunks = 0;
+
+  constructor(
+    private readonly provider: string,
+    private readonly secrets: readonly string[] = [],
+  ) {}
+
+  event(event: EventSourceMessage, emit: (part: ModelStreamPart) => void): boolean {
+    const { data } = event;
+    if (data === '[DONE]') {
+      this.end(emit);
+      return true;
+    }
+    const n = ++this.chunks;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(data);
+    } catch {
+      throw new ProviderReplyError(this.provider, `stream chunk ${n} is not JSON: ${clip(redact(data, this.secrets))}`);
+    }
+    const decoded = ChunkCodec.decode(raw);
+    if (isLeft(decoded)) throw new ProviderReplyError(this.provider, describeFailures(decoded.left, `chunk ${n}`));
+    const { choices = [], usage, error } = decoded.right;
+    if (error != null) {
+      const { type, code, message } = error as { type?: unknown; code?: unknown; message?: unknown };
+      const kind = typeof type === 'string' && type !== '' ? type : typeof code === 'string' && code !== '' ? code : undefined;
+      throw new ProviderStreamError(this.provider, kind, clip(redact(typeof message === 'string' ? message : JSON.stringify(error), this.secrets)));
+    }
+    for (const choice of choices) {
+      const { delta, finish_reason } = choice;
+      if (delta != null) {
+        const { content, refusal, tool_calls } = delta;
+        if (typeof content === 'string' && content !== '') emit({ type: 'text-delta', delta: content });
+        if (typeof refusal === 'string' && refusal !== '') emit({ type: 'text-delta', delta: refusal });
+        for (const piece of tool_calls ?? []) {
+          if (this.open === undefined || this.open.index !== piece.index) {
+            this.flush(emit);
+            this.open = { index: piece.index, id: '', name: '', args: '' };
+          }
+          const open = this.open;
+          if (typeof piece.id === 'string' && piece.id !== '') open.id = piece.id;
+          const fn = piece.function;
+          if (typeof fn?.name === 'string' && fn.name !== '' && open.name === '') open.name = fn.name;
+          if (typeof fn?.arguments === 'string') open.args += fn.arguments;
+        }
+      }
+      if (typeof finish_reason === 'string') {
+        this.flush(emit);
+        this.finished = true;
+        emit({ type: 'finish', finishReason: finishReasonOf(finish_reason) });
+      }
+    }
+    if (usage != null) emit({ type: 'usage', ...usageOf(usage) });
+    return false;
+  }
+
+  end(emit: (part: ModelStreamPart) => void): void {
+    if (!this.finished) throw new ProviderStreamError(this.provider, undefined, 'the stream ended before the reply was complete');
+    this.flush(emit);
+  }
+
+  // Hands on the call being written: its arguments are complete.
+  private flush(emit: (part: ModelStreamPart) => void): void {
+    const open = this.open;
+    if (open === undefined) return;
+    this.open = undefined;
+    emit({ type: 'tool-call', id: open.id, name: open.name, arguments: open.args });
+  }
 }
 
 /**
@@ -137,6 +283,8 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly #retry: RetryPolicy;
   readonly #timeoutSeconds: number | false;
   readonly #fetch: typeof fetch | undefined;
+  /** True when replies are asked for streamed. */
+  readonly stream: boolean;
 
   constructor(options: OpenAIChatOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('OpenAIChatProvider', `options must be an object, got ${describeValue(options)}`);
@@ -150,21 +298,34 @@ export class OpenAIChatProvider implements ModelProvider {
     this.#retry = retryPolicy(options.retry);
     this.#timeoutSeconds = checkTimeoutSeconds(options.timeoutSeconds === undefined ? DEFAULT_TIMEOUT_SECONDS : options.timeoutSeconds);
     this.#fetch = options.fetch;
+    const { stream = true } = options;
+    if (typeof stream !== 'boolean') throw new ConfigError('stream', `stream must be true or false, got ${describeValue(stream)}`);
+    this.stream = stream;
   }
 
-  async respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+  /** The reply: streamed parts by default (see `OpenAIChatOptions.stream`), else one whole response. */
+  respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelStreamPart | ModelResponse> {
     const key = this.#apiKey;
-    const reply = await postJson({
+    const secrets = key === undefined ? [] : [key];
+    let body: Record<string, unknown>;
+    try {
+      body = toChatCompletionRequest(request, this.#body);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const post = {
       provider: this.label,
       url: this.url,
       headers: { ...this.#headers, ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
-      body: toChatCompletionRequest(request, this.#body),
+      // Usage comes as a last chunk only when asked for; options given in `body` win.
+      body: this.stream ? { ...body, stream: true, stream_options: { include_usage: true, ...(body['stream_options'] as object | undefined) } } : body,
       signal,
       retry: this.#retry,
       timeoutSeconds: this.#timeoutSeconds,
       ...(this.#fetch ? { fetch: this.#fetch } : {}),
-      secrets: key === undefined ? [] : [key],
-    });
-    return fromChatCompletion(reply, this.label);
+      secrets,
+    };
+    if (this.stream) return streamedReply(post, () => new ChatCompletionChunks(this.label, secrets), (reply) => fromChatCompletion(reply, this.label));
+    return postJson(post).then((reply) => fromChatCompletion(reply, this.label));
   }
 }

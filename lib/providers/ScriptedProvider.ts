@@ -2,12 +2,15 @@
 // (the library's and its users'). It records every request it was sent, and says
 // clearly when a run asks for more turns than the script has.
 import { from, isObservable, of, throwError, type Observable } from 'rxjs';
-import type { ModelProvider, ModelRequest, ModelResponse } from '../runner/index.js';
+import type { ModelProvider, ModelRequest, ModelResponse, ModelStreamPart } from '../runner/index.js';
 
-/** One scripted turn: the response itself, or a function of the request giving it (or a Promise or Observable of it). */
+/**
+ * One scripted turn: the response itself, or a function of the request giving it (or a Promise
+ * of it, or an Observable of it or of the turn's stream parts, to script a streamed turn).
+ */
 export type ScriptStep =
   | ModelResponse
-  | ((request: ModelRequest, signal: AbortSignal) => ModelResponse | Promise<ModelResponse> | Observable<ModelResponse>);
+  | ((request: ModelRequest, signal: AbortSignal) => ModelResponse | Promise<ModelResponse> | Observable<ModelResponse | ModelStreamPart>);
 
 /** The responses in order; or, keyed by agent name, each agent's own responses in order (for sub-agents). */
 export type Script = readonly ScriptStep[] | Readonly<Record<string, readonly ScriptStep[]>>;
@@ -41,7 +44,7 @@ export class ScriptedProvider implements ModelProvider {
    * Plays the next step. Plain responses come back synchronously (an Observable), so scripted
    * runs stay deterministic and run in virtual time inside `TestScheduler.run`.
    */
-  respond(request: ModelRequest, signal: AbortSignal): Observable<ModelResponse> {
+  respond(request: ModelRequest, signal: AbortSignal): Observable<ModelResponse | ModelStreamPart> {
     this.requests.push(request);
     const key = Array.isArray(this.script) ? '' : request.agent;
     const steps: readonly ScriptStep[] | undefined = Array.isArray(this.script)

@@ -1,6 +1,6 @@
 // What a wire adapter throws: the vendor answered with an HTTP error (after its retries),
-// or answered 2xx with a body that does not decode. The runner wraps either in a
-// ProviderError naming the turn; these carry the facts (status, attempts) as fields.
+// answered 2xx with a body that does not decode, or broke off a streamed reply. The runner
+// wraps any of them in a ProviderError naming the turn; these carry the facts as fields.
 import { AgentLanesError } from '../errors.js';
 
 /** The vendor could not be reached, or answered with an HTTP error status, on every attempt allowed. */
@@ -44,5 +44,21 @@ export class ProviderReplyError extends AgentLanesError {
   constructor(provider: string, detail: string) {
     super(`${provider} sent a reply that does not decode: ${detail}`);
     this.provider = provider;
+  }
+}
+
+/**
+ * A streamed reply broke off after its 2xx: the vendor sent an error event mid-stream, the
+ * connection closed, or the stream ended before the reply was complete. Not retried: calls the
+ * stream had completed may already be running.
+ */
+export class ProviderStreamError extends AgentLanesError {
+  readonly provider: string;
+  /** The vendor's own error type or code (`overloaded_error`, `server_error`), when it sent one. */
+  readonly code: string | undefined;
+  constructor(provider: string, code: string | undefined, detail: string) {
+    super(`${provider} failed mid-stream: ${code === undefined ? '' : `${code}: `}${detail}`);
+    this.provider = provider;
+    this.code = code;
   }
 }

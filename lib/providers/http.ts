@@ -1,6 +1,7 @@
 // The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429 and 5xx with
 // bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
-// abort, and scrub the API key out of anything that becomes an error.
+// abort, and scrub the API key out of anything that becomes an error. The reply is read whole
+// (postJson), or handed over unread for a streamed reply (postForStream).
 import { asyncScheduler } from 'rxjs';
 import { ConfigError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
@@ -139,7 +140,7 @@ const DETAIL_CHARS = 300;
  */
 export async function postJson(post: JsonPost): Promise<unknown> {
   try {
-    return await attempts(post);
+    return await attempts(post, false);
   } catch (error) {
     // Whatever failed once the signal aborted (fetch, the body, a backoff wait) failed because of it.
     post.signal.throwIfAborted();
@@ -147,7 +148,35 @@ export async function postJson(post: JsonPost): Promise<unknown> {
   }
 }
 
-async function attempts(post: JsonPost): Promise<unknown> {
+/**
+ * POSTs `body` as JSON for a streamed reply: resolves with the first 2xx response, its body not
+ * yet read, for the caller to read as it arrives. Retries, errors and abort as postJson; once a
+ * 2xx has come nothing is retried (a tool call may already be running on what was read).
+ */
+export async function postForStream(post: JsonPost): Promise<Response> {
+  try {
+    return (await attempts(post, true)) as Response;
+  } catch (error) {
+    post.signal.throwIfAborted();
+    throw error;
+  }
+}
+
+/** A 2xx body read whole as JSON; one that is not JSON is a ProviderReplyError quoting its start. */
+export async function readJson(response: Response, provider: string, scrub: (text: string) => string): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text))}`);
+  }
+}
+
+// The attempts of one request: its JSON reply read whole (each attempt's timeoutSeconds covers
+// the whole reply), or for a stream the first 2xx response, its body not yet read (the timeout
+// then covers the wait for the reply to begin; the body is the caller's to read, and an abort of
+// the run still reaches it).
+async function attempts(post: JsonPost, streamed: boolean): Promise<unknown> {
   const { provider, url, signal, retry, secrets = [], timeoutSeconds } = post;
   if (timeoutSeconds !== undefined) checkTimeoutSeconds(timeoutSeconds);
   const doFetch = post.fetch ?? fetch;
@@ -158,11 +187,18 @@ async function attempts(post: JsonPost): Promise<unknown> {
     signal.throwIfAborted();
     const clock = requestClock(signal, timeoutSeconds);
     let response: Response;
-    let text: string;
+    let text: string | undefined;
+    // A streamed 2xx is handed over with its body unread: the timer stops, the abort still reaches it.
+    let handedOver = false;
     try {
       response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...post.headers }, body: payload, signal: clock.signal });
-      // Read the whole body even for an error, so the connection is free for the retry.
-      text = await response.text();
+      if (streamed && response.ok) {
+        handedOver = true;
+        clock.stopTimer();
+      } else {
+        // Read the whole body even for an error, so the connection is free for the retry.
+        text = await response.text();
+      }
     } catch (error) {
       if (attempt >= retry.attempts) {
         throw clock.expired ? new ProviderTimeoutError(provider, clock.seconds, attempt) : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt);
@@ -170,17 +206,18 @@ async function attempts(post: JsonPost): Promise<unknown> {
       await retry.sleep(retryDelay(attempt, undefined, retry), signal);
       continue;
     } finally {
-      clock.clear();
+      if (!handedOver) clock.clear();
     }
     if (response.ok) {
+      if (streamed) return response;
       try {
-        return JSON.parse(text) as unknown;
+        return JSON.parse(text!) as unknown;
       } catch {
-        throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text))}`);
+        throw new ProviderReplyError(provider, `the body is not JSON: ${clip(scrub(text!))}`);
       }
     }
     if (!isRetryable(response.status) || attempt >= retry.attempts) {
-      const { code, message } = vendorError(text);
+      const { code, message } = vendorError(text ?? '');
       throw new ProviderHttpError(provider, response.status, code && scrub(code), clip(scrub(message)), attempt);
     }
     await retry.sleep(retryDelay(attempt, response.headers, retry), signal);
@@ -205,13 +242,15 @@ function vendorError(text: string): { code: string | undefined; message: string 
   return { code, message };
 }
 
-function causeOf(error: unknown): string {
+/** An error as text, with its cause (fetch puts the socket's reason there). */
+export function causeOf(error: unknown): string {
   if (!(error instanceof Error)) return describeValue(error);
   const cause = (error as { cause?: unknown }).cause;
   return cause instanceof Error && cause.message !== '' ? `${error.message} (${cause.message})` : error.message;
 }
 
-function clip(text: string): string {
+/** A vendor's text for a message: whitespace folded, cut at 300 characters. */
+export function clip(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > DETAIL_CHARS ? `${flat.slice(0, DETAIL_CHARS - 3)}...` : flat;
 }
@@ -271,9 +310,11 @@ interface RequestClock {
   readonly expired: boolean;
   /** Clears the timer and the listener on the caller's signal; called however the request ended. */
   clear(): void;
+  /** Clears the timer only: a streamed reply has begun, and the caller's abort must still reach its body. */
+  stopTimer(): void;
 }
 
-const noClock = (signal: AbortSignal): RequestClock => ({ signal, seconds: 0, expired: false, clear: () => {} });
+const noClock = (signal: AbortSignal): RequestClock => ({ signal, seconds: 0, expired: false, clear: () => {}, stopTimer: () => {} });
 
 function requestClock(outer: AbortSignal, seconds: number | false | undefined): RequestClock {
   if (seconds === undefined || seconds === false) return noClock(outer);
@@ -293,6 +334,7 @@ function requestClock(outer: AbortSignal, seconds: number | false | undefined): 
       clearTimeout(timer);
       outer.removeEventListener('abort', forward);
     },
+    stopTimer: () => clearTimeout(timer),
   };
   return clock;
 }

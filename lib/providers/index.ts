@@ -8,5 +8,8 @@ export {
   type AnthropicMessage,
   type AnthropicMessagesOptions,
 } from './AnthropicMessagesProvider.js';
-export { ProviderHttpError, ProviderReplyError, ProviderTimeoutError } from './errors.js';
-export { postJson, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';
+export { ProviderHttpError, ProviderReplyError, ProviderStreamError, ProviderTimeoutError } from './errors.js';
+export { postJson, postForStream, retryAfterMs, retryDelay, retryPolicy, abortableSleep, type JsonPost, type RetryOptions, type RetryPolicy } from './http.js';
+export { streamedReply, type EventDecoder } from './streamedReply.js';
+// aiSdkProvider is its own entry point, `agent-lanes/ai-sdk`: its types name @ai-sdk/provider,
+// an optional peer that an app without the AI SDK does not have.

@@ -11,7 +11,7 @@ import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import { statusOf, type RunEvent } from './events.js';
-import type { Message, ModelProvider } from './model.js';
+import type { Message, ModelProvider, Usage } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
 import { emptyState, startingState } from './turnCalls.js';
@@ -65,11 +65,24 @@ function checkObject(value: unknown, field: string): void {
   }
 }
 
+// The tokens of a run's turns, summed; undefined when no turn reported any.
+function usageOf(events: readonly RunEvent[]): Usage | undefined {
+  let usage: { inputTokens: number; outputTokens: number } | undefined;
+  for (const event of events) {
+    if (event.type !== 'MODEL_RESPONSE' || event.usage === undefined) continue;
+    usage ??= { inputTokens: 0, outputTokens: 0 };
+    usage.inputTokens += event.usage.inputTokens;
+    usage.outputTokens += event.usage.outputTokens;
+  }
+  return usage;
+}
+
 // A run's transcript folded into its RunResult, with the final state and messages the run
 // handed over as it ended.
 function resultOf(events: readonly RunEvent[], final: { state: RunState; messages: readonly Message[] }): RunResult {
   const last = events[events.length - 1];
-  const base = { events, state: final.state, messages: final.messages };
+  const usage = usageOf(events);
+  const base = { events, state: final.state, messages: final.messages, ...(usage !== undefined ? { usage } : {}) };
   if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
     return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
   }

@@ -2,7 +2,7 @@
 // events whatever order the calls finished in: no times, and tool events in call order.
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
 import type { ErrorInfo } from '../errors.js';
-import type { ToolCall } from './model.js';
+import type { FinishReason, ModelResponse, ToolCall, Usage } from './model.js';
 
 export type RunEventType =
   | 'RUN_STARTED'
@@ -38,6 +38,10 @@ export interface ModelResponseEvent {
   readonly turn: number;
   readonly text?: string;
   readonly toolCalls: readonly ToolCall[];
+  /** The turn's token counts, when the provider reported them (streamed or whole, the same). */
+  readonly usage?: Usage;
+  /** Why the model stopped writing the turn, when the provider said. */
+  readonly finishReason?: FinishReason;
 }
 export interface ToolResultEvent {
   readonly type: 'TOOL_RESULT';
@@ -108,4 +112,20 @@ export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeE
 /** The status a run's final event gives it: the one mapping from an ending to `RunResult.status`. */
 export function statusOf(event: RunCompletedEvent | RunFailedEvent | RunCancelledEvent): 'completed' | 'failed' | 'cancelled' {
   return event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
+}
+
+/**
+ * The transcript event of the model's response in turn `turn`: the same for a turn streamed or
+ * given whole. Usage and finish reason appear only when the provider gave them.
+ */
+export function toResponseEvent(turn: number, response: ModelResponse): ModelResponseEvent {
+  const { text, toolCalls = [], usage, finishReason } = response;
+  return {
+    type: 'MODEL_RESPONSE',
+    turn,
+    ...(text !== undefined ? { text } : {}),
+    toolCalls,
+    ...(usage !== undefined ? { usage } : {}),
+    ...(finishReason !== undefined ? { finishReason } : {}),
+  };
 }

@@ -1,6 +1,6 @@
 export { Agent, OnToolError, type AgentOptions } from './Agent.js';
 export { AgentRunner, type RunnerActivity, type RunnerOptions, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
-export { RunEventType, toOutcomeEvent, type OutcomeLike } from './events.js';
+export { RunEventType, toOutcomeEvent, toResponseEvent, type OutcomeLike } from './events.js';
 export type {
   ModelResponseEvent,
   RunCancelledEvent,
@@ -13,5 +13,21 @@ export type {
   ToolOutcomeEvent,
   ToolResultEvent,
 } from './events.js';
-export { decodeModelResponse, ModelResponseCodec, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
+export {
+  decodeModelResponse,
+  decodeToolCall,
+  FinishReasonCodec,
+  ModelResponseCodec,
+  UsageCodec,
+  type DecodedResponse,
+  type FinishReason,
+  type Message,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelStreamPart,
+  type ToolCall,
+  type Usage,
+} from './model.js';
+export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';

@@ -1,6 +1,7 @@
 // The runner's side of the conversation with a model: what it sends each turn
-// (ModelRequest), what it accepts back (ModelResponse, decoded with io-ts, since a
-// provider's reply is input from outside), and the provider interface itself.
+// (ModelRequest), what it accepts back (a whole ModelResponse, or the turn as a stream of
+// parts, decoded with io-ts, since a provider's reply is input from outside), and the
+// provider interface itself.
 import { isLeft, isRight, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { describeFailures } from '../config/index.js';
@@ -35,15 +36,52 @@ export interface ModelRequest {
   readonly tools: readonly ToolSpec[];
 }
 
+/** The tokens one model turn used, as its provider reported them. */
+export interface Usage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/** Why the model stopped writing its turn: the AI SDK's unified reasons, which every wire maps onto. */
+export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other';
+
 export interface ModelResponse {
   readonly text?: string;
   readonly toolCalls?: readonly ToolCall[];
+  /** The turn's token counts, when the provider reports them. */
+  readonly usage?: Usage;
+  readonly finishReason?: FinishReason;
 }
 
-/** A model behind any wire: given a request, one response (a Promise, or an Observable's first value). */
+/**
+ * One part of a streamed model turn. A turn is its parts in order: text deltas (joined, they are
+ * the turn's text), each tool call once its arguments are complete (in call order), and the
+ * turn's usage and finish reason (a later one replaces an earlier one).
+ */
+export type ModelStreamPart =
+  | { readonly type: 'text-delta'; readonly delta: string }
+  | ({ readonly type: 'tool-call' } & ToolCall)
+  | ({ readonly type: 'usage' } & Usage)
+  | { readonly type: 'finish'; readonly finishReason: FinishReason };
+
+/**
+ * A model behind any wire. Given a request, the turn's answer: one whole response (a Promise, or
+ * an Observable's first value), or the turn as it is written, an Observable of stream parts
+ * ending when the turn is complete. A streamed turn's calls start as soon as each is complete.
+ */
 export interface ModelProvider {
-  respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelResponse>;
+  respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelResponse | ModelStreamPart>;
 }
+
+export interface TokenCountBrand {
+  readonly TokenCount: unique symbol;
+}
+/** A number of tokens: a whole number from 0 up. */
+const TokenCount = t.brand(t.number, (n): n is t.Branded<number, TokenCountBrand> => Number.isInteger(n) && n >= 0, 'TokenCount');
+
+export const UsageCodec = t.type({ inputTokens: TokenCount, outputTokens: TokenCount });
+
+export const FinishReasonCodec = t.keyof({ stop: null, length: null, 'tool-calls': null, 'content-filter': null, error: null, other: null });
 
 const ToolCallCodec = t.intersection([
   t.type({ id: t.string, name: t.string }),
@@ -57,6 +95,8 @@ export const ModelResponseCodec = t.intersection([
   t.partial({
     text: t.union([t.string, t.null, t.undefined]),
     toolCalls: t.union([t.UnknownArray, t.null, t.undefined]),
+    usage: t.union([UsageCodec, t.null, t.undefined]),
+    finishReason: t.union([FinishReasonCodec, t.null, t.undefined]),
   }),
 ]);
 
@@ -84,42 +124,75 @@ export interface DecodedResponse {
   readonly malformed: ReadonlyMap<number, string>;
 }
 
+const isUsage = (value: unknown): value is Usage => UsageCodec.is(value);
+const isFinishReason = (value: unknown): value is FinishReason => FinishReasonCodec.is(value);
+
 /**
- * Decodes a provider's reply. A reply that is not an object, or whose text or call list has
- * the wrong type, is refused whole (Left, with what was wrong). A single malformed call is
- * kept, with a stand-in id or name if it lacks one, and listed in `malformed`, so that it
- * fails alone and its siblings still run.
+ * One call of a reply, at `position` in call order. A well-formed call is itself; a malformed
+ * one is kept, with a stand-in id or name if it lacks one, and `problem` says what was wrong,
+ * so that it fails alone and its siblings still run.
+ */
+export function decodeToolCall(entry: unknown, position: number): { readonly call: ToolCall; readonly problem: string | undefined } {
+  const plain = plainCall(entry);
+  if (plain !== undefined) return { call: plain, problem: undefined };
+  return malformedCall(entry, position);
+}
+
+function malformedCall(entry: unknown, i: number): { readonly call: ToolCall; readonly problem: string | undefined } {
+  const decoded = ToolCallCodec.decode(entry);
+  if (isRight(decoded)) return { call: { id: decoded.right.id, name: decoded.right.name, arguments: decoded.right.arguments ?? '{}' }, problem: undefined };
+  const record = entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>) : {};
+  const args = record.arguments;
+  return {
+    call: {
+      id: typeof record.id === 'string' ? record.id : `malformed-${i + 1}`,
+      name: typeof record.name === 'string' ? record.name : '(unnamed)',
+      arguments: typeof args === 'string' || (args !== null && typeof args === 'object' && !Array.isArray(args)) ? (args as ToolCall['arguments']) : '{}',
+    },
+    problem: describeFailures(decoded.left, `toolCalls.${i}`),
+  };
+}
+
+/**
+ * Decodes a provider's reply. A reply that is not an object, or whose text, call list, usage
+ * or finish reason has the wrong type, is refused whole (Left, with what was wrong). A single
+ * malformed call is kept, with a stand-in id or name if it lacks one, and listed in
+ * `malformed`, so that it fails alone and its siblings still run.
  */
 export function decodeModelResponse(raw: unknown): Either<string, DecodedResponse> {
   let text: unknown;
   let toolCalls: unknown;
+  let usage: unknown;
+  let finishReason: unknown;
   // The common reply checked by hand (exactly what the codec accepts, without its allocations);
   // the codec decides anything else and words the error.
   const isRecord = raw !== null && typeof raw === 'object' && !Array.isArray(raw);
-  if (isRecord) ({ text, toolCalls } = raw as Record<string, unknown>);
-  if (!isRecord || !(text == null || typeof text === 'string') || !(toolCalls == null || Array.isArray(toolCalls))) {
+  if (isRecord) ({ text, toolCalls, usage, finishReason } = raw as Record<string, unknown>);
+  if (
+    !isRecord ||
+    !(text == null || typeof text === 'string') ||
+    !(toolCalls == null || Array.isArray(toolCalls)) ||
+    !(usage == null || isUsage(usage)) ||
+    !(finishReason == null || isFinishReason(finishReason))
+  ) {
     const decoded = ModelResponseCodec.decode(raw);
     if (isLeft(decoded)) return left(describeFailures(decoded.left, 'response'));
-    ({ text, toolCalls } = decoded.right);
+    ({ text, toolCalls, usage, finishReason } = decoded.right);
   }
   let malformed: Map<number, string> | undefined;
   const calls = ((toolCalls ?? []) as readonly unknown[]).map((entry, i): ToolCall => {
     // The common case checked by hand (a subset of what the codec accepts); the codec decides the rest and words the error.
     const plain = plainCall(entry);
     if (plain !== undefined) return plain;
-    const call = ToolCallCodec.decode(entry);
-    if (isRight(call)) return { id: call.right.id, name: call.right.name, arguments: call.right.arguments ?? '{}' };
-    (malformed ??= new Map()).set(i, describeFailures(call.left, `toolCalls.${i}`));
-    const record = entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>) : {};
-    const args = record.arguments;
-    return {
-      id: typeof record.id === 'string' ? record.id : `malformed-${i + 1}`,
-      name: typeof record.name === 'string' ? record.name : '(unnamed)',
-      arguments: typeof args === 'string' || (args !== null && typeof args === 'object' && !Array.isArray(args)) ? (args as ToolCall['arguments']) : '{}',
-    };
+    const { call, problem } = malformedCall(entry, i);
+    if (problem !== undefined) (malformed ??= new Map()).set(i, problem);
+    return call;
   });
-  const response: { text?: string; toolCalls?: readonly ToolCall[] } = {};
+  const response: { text?: string; toolCalls?: readonly ToolCall[]; usage?: Usage; finishReason?: FinishReason } = {};
   if (typeof text === 'string') response.text = text;
   if (calls.length > 0) response.toolCalls = calls;
+  // Copied, so the event carries the counts alone, not whatever else the provider's object held.
+  if (usage != null) response.usage = { inputTokens: (usage as Usage).inputTokens, outputTokens: (usage as Usage).outputTokens };
+  if (finishReason != null) response.finishReason = finishReason as FinishReason;
   return right({ response, malformed: malformed ?? noneMalformed });
 }

@@ -88,12 +88,15 @@ function guardrailRefusal(policy: PolicyName, verdict: GuardrailVerdict | ErrorI
 /**
  * The gate and settle steps of one turn's batch. onToolStart sees every call that reaches
  * the gate; onToolEnd sees every call of the batch, with its final outcome (bad arguments
- * and stopped calls included), so a log built from it is complete.
+ * and stopped calls included), so a log built from it is complete. `targets` is read by call
+ * index when each call is gated and settled, so a streamed turn may add to it as calls come;
+ * `approvals` then says whether any call may need approval (the gate must exist beforehand).
  */
 export function policySteps(
   policies: Policies,
   targets: readonly PolicyTarget[],
   toEvent: (outcome: Outcome) => ToolOutcomeEvent,
+  approvals: boolean = targets.some((t) => t.needsApproval),
 ): {
   gate: ((call: BatchCall, index: number) => Step<GateVerdict>) | undefined;
   settle: (outcome: Outcome) => Step<Outcome>;
@@ -103,7 +106,7 @@ export function policySteps(
   const input = guardrails?.input;
   const output = guardrails?.output;
   const onToolEnd = hooks?.onToolEnd;
-  const anyGate = onToolStart !== undefined || input !== undefined || targets.some((t) => t.needsApproval);
+  const anyGate = onToolStart !== undefined || input !== undefined || approvals;
 
   const gate = (_call: BatchCall, index: number): Step<GateVerdict> => {
     const { call, needsApproval } = targets[index]!;

@@ -4,6 +4,8 @@
 // answers without calls or the run stops. `run$()` is this Observable, and `run()` is it
 // folded: one engine path. The run's stop is a composition of what can stop it (the caller's
 // signal, runSeconds), replayed to every turn; a failure under FAIL_RUN is the batch's own.
+// A streamed turn hands each call to its batch as soon as the stream completes it, and holds
+// the outcomes until the response is complete, so its transcript is the whole turn's.
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import {
@@ -15,27 +17,33 @@ import {
   EMPTY,
   finalize,
   from,
+  ignoreElements,
   isObservable,
   map,
+  materialize,
   merge,
   Observable,
   of,
   race,
   ReplaySubject,
+  share,
+  Subject,
   take,
+  takeUntil,
   tap,
   type ObservableInput,
+  type ObservableNotification,
   type Subscription,
-  type Unsubscribable,
 } from 'rxjs';
-import { assignDelta, cancelled, givenReason, isPromiseLike, mergeDeltas, runBatch, takeAnswer, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures, describeValue } from '../config/index.js';
 import { DeadlineExceededError, ProviderError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
-import { statusOf, toOutcomeEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequest, type ToolCall } from './model.js';
+import { statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
+import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
+import { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunnerParts, RunParent, RunPlan, RunStatus } from './types.js';
@@ -69,21 +77,31 @@ function aborted(signal: AbortSignal): Observable<StopReason> {
   });
 }
 
-// One answer of the model: decoded, or the run's failure. What the provider returned may be a
-// Promise, an Observable (its first value), or anything RxJS can read; each request has its own
-// AbortController, aborted only if the run stops while the request waits.
+// One whole answer of the model: decoded, or the run's failure.
 type Answer = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
 
-function answerOf(turn: number, outcome: { raw: unknown } | { error: unknown } | undefined): Answer {
-  if (outcome === undefined) return { failure: failed(new ProviderError(turn, 'the provider completed without a response')) };
-  if ('error' in outcome) {
-    // The provider's facts (an HTTP status, its code, the attempts made) go with the failure.
-    const info = toErrorInfo(outcome.error);
-    return { failure: failed(new ProviderError(turn, info.message, info)) };
+// The run's failure for a provider that failed (its facts, an HTTP status, its code, the
+// attempts made, go with it), or that completed without answering.
+function providerFailure(turn: number, error: unknown): RunEvent {
+  if (error === undefined) return failed(new ProviderError(turn, 'the provider completed without a response'));
+  if (isPartError(error)) return failed(new ProviderError(turn, `the reply does not decode: ${error.message}`));
+  const info = toErrorInfo(error);
+  return failed(new ProviderError(turn, info.message, info));
+}
+
+// A provider may fail with anything, a Proxy whose traps throw included: instanceof must not throw.
+function isPartError(error: unknown): error is StreamPartError {
+  try {
+    return error instanceof StreamPartError;
+  } catch {
+    return false;
   }
+}
+
+function answerOf(turn: number, raw: unknown): Answer {
   let decoded: ReturnType<typeof decodeModelResponse>;
   try {
-    decoded = decodeModelResponse(outcome.raw);
+    decoded = decodeModelResponse(raw);
   } catch (error) {
     // A reply that throws when read (a getter, a proxy) is the provider's failure too.
     return { failure: failed(new ProviderError(turn, toErrorInfo(error).message)) };
@@ -92,49 +110,61 @@ function answerOf(turn: number, outcome: { raw: unknown } | { error: unknown } |
   return { reply: decoded.right };
 }
 
-function ask(parts: RunnerParts, request: ModelRequest, turn: number): Observable<Answer> {
-  return new Observable<Answer>((subscriber) => {
+/**
+ * The provider's answer to one request, value by value: a whole response (nothing after it is
+ * read), or the parts of a streamed turn until the stream ends. What the provider returned may
+ * be a Promise, an Observable, or anything RxJS can read. Each request has its own
+ * AbortController, aborted only if the request is left before its answer is complete (the run
+ * stopped while it was asked, or was left mid-stream).
+ */
+function ask(parts: RunnerParts, request: ModelRequest): Observable<unknown> {
+  return new Observable<unknown>((subscriber) => {
     // Each request its own controller: a provider that keeps a signal sees only this request's abort.
     const controller = new AbortController();
-    // Set once the provider answered (or failed): later answers are ignored, and the teardown does not abort.
+    // Set once the answer is complete, or failed: later values are ignored, and the teardown does not abort.
     let done = false;
-    let reply: Unsubscribable | undefined;
-    const answer = (outcome: { raw: unknown } | { error: unknown } | undefined): void => {
-      if (done) return;
-      done = true;
-      reply?.unsubscribe();
-      subscriber.next(answerOf(turn, outcome));
-      subscriber.complete();
-    };
     subscriber.add(() => {
-      reply?.unsubscribe();
       if (!done) {
         done = true;
         controller.abort(new Error('the run stopped'));
       }
     });
+    const fail = (error: unknown): void => {
+      if (done) return;
+      done = true;
+      subscriber.error(error);
+    };
     let produced: unknown;
     try {
       produced = parts.provider.respond(request, controller.signal);
-      // A Promise or an Observable, as the contract says; anything else RxJS can read (an
-      // async iterable, say) is taken as it always was, and the rest is the provider's failure.
-      if (!isObservable(produced) && !isPromiseLike(produced)) {
-        try {
-          produced = from(produced as ObservableInput<unknown>);
-        } catch {
-          throw new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`);
-        }
-      }
     } catch (error) {
-      return answer({ error });
+      return fail(error);
     }
-    const pending = takeAnswer<unknown>(produced, {
-      answered: (raw) => answer({ raw }),
-      failed: (error) => answer({ error }),
-      unanswered: () => answer(undefined),
+    // A Promise or an Observable, as the contract says; anything else RxJS can read (an
+    // async iterable, say) is taken as it always was, and the rest is the provider's failure.
+    let reply$: Observable<unknown>;
+    try {
+      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
+    } catch {
+      return fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
+    }
+    // Returned, so a reply that ended while being subscribed is unsubscribed at once.
+    return reply$.subscribe({
+      next: (value) => {
+        if (done) return;
+        if (isStreamPart(value)) return subscriber.next(value);
+        // A whole response: the answer is complete, whatever else the provider would send.
+        done = true;
+        subscriber.next(value);
+        subscriber.complete();
+      },
+      error: fail,
+      complete: () => {
+        if (done) return;
+        done = true;
+        subscriber.complete();
+      },
     });
-    if (done) pending?.unsubscribe();
-    else reply = pending;
   });
 }
 
@@ -242,44 +272,66 @@ class Run implements NestedRuns {
     return { type: 'RUN_COMPLETED', output: decoded.right };
   }
 
-  // The turn's calls as the batch runs them, each decoded against its tool or refused.
-  callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
-    const { allowed, allowedSet } = this.plan;
-    const { tools, policed } = this.parts;
-    const seen = new Set<string>();
-    return toolCalls.map((toolCall, position): RunnerCall => {
-      const { id: callId, name } = toolCall;
-      const problem = malformed.get(position);
-      if (problem !== undefined) {
-        return refused(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
-      }
-      if (seen.has(callId)) {
-        return refused(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
-      }
-      seen.add(callId);
-      const registered = allowedSet.has(name) ? tools.get(name) : undefined;
-      if (registered === undefined) return refused(toolCall, scope, policed, toErrorInfo(new UnknownToolError(name, allowed)));
-      const { declaration, body } = registered;
-      const decoded = decodeArguments(declaration, toolCall.arguments);
-      if (isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
-      // Decoded a second time for the policies, only when one will see the call.
-      const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
-      return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
-    });
+  /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
+  scope(): TurnScope {
+    return new TurnScope(this, this.runId, this.plan.tenant, this.state);
   }
 
-  // One turn's calls as a batch. `contents` receives each result's JSON as it settles.
-  batchOf(turn: number, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, contents: Array<string | undefined>): Observable<Outcome> {
+  // One call of the turn as the batch runs it, decoded against its tool or refused. `seen`
+  // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
+  callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
+    const { allowed, allowedSet } = this.plan;
+    const { tools, policed } = this.parts;
+    const { id: callId, name } = toolCall;
+    if (problem !== undefined) {
+      return refused(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+    }
+    if (seen.has(callId)) {
+      return refused(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+    }
+    seen.add(callId);
+    const registered = allowedSet.has(name) ? tools.get(name) : undefined;
+    if (registered === undefined) return refused(toolCall, scope, policed, toErrorInfo(new UnknownToolError(name, allowed)));
+    const { declaration, body } = registered;
+    const decoded = decodeArguments(declaration, toolCall.arguments);
+    if (isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+    // Decoded a second time for the policies, only when one will see the call.
+    const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
+    return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
+  }
+
+  // The turn's calls as the batch runs them, each decoded against its tool or refused.
+  callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
+    const seen = new Set<string>();
+    return toolCalls.map((toolCall, position) => this.callOf(toolCall, position, malformed.get(position), seen, scope));
+  }
+
+  // True when some tool the agent may call needs approval: a streamed turn's gate must be in
+  // place before its calls are known. Worked out once per run, by its first streamed turn.
+  private approvals: boolean | undefined = undefined;
+  mayNeedApproval(): boolean {
+    const { tools } = this.parts;
+    return (this.approvals ??= this.plan.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true));
+  }
+
+  /**
+   * One turn's calls as a batch: an array (a turn given whole), or an Observable of calls (a
+   * streamed turn, each call given as soon as it is complete). `contents` receives each result's
+   * JSON as it settles. `stop$` is the run's stop, or what a streamed turn adds to it.
+   */
+  batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined = this.stop$): Observable<Outcome> {
     const { parts, plan, runId } = this;
     const { tenant } = plan;
-    const calls = this.callsOf(toolCalls, malformed, new TurnScope(this, runId, tenant, this.state));
+    const whole = Array.isArray(given);
     // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
-    const policed = parts.policed || calls.some((call) => call.needsApproval);
-    const targets: PolicyTarget[] = policed
-      ? calls.map((call) => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval }))
-      : [];
+    const approvals = whole ? (given as readonly RunnerCall[]).some((call) => call.needsApproval) : this.mayNeedApproval();
+    const policed = parts.policed || approvals;
+    const targetOf = (call: RunnerCall): PolicyTarget => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval });
+    const targets: PolicyTarget[] = policed && whole ? (given as readonly RunnerCall[]).map(targetOf) : [];
+    // A streamed turn's targets are added as its calls come, before the batch sees each.
+    const calls = policed && !whole ? (given as Observable<RunnerCall>).pipe(tap((call) => targets.push(targetOf(call)))) : given;
     const { gate, settle: policySettle } = policed
-      ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome))
+      ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals)
       : { gate: undefined, settle: undefined };
     // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
     // policies, the transcript, the model's message and everything built from them see the same
@@ -299,16 +351,26 @@ class Run implements NestedRuns {
       failFast: this.failFast,
       ...(gate ? { gate } : {}),
       settle,
-      ...(this.stop$ ? { stop$: this.stop$ } : {}),
+      stop$,
       scheduler: parts.scheduler,
       ...(parts.monitor ? { monitor: parts.monitor } : {}),
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
     });
   }
+
+  // Tells watchers of activity$ a piece of the model's text as it is written; made only if someone watches.
+  activityText(turn: number, delta: string): void {
+    const { activity, scheduler } = this.parts;
+    if (activity.observed) activity.next({ type: 'text-delta', runId: this.runId, turn, delta, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
+  }
 }
 
+// What decides how a turn goes on: the run's stop, or the provider's first value, failure or end.
+type First = { readonly stop: StopReason } | ObservableNotification<unknown>;
+
 // Turn `turn`: ask the model, unless the run stopped or ran out of turns; a stop while it is
-// asked ends the run at once (the request aborted).
+// asked ends the run at once (the request aborted). The first value says how the turn goes
+// on: a whole response, or the first part of a streamed one.
 function turn(run: Run, n: number): Observable<RunEvent> {
   return defer(() => {
     const { plan } = run;
@@ -316,56 +378,133 @@ function turn(run: Run, n: number): Observable<RunEvent> {
     // A run stopped before this turn does not take even a synchronous reply.
     if (run.stopped !== undefined) return run.finish(ending(run.stopped));
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
-    const answer$ = ask(run.parts, request, n);
-    const { stop$ } = run;
-    return (stop$ === undefined ? answer$ : race(stop$, answer$).pipe(take(1))).pipe(
-      concatMap((answer: Answer | StopReason) => {
-        if (!('reply' in answer) && !('failure' in answer)) return run.finish(ending(answer));
+    // One request, shared: the race reads its first value, and a streamed turn reads the rest.
+    // The streamed turn subscribes while the race's reader is still taking that first value,
+    // so the request is never left in between.
+    const reply$ = ask(run.parts, request).pipe(share());
+    const answer$ = reply$.pipe(materialize());
+    // A run nothing outside can stop races nothing.
+    return (run.stop$ === undefined ? answer$ : race(run.stop$.pipe(map((stop): First => ({ stop }))), answer$)).pipe(
+      take(1),
+      concatMap((first: First) => {
+        if ('stop' in first) return run.finish(ending(first.stop));
+        if (first.kind === 'E') return run.finish(providerFailure(n, first.error));
+        if (first.kind === 'C') return run.finish(providerFailure(n, undefined));
+        if (isStreamPart(first.value)) return streamed(run, n, first.value, reply$);
+        const answer = answerOf(n, first.value);
         if ('failure' in answer) return run.finish(answer.failure);
-        return respond(run, n, answer.reply);
+        const { response, malformed } = answer.reply;
+        // Each result's JSON, by call index, as the settle step made it.
+        const contents: Array<string | undefined> = [];
+        return respond(run, n, response, contents, defer(() => run.batchOf(n, run.callsOf(response.toolCalls ?? [], malformed, run.scope()), contents)));
       }),
     );
   });
 }
 
-// The model's response, then the final answer or the turn's batch.
-function respond(run: Run, n: number, reply: DecodedResponse): Observable<RunEvent> {
-  const { text, toolCalls = [] } = reply.response;
+// The model's response, then the final answer, or the turn's outcomes in call order from
+// `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and
+// what comes after them. `failure` is the run's ending once they are out (a broken stream).
+function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure?: RunEvent): Observable<RunEvent> {
+  const { text, toolCalls = [] } = response;
   run.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
-  const response: RunEvent = { type: 'MODEL_RESPONSE', turn: n, ...(text !== undefined ? { text } : {}), toolCalls };
-  if (toolCalls.length === 0) return concat(of(response), defer(() => run.finish(run.finalAnswer(text))));
+  const event = toResponseEvent(n, response);
+  if (toolCalls.length === 0) return concat(of(event), defer(() => run.finish(run.finalAnswer(text))));
   return concat(
-    of(response),
+    of(event),
     defer(() => {
       const outcomes: Outcome[] = [];
-      // Each result's JSON, by call index, as the settle step made it.
-      const contents: Array<string | undefined> = [];
       return concat(
-        run.batchOf(n, toolCalls, reply.malformed, contents).pipe(
+        outcomes$.pipe(
           map((outcome) => {
             outcomes.push(outcome);
             run.messages.push(toolMessage(outcome, contents[outcome.index]));
             return toOutcomeEvent(n, outcome);
           }),
         ),
-        defer(() => after(run, n, outcomes)),
+        defer(() => after(run, n, outcomes, failure)),
       );
     }),
   );
 }
 
+/**
+ * A streamed turn. Its batch starts at once and takes each call as soon as the stream completes
+ * it, so the call is gated and dispatched inside its lanes while the model writes the next one.
+ * The transcript is the whole turn's: MODEL_RESPONSE (every call) once the stream has ended,
+ * then the outcomes in call order, those that settled before it held until then. The model's
+ * text goes to activity$ as it is written.
+ *
+ * A stop (the run's, or the batch's own: FAIL_RUN, toolCallSeconds) ends the reading, the
+ * request aborted: the response is what had come, and the batch classifies its calls. A stream
+ * that fails, or sends a part that does not decode, stops the batch likewise, and the run then
+ * fails with it. A turn cut short before any call came has no MODEL_RESPONSE, as a turn stopped
+ * while it was asked has none.
+ */
+function streamed(run: Run, n: number, first: unknown, rest$: Observable<unknown>): Observable<RunEvent> {
+  return defer(() => {
+    const writing = new WrittenTurn();
+    const scope = run.scope();
+    // The turn's call ids so far, for duplicates.
+    const seen = new Set<string>();
+    // The calls, to the batch, one by one.
+    const calls = new Subject<RunnerCall>();
+    // The stream's failure, as a stop of the batch.
+    const broken = new Subject<StopReason>();
+    let failure: RunEvent | undefined;
+    // Fires when the batch ends: before the stream does, only a stop ends it.
+    const batchEnded = new Subject<void>();
+    const contents: Array<string | undefined> = [];
+    // The batch runs from now on; its outcomes are kept until the response is out.
+    const batch = connectable(run.batchOf(n, calls, contents, run.stop$ === undefined ? broken : merge(run.stop$, broken)).pipe(finalize(() => batchEnded.next())), {
+      connector: () => new ReplaySubject<Outcome>(),
+      resetOnDisconnect: false,
+    });
+    const reading$ = concat(of(first), rest$).pipe(
+      takeUntil(batchEnded),
+      tap((part) => {
+        const call = writing.read(part);
+        if (call !== undefined) {
+          const position = writing.calls - 1;
+          calls.next(run.callOf(call, position, writing.problemAt(position), seen, scope));
+        } else if ((part as { type: string }).type === 'text-delta') run.activityText(n, (part as { delta: string }).delta);
+      }),
+      catchError((error: unknown) => {
+        failure = providerFailure(n, error);
+        const { message } = toErrorInfo(error);
+        broken.next({ kind: 'cancelled', why: `the model's reply failed mid-stream (${message})` });
+        return EMPTY;
+      }),
+      tap({ complete: () => calls.complete() }),
+      ignoreElements(),
+    );
+    const connection = batch.connect();
+    return concat(
+      reading$,
+      defer(() => {
+        const { response } = writing.response();
+        // Cut short before any call came: the run ends as a turn stopped while asked does.
+        if (response.toolCalls === undefined && (failure !== undefined || run.stopped !== undefined)) return run.finish(failure ?? ending(run.stopped!));
+        return respond(run, n, response, contents, batch, failure);
+      }),
+    ).pipe(finalize(() => connection.unsubscribe()));
+  });
+}
+
 // The batch is over: its deltas merged, then the run stops, fails or asks again.
-function after(run: Run, n: number, outcomes: readonly Outcome[]): Observable<RunEvent> {
+function after(run: Run, n: number, outcomes: readonly Outcome[], failure?: RunEvent): Observable<RunEvent> {
   // The state is replaced only when some call recorded something.
   if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
     // The deltas are frozen copies already: freezing the top keeps the whole state read-only.
     run.state = Object.freeze(assignDelta({ ...run.state }, mergeDeltas(outcomes)));
   }
+  // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
+  if (failure !== undefined && run.stopped === undefined) return run.finish(failure);
   const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
   const reason = run.stopped ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
   if (reason !== undefined) return run.finish(ending(reason));
-  const failure = run.failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
-  if (failure !== undefined && failure.kind === 'error') return run.finish({ type: 'RUN_FAILED', error: failure.error });
+  const failedCall = run.failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
+  if (failedCall !== undefined && failedCall.kind === 'error') return run.finish({ type: 'RUN_FAILED', error: failedCall.error });
   return turn(run, n + 1);
 }
 

@@ -8,7 +8,7 @@ import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
 import type { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
-import type { Message, ModelProvider } from './model.js';
+import type { Message, ModelProvider, Usage } from './model.js';
 import type { Policies } from './policies.js';
 
 export interface RunOptions {
@@ -31,6 +31,11 @@ export interface RunResult {
   readonly events: readonly RunEvent[];
   readonly state: RunState;
   readonly messages: readonly Message[];
+  /**
+   * The tokens of the run's own turns, summed over the turns whose provider reported usage;
+   * absent when none did. A nested run's turns are in its own result, not its caller's.
+   */
+  readonly usage?: Usage;
 }
 
 /** Where a nested run sits: the run and call that started it. */
@@ -39,10 +44,14 @@ export interface RunParent {
   readonly callId: string;
 }
 
-/** Live scheduling events of every run on the runner (not part of any transcript). */
+/**
+ * Live events of every run on the runner (not part of any transcript): runs starting and ending,
+ * the model's text as a streamed turn writes it (`text-delta`), and the calls' scheduling.
+ */
 export type RunnerActivity =
   | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
+  | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
   | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
 
 /** What a run needs of its runner: made once per runner and shared by its runs. */

@@ -1,14 +1,17 @@
 // Records a run into a cassette, around the runner rather than inside it: a provider that
 // keeps the run's requests and replies, a copy of the tools that keeps each call's deltas and
 // notes it was dispatched, and the run's events for every call's outcome, keyed by turn and index.
-import { defer, from, isObservable, take, tap, type Observable } from 'rxjs';
+import { defer, from, isObservable, tap, type Observable } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
 import {
   AgentRunner,
+  isStreamPart,
+  WrittenTurn,
   type Agent,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
+  type ModelStreamPart,
   type RunEvent,
   type RunOptions,
   type RunResult,
@@ -69,7 +72,7 @@ function reply(exchange: Exchange, scrub: Scrub): RecordedReply {
   const accepted = acceptedResponse(raw.response);
   // A reply the runner could not decode is kept as it came, so a replay fails the same way.
   if (accepted === undefined) return { response: scrubbed(raw.response, scrub) ?? null };
-  const { text, toolCalls } = accepted;
+  const { text, toolCalls, usage, finishReason } = accepted;
   return {
     response: {
       ...(text !== undefined ? { text: scrubString(text, scrub) } : {}),
@@ -82,6 +85,8 @@ function reply(exchange: Exchange, scrub: Scrub): RecordedReply {
             })),
           }
         : {}),
+      ...(usage !== undefined ? { usage } : {}),
+      ...(finishReason !== undefined ? { finishReason } : {}),
     },
   };
 }
@@ -203,28 +208,47 @@ export class CassetteRecorder {
     };
   }
 
-  private respond(request: ModelRequest, signal: AbortSignal): ReturnType<ModelProvider['respond']> | Observable<ModelResponse> {
+  private respond(request: ModelRequest, signal: AbortSignal): ReturnType<ModelProvider['respond']> | Observable<ModelResponse | ModelStreamPart> {
     const session = this.session;
     // The recorded run asks only between batches, so while a nested run is alive the request is the nested run's.
     if (session === undefined || session.nested.size > 0 || request.agent !== session.agent.name) return this.inner.respond(request, signal);
     // Stays `stopped` unless the provider answers before the run stops.
     const exchange: Exchange = { request, reply: { stopped: true } };
     session.exchanges.push(exchange);
+    // Set once the reply is decided; whatever the provider sends after it is not recorded.
     let answered = false;
+    // A streamed turn, kept as the whole response it amounts to: a replay answers it whole, with the same transcript.
+    let writing: WrittenTurn | undefined;
     return defer(() => {
       const produced = this.inner.respond(request, signal);
-      return isObservable(produced) ? produced.pipe(take(1)) : from(produced);
+      return isObservable(produced) ? produced : from(produced);
     }).pipe(
       tap({
-        next: (response) => {
-          answered = true;
-          exchange.reply = { response };
+        next: (value) => {
+          if (answered) return;
+          if (writing === undefined && !isStreamPart(value)) {
+            answered = true;
+            exchange.reply = { response: value };
+            return;
+          }
+          writing ??= new WrittenTurn();
+          try {
+            writing.read(value);
+          } catch (error) {
+            // The runner fails the run with this; the replay fails it the same way.
+            answered = true;
+            exchange.reply = { error: { name: 'StreamPartError', message: `the reply does not decode: ${toErrorInfo(error).message}` } };
+          }
         },
         error: (error: unknown) => {
+          if (answered) return;
+          answered = true;
           exchange.reply = { error: toErrorInfo(error) };
         },
         complete: () => {
-          if (!answered) exchange.reply = { error: noResponse };
+          if (answered) return;
+          answered = true;
+          exchange.reply = writing === undefined ? { error: noResponse } : { response: writing.response().response };
         },
       }),
     );

@@ -2,14 +2,14 @@
 // the same script (the run id), and the transcript a cassette holds, rebuilt from it. A
 // replay is right when the two are equal.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { decodeModelResponse, toOutcomeEvent, type ModelResponse, type RunEvent, type RunStartedEvent } from '../runner/index.js';
+import { decodeModelResponse, toOutcomeEvent, toResponseEvent, type ModelResponse, type RunEvent, type RunStartedEvent } from '../runner/index.js';
 import type { Cassette } from './Cassette.js';
 import { RUN_ID } from './scrub.js';
 
 /** A run event as a deterministic transcript holds it: RUN_STARTED has no run id. */
 export type TranscriptEvent = Exclude<RunEvent, RunStartedEvent> | Omit<RunStartedEvent, 'runId'>;
 
-/** The response as the runner accepts it (`text` only when a string, `toolCalls` only when present), or undefined when it does not decode. */
+/** The response as the runner accepts it (`text` only when a string, `toolCalls`, `usage`, `finishReason` only when present), or undefined when it does not decode. */
 export function acceptedResponse(raw: unknown): ModelResponse | undefined {
   const decoded = decodeModelResponse(raw);
   return isLeft(decoded) ? undefined : decoded.right.response;
@@ -67,7 +67,7 @@ export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
   for (const { turn, reply, calls } of cassette.turns) {
     const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
     if (response === undefined) continue;
-    events.push({ type: 'MODEL_RESPONSE', turn, ...(response.text !== undefined ? { text: response.text } : {}), toolCalls: response.toolCalls ?? [] });
+    events.push(toResponseEvent(turn, response));
     // A result is in its JSON form, as the runner reports it: one recorded as nothing (undefined,
     // in a cassette written before results had one form) is null.
     for (const call of calls) events.push(toOutcomeEvent(turn, call.kind === 'result' && call.result === undefined ? { ...call, result: null } : call));

@@ -6,7 +6,8 @@ import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
 import * as t from 'io-ts';
 import { DefaultChatTransport, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
-import { Agent, toUIMessageStream, uiMessageStreamHandler, uiMessageStreamResponse, type RunEvent, type StreamEnding } from '../../lib/index.js';
+import { concat, delay, from, map, of, timer, type Observable } from 'rxjs';
+import { Agent, AgentRunner, ScriptedProvider, toUIMessageStream, uiMessageStreamHandler, uiMessageStreamResponse, type ModelStreamPart, type RunEvent, type StreamEnding } from '../../lib/index.js';
 import { fixture, planner, serve, threeLookups, twoWaiting, type TestServer } from './runs.js';
 
 const readBody = async (request: IncomingMessage): Promise<any> => {
@@ -188,5 +189,78 @@ describe('the UI message stream, read by the ai package', () => {
     await new Promise<void>((resolve) => toUIMessageStream(runner.run$(planner, 'x')).subscribe({ next: (c) => chunks.push(c), complete: resolve }));
     const ids = chunks.filter((c) => (c as { type: string }).type.startsWith('tool-')).map((c) => `${(c as { type: string }).type} ${(c as { toolCallId: string }).toolCallId}`);
     expect(ids).to.deep.equal(['tool-input-available c1', 'tool-input-available c1@1', 'tool-output-available c1', 'tool-output-error c1@1']);
+  });
+
+  describe('a streamed model turn', () => {
+    // Text in three deltas, each a little after the one before, then a call; then a final answer, also streamed.
+    const writing = (): Observable<ModelStreamPart> =>
+      concat(
+        from<ModelStreamPart[]>([{ type: 'text-delta', delta: 'Checking ' }]),
+        of<ModelStreamPart>({ type: 'text-delta', delta: 'Lisbon' }).pipe(delay(5)),
+        of<ModelStreamPart>({ type: 'text-delta', delta: ' first.' }).pipe(delay(5)),
+        of<ModelStreamPart>({ type: 'tool-call', id: 'c1', name: 'lookup', arguments: '{"city":"Lisbon"}' }),
+      );
+    const answer = (): Observable<ModelStreamPart> => from<ModelStreamPart[]>([{ type: 'text-delta', delta: 'Lisbon ' }, { type: 'text-delta', delta: 'it is.' }]);
+
+    it('sends a text-delta per model delta, given the runner\'s activity$, as useChat reads them', async () => {
+      const { runner } = fixture([writing, answer]);
+      const response = uiMessageStreamResponse((signal) => runner.run$(planner, 'hotels?', { signal }), { activity: runner.activity$ });
+      const { message, chunks } = await readBodyAsMessage(response.body!);
+      expect(chunks).to.deep.equal([
+        'start',
+        'start-step',
+        'text-start',
+        'text-delta',
+        'text-delta',
+        'text-delta',
+        'text-end',
+        'tool-input-available',
+        'tool-output-available',
+        'finish-step',
+        'start-step',
+        'text-start',
+        'text-delta',
+        'text-delta',
+        'text-end',
+        'finish-step',
+        'finish',
+      ]);
+      expect(message!.parts.map(summary)).to.deep.equal(['step-start', 'text Checking Lisbon first.', 'tool-lookup c1 output-available {"city":"Lisbon","from":122}', 'step-start', 'text Lisbon it is.']);
+    });
+
+    it('sends the same message whole without activity$', async () => {
+      const { runner } = fixture([writing, answer]);
+      const { message, chunks } = await readBodyAsMessage(uiMessageStreamResponse((signal) => runner.run$(planner, 'hotels?', { signal })).body!);
+      expect(chunks.filter((c) => c === 'text-delta')).to.have.length(2);
+      expect(message!.parts.map(summary)).to.deep.equal(['step-start', 'text Checking Lisbon first.', 'tool-lookup c1 output-available {"city":"Lisbon","from":122}', 'step-start', 'text Lisbon it is.']);
+    });
+
+    it('ends a text part the model never finished when the run fails mid-stream', async () => {
+      const broken = (): Observable<ModelStreamPart> =>
+        concat(
+          of<ModelStreamPart>({ type: 'text-delta', delta: 'Check' }),
+          timer(5).pipe(
+            map((): ModelStreamPart => {
+              throw new Error('socket hang up');
+            }),
+          ),
+        );
+      const { runner } = fixture([broken]);
+      const chunks: string[] = [];
+      await new Promise<void>((resolve) => toUIMessageStream(runner.run$(planner, 'x'), { activity: runner.activity$ }).subscribe({ next: (c) => chunks.push(c.type), complete: resolve }));
+      expect(chunks).to.deep.equal(['start', 'start-step', 'text-start', 'text-delta', 'text-end', 'finish-step', 'error', 'finish']);
+    });
+
+    it('leaves out the text of the other runs on the runner', async () => {
+      const elsewhere = (): Observable<ModelStreamPart> => concat(of(0).pipe(delay(2)), from(['Else', 'where.'])).pipe(map((delta): ModelStreamPart => ({ type: 'text-delta', delta: String(delta) })));
+      const provider = new ScriptedProvider({ planner: [writing, answer], other: [elsewhere] });
+      const runner = new AgentRunner({ provider, tools: fixture([]).runner.tools });
+      const chunks: UIMessageChunk[] = [];
+      const watching = runner.run$(new Agent({ name: 'other', instructions: '', model: 'm' }), 'elsewhere').subscribe();
+      await new Promise<void>((resolve) => toUIMessageStream(runner.run$(planner, 'x'), { activity: runner.activity$ }).subscribe({ next: (c) => chunks.push(c as UIMessageChunk), complete: resolve }));
+      watching.unsubscribe();
+      const text = chunks.filter((c) => c.type === 'text-delta').map((c) => (c as { delta: string }).delta);
+      expect(text.join('')).to.equal('Checking Lisbon first.Lisbon it is.');
+    });
   });
 });

@@ -224,7 +224,7 @@ describe('postJson timeoutSeconds', () => {
     });
 
     it('gives a provider 600 seconds per request by default', async () => {
-      const provider = new OpenAIChatProvider({ baseURL: 'http://127.0.0.1:9/v1', retry: { attempts: 1 }, fetch: fetchWith() });
+      const provider = new OpenAIChatProvider({ baseURL: 'http://127.0.0.1:9/v1', retry: { attempts: 1 }, fetch: fetchWith(), stream: false });
       const request = { agent: 'a', model: 'm', instructions: '', messages: [{ role: 'user' as const, content: 'hi' }], tools: [] };
       const pending = Promise.resolve(provider.respond(request, new AbortController().signal)).catch((e: unknown) => e);
       await clock.tickAsync(600_000);

@@ -101,18 +101,29 @@ describe('toMessagesRequest', () => {
 });
 
 describe('fromChatCompletion', () => {
-  it('reads several tool calls in order, with their arguments as JSON text', () => {
+  it('reads several tool calls in order, with their arguments as JSON text, the usage and the finish reason', () => {
     expect(fromChatCompletion(fixture('openai-three-calls'), 'w')).to.deep.equal({
       toolCalls: [
         { id: 'call_lis1x2ZCI4Wq', name: 'lookup', arguments: '{"city":"Lisbon"}' },
         { id: 'call_atl8cQ0bWtE3', name: 'lookup', arguments: '{"city":"Atlantis"}' },
         { id: 'call_por5nT7qYs9M', name: 'lookup', arguments: '{"city":"Porto"}' },
       ],
+      usage: { inputTokens: 82, outputTokens: 64 },
+      finishReason: 'tool-calls',
     });
   });
 
   it('reads a final answer as text', () => {
-    expect(fromChatCompletion(fixture('openai-final-text'), 'w')).to.deep.equal({ text: 'Lisbon from 122, Porto from 115; no partner covers Atlantis.' });
+    expect(fromChatCompletion(fixture('openai-final-text'), 'w')).to.deep.equal({
+      text: 'Lisbon from 122, Porto from 115; no partner covers Atlantis.',
+      usage: { inputTokens: 171, outputTokens: 19 },
+      finishReason: 'stop',
+    });
+  });
+
+  it('maps the finish reasons it knows, and any other as other', () => {
+    const reason = (finish_reason: string) => fromChatCompletion({ choices: [{ message: { content: 'x' }, finish_reason }] }, 'w').finishReason;
+    expect(['stop', 'length', 'tool_calls', 'content_filter', 'something_new'].map(reason)).to.deep.equal(['stop', 'length', 'tool-calls', 'content-filter', 'other']);
   });
 
   it('refuses a reply with no choices, saying so', () => {
@@ -125,7 +136,7 @@ describe('fromChatCompletion', () => {
 });
 
 describe('fromMessagesReply', () => {
-  it('reads text and several tool_use blocks, in order, arguments as objects', () => {
+  it('reads text and several tool_use blocks, in order, arguments as objects, the usage and the stop reason', () => {
     expect(fromMessagesReply(fixture('anthropic-three-calls'), 'w')).to.deep.equal({
       text: "I'll look up all three cities at once.",
       toolCalls: [
@@ -133,7 +144,22 @@ describe('fromMessagesReply', () => {
         { id: 'toolu_01AtlantisT4cRz8mNvQ2y', name: 'lookup', arguments: { city: 'Atlantis' } },
         { id: 'toolu_01PortoK7dWs2xJbE5tHn', name: 'lookup', arguments: { city: 'Porto' } },
       ],
+      usage: { inputTokens: 412, outputTokens: 137 },
+      finishReason: 'tool-calls',
     });
+  });
+
+  it('counts the tokens read from and written to the prompt cache as input, and maps the stop reasons', () => {
+    const reply = (stop_reason: string) => ({ content: [], stop_reason, usage: { input_tokens: 10, cache_creation_input_tokens: 100, cache_read_input_tokens: 1000, output_tokens: 5 } });
+    expect(fromMessagesReply(reply('end_turn'), 'w')).to.deep.equal({ usage: { inputTokens: 1110, outputTokens: 5 }, finishReason: 'stop' });
+    expect(['end_turn', 'stop_sequence', 'max_tokens', 'tool_use', 'refusal', 'pause_turn'].map((r) => fromMessagesReply(reply(r), 'w').finishReason)).to.deep.equal([
+      'stop',
+      'stop',
+      'length',
+      'tool-calls',
+      'content-filter',
+      'other',
+    ]);
   });
 
   it('skips blocks it does not read (thinking) and joins the text blocks', () => {

@@ -1,7 +1,8 @@
-// The two wire adapters (OpenAI Chat Completions, Anthropic Messages) against a stand-in
-// vendor on 127.0.0.1 speaking each format from real-shaped payloads: several tool calls in
-// one reply, results going back in call order, an error reply, a malformed reply, a 429 then
-// success, 5xx until the attempts run out, a hung endpoint, and an abort mid-request. Same cases, both wires.
+// The two wire adapters (OpenAI Chat Completions, Anthropic Messages) asking for whole replies
+// (`stream: false`) against a stand-in vendor on 127.0.0.1 speaking each format from
+// real-shaped payloads: several tool calls in one reply, results going back in call order, an
+// error reply, a malformed reply, a 429 then success, 5xx until the attempts run out, a hung
+// endpoint, and an abort mid-request. Same cases, both wires. Streamed replies are in wireStream.spec.ts.
 import { inspect } from 'node:util';
 import { expect } from 'chai';
 import * as t from 'io-ts';
@@ -67,7 +68,7 @@ const wires: Wire[] = [
     path: '/v1/chat/completions',
     prefix: 'openai',
     overloaded: 503,
-    make: (server, options = {}) => new OpenAIChatProvider({ baseURL: `${server.url}/v1`, apiKey: KEY, ...options }),
+    make: (server, options = {}) => new OpenAIChatProvider({ baseURL: `${server.url}/v1`, apiKey: KEY, stream: false, ...options }),
     keyOf: (headers) => headers['authorization'],
     resultsIn: (body) =>
       body.messages.filter((m: any) => m.role === 'tool').map((m: any) => ({ id: m.tool_call_id, content: m.content, isError: /^Error: /.test(m.content) })),
@@ -84,7 +85,7 @@ const wires: Wire[] = [
     path: '/v1/messages',
     prefix: 'anthropic',
     overloaded: 529,
-    make: (server, options = {}) => new AnthropicMessagesProvider({ baseURL: server.url, apiKey: KEY, ...options }),
+    make: (server, options = {}) => new AnthropicMessagesProvider({ baseURL: server.url, apiKey: KEY, stream: false, ...options }),
     keyOf: (headers) => headers['x-api-key'],
     resultsIn: (body) =>
       body.messages
