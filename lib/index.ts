@@ -33,6 +33,7 @@ export {
   type ToolBody,
   type ToolContext,
   type ToolDeclaration,
+  type ToolLane,
   type ToolSpec,
   type WorkerPoolOptions,
 } from './tools/index.js';

@@ -6,7 +6,7 @@ import type { Subject } from 'rxjs';
 import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
-import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext } from '../tools/index.js';
+import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, ToolCall } from './model.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
 
@@ -153,6 +153,7 @@ export interface NestedRuns {
 export class RunnerCall implements BatchCall {
   readonly parallelSafe: boolean | undefined;
   readonly idempotent: boolean | undefined;
+  readonly lane: ToolLane | undefined;
   readonly needsApproval: boolean;
   /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
   over = false;
@@ -170,6 +171,7 @@ export class RunnerCall implements BatchCall {
   ) {
     this.parallelSafe = declaration?.parallelSafe;
     this.idempotent = declaration?.idempotent;
+    this.lane = declaration?.lane;
     this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
   }
 

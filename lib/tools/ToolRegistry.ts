@@ -41,7 +41,7 @@ export class ToolRegistry {
     if (this.tools.has(resolved.name)) {
       throw new ConfigError('name', `a tool named ${resolved.name} is already registered`);
     }
-    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: toJsonSchema(resolved.args) };
+    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: resolved.parameters ?? toJsonSchema(resolved.args) };
     this.tools.set(resolved.name, { declaration: resolved, body: body as ToolBody<unknown>, spec });
     return this;
   }
