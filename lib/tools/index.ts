@@ -6,3 +6,4 @@ export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } fro
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
 export { LoopMonitor, type Watch, type WatchedCall } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';
+export { mcpTools, type McpClient, type McpRequestOptions, type McpTool, type McpToolAnnotations, type McpToolInfo, type McpToolOverride, type McpToolsOptions } from './mcp.js';
