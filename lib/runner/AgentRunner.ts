@@ -4,6 +4,7 @@
 // model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
+import type { Tracer } from '@opentelemetry/api';
 import { asyncScheduler, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
@@ -14,6 +15,7 @@ import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
+import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
 import type { Nesting, RunFinish, RunnerActivity, RunnerParts, RunOptions, RunPlan, RunResult } from './types.js';
 
@@ -36,9 +38,15 @@ export interface RunnerOptions {
   readonly scheduler?: SchedulerLike;
   /** The store of shared lanes. Default: an in-memory LaneTable of this runner's own. */
   readonly lanes?: LaneStore;
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer(...)`): each run then emits GenAI spans, an
+   * `invoke_agent` span per run, a `chat` span per model turn and an `execute_tool` span per call
+   * (docs/tracing.md). Without one, nothing is traced and nothing is paid for tracing.
+   */
+  readonly tracer?: Tracer;
 }
 
-const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes'];
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
 function checkFunction(value: unknown, field: string): void {
@@ -167,6 +175,7 @@ export class AgentRunner {
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
+      tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer, this.scheduler, this.activity),
     };
   }
 

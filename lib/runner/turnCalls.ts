@@ -128,15 +128,18 @@ class ToolCallContext implements ToolContext {
   }
 }
 
-// What a turn's calls share: their run, their tenant, the state they read, and how a body
-// starts a sub-agent. One per turn, handed to each of its calls.
+// What a turn's calls share: their run, their tenant, the state they read, how a body
+// starts a sub-agent, and the run's trace, if it is traced. One per turn, handed to each of its calls.
 export class TurnScope {
+  readonly trace: BodyTrace | undefined;
   constructor(
     private readonly run: NestedRuns,
     readonly runId: string,
     readonly tenant: string,
     readonly view: RunState,
-  ) {}
+  ) {
+    this.trace = run.trace;
+  }
 
   nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
     return this.run.nested(agent, input, context, call);
@@ -146,6 +149,12 @@ export class TurnScope {
 /** Where a body's runAgent goes: the run its call belongs to. */
 export interface NestedRuns {
   nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
+  readonly trace: BodyTrace | undefined;
+}
+
+/** A traced run, as a call's body needs it: the body runs with its call's span active. */
+export interface BodyTrace {
+  within(callId: string, body: () => unknown): unknown;
 }
 
 // One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
@@ -188,7 +197,10 @@ export class RunnerCall implements BatchCall {
       (delta) => context.record(recordable(delta)),
       (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
     );
-    return this.body!(this.args, ctx);
+    // The one thing tracing costs a call when it is off: this check.
+    const { trace } = scope;
+    if (trace === undefined) return this.body!(this.args, ctx);
+    return trace.within(callId, () => this.body!(this.args, ctx));
   }
 }
 

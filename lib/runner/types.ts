@@ -10,6 +10,7 @@ import type { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
 import type { Message, ModelProvider } from './model.js';
 import type { Policies } from './policies.js';
+import type { Tracing } from './tracing.js';
 
 export interface RunOptions {
   /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */
@@ -60,6 +61,8 @@ export interface RunnerParts {
   readonly policed: boolean;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
+  /** The runner's tracing, when it was given a tracer. */
+  readonly tracing: Tracing | undefined;
 }
 
 /** Where a nested run sits in its caller: the lanes the caller lends it, and the run and call that started it. */
