@@ -201,6 +201,9 @@ export class RunTrace {
   // The calls of the current turn, by index.
   private turn = 0;
   private calls: Array<CallSpan | undefined> = [];
+  // The calls whose bodies run now, by id (a turn dispatches one call per id): a body's span, and
+  // a nested run's caller, found without a search.
+  private readonly running = new Map<string, CallSpan>();
   // The call whose settled activity came last: its transcript event comes next, and ends its span.
   private awaiting: CallSpan | undefined = undefined;
   // Model requests not yet answered, and how many there were.
@@ -285,8 +288,7 @@ export class RunTrace {
 
   /** @internal The span of this run's call `callId` while its body runs. */
   runningCall(callId: string): otel.Span | undefined {
-    for (const call of this.calls) if (call !== undefined && call.callId === callId && call.started && call.open && call.endedAt === undefined) return call.span;
-    return undefined;
+    return this.running.get(callId)?.span;
   }
 
   /** @internal A call's scheduling event, from the runner's activity. */
@@ -304,11 +306,13 @@ export class RunTrace {
         return;
       case 'started':
         call.started = true;
+        this.running.set(call.callId, call);
         span.addEvent(SpanEvents.STARTED, event.at);
         this.waited(call, event.at);
         return;
       case 'ended':
         call.endedAt = event.at;
+        if (this.running.get(call.callId) === call) this.running.delete(call.callId);
         if (event.overrun) span.setAttribute(SpanAttributes.OVERRUN, true);
         if (this.left) call.stoppedByLeaving = true;
         if (!call.started) this.waited(call, event.at);
@@ -362,6 +366,7 @@ export class RunTrace {
     for (const call of this.calls) if (call?.open) this.endCall(call, ...this.fromKind(call));
     this.turn = turn;
     this.calls = [];
+    this.running.clear();
     this.awaiting = undefined;
   }
 
@@ -454,6 +459,7 @@ export class RunTrace {
     for (const chat of [...this.chats]) chat.left();
     this.endRun('cancelled', 'cancelled', 'the run was left before it ended');
     this.calls = [];
+    this.running.clear();
     this.awaiting = undefined;
     this.tracing.remove(this.runId);
   }
