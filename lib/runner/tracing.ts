@@ -157,8 +157,9 @@ class ChatSpan {
     if (reason !== undefined) this.span.setAttribute(SpanAttributes.FINISH_REASONS, [reason]);
   }
 
+  /** Completed: the answer was over with its last value (what reacted to it in between is not the model's time). */
   done(): void {
-    this.end(undefined, undefined);
+    this.end(undefined, undefined, this.answeredAt);
   }
 
   fail(error: unknown): void {
@@ -172,7 +173,7 @@ class ChatSpan {
     else this.end('cancelled', 'the run stopped before the model answered');
   }
 
-  end(errorType: string | undefined, message: string | undefined, at = this.run.now()): void {
+  end(errorType: string | undefined, message: string | undefined, at: number = this.run.now()): void {
     if (!this.open) return;
     this.open = false;
     if (errorType !== undefined) {
