@@ -300,7 +300,8 @@ class ServerLink {
       flight.reject(this.lost(flight.tool, 'the connection closed'));
       return;
     }
-    if (code !== undefined) {
+    // The server's own error; or the SDK refusing to send on a connection closed already: never sent.
+    if (code !== undefined || (error instanceof Error && error.message === 'Not connected')) {
       flight.reject(error);
       return;
     }

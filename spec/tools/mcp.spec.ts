@@ -200,7 +200,7 @@ describe('mcpTools', () => {
       'u={"key":"k","ok":true}',
     ];
 
-    async function killMidCall(served: Served, server: string): Promise<RunResult> {
+    async function killMidCall(served: Served, server: string): Promise<{ result: RunResult; tools: ToolRegistry }> {
       const tools = await new ToolRegistry().registerMcp(served.client, { overrides: { hang: { parallelSafe: true } } });
       const provider = new ScriptedProvider([script, { text: 'done' }]);
       const runner = new AgentRunner({ provider, tools });
@@ -216,14 +216,17 @@ describe('mcpTools', () => {
       seen.forEach((line, index) => expect(line.startsWith(expected(server)[index]!), line).to.equal(true));
       expect(seen[0]).to.match(/\. The side effect may have landed$/);
       expect(seen[1]).to.match(/\. Safe to call again$/);
-      return result;
+      return { result, tools };
     }
 
     it('over stdio (its process killed): in-flight calls fail, saying whether calling again is safe, and the run goes on', async function () {
       this.timeout(30_000);
       const served = await overStdio('files');
       try {
-        await killMidCall(served, 'files');
+        const { tools } = await killMidCall(served, 'files');
+        // A call after the server is gone is never sent: a plain failure, no claim about side effects.
+        const later = await new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [ask('w', 'write', { path: 'x', text: 'y' })] }, { text: 'done' }]), tools }).run(agent, 'go');
+        expect(outcomes(later)).to.deep.equal(['w!Error: Not connected']);
       } finally {
         await served.close();
       }
@@ -232,7 +235,7 @@ describe('mcpTools', () => {
     it('over Streamable HTTP (its connections cut): the broken stream sets off a ping, and the calls fail the same way', async () => {
       const served = await overHttp('edge');
       try {
-        const result = await killMidCall(served, 'edge');
+        const { result } = await killMidCall(served, 'edge');
         expect(result.events.filter((event) => event.type === 'TOOL_ERROR')).to.have.length(2);
       } finally {
         await served.close();
