@@ -40,7 +40,7 @@ export const SpanAttributes = {
   STOP_CLASS: 'agent_lanes.stop.class',
   /** Milliseconds from its first queue to its start (or to its end, if it never started). */
   LANE_WAIT_MS: 'agent_lanes.lane.wait_ms',
-  /** The lanes it queued on, in order; the last is the one that held it longest in the order taken. */
+  /** The lanes it queued on, in the order taken. */
   LANES_QUEUED_ON: 'agent_lanes.lane.queued_on',
   /** The lane whose permit came last: the one that held it. */
   LANE_HELD_BY: 'agent_lanes.lane.held_by',
