@@ -292,16 +292,16 @@ class ServerLink {
     });
   }
 
-  // A call the client failed: the server's own error goes back as it is; a closed connection is a
-  // lost call; anything else (a transport's error) is a lost call only if the server is gone.
+  // A call the client failed: the server's own error, or one that says the request never left,
+  // goes back as it is; a closed connection is a lost call; anything else (a transport's error)
+  // is a lost call only if the server is gone.
   private failed(flight: InFlight, error: unknown): void {
     const code = isMcpError(error) ? error.code : undefined;
     if (code === CONNECTION_CLOSED) {
       flight.reject(this.lost(flight.tool, 'the connection closed'));
       return;
     }
-    // The server's own error; or the SDK refusing to send on a connection closed already: never sent.
-    if (code !== undefined || (error instanceof Error && error.message === 'Not connected')) {
+    if (code !== undefined || neverSent(error)) {
       flight.reject(error);
       return;
     }
@@ -338,6 +338,17 @@ class ServerLink {
   private lost(tool: LinkedTool, why: string): McpConnectionLostError {
     return new McpConnectionLostError(tool.name, this.server, tool.idempotent, why);
   }
+}
+
+// Errors that say the request never left: the SDK refusing to send on a connection closed
+// already, or a connection that could not be made. The call failed; nothing can have landed.
+const unreachable = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+function neverSent(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.message === 'Not connected') return true;
+  const { cause } = error as { cause?: unknown };
+  const code = cause !== null && typeof cause === 'object' ? (cause as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && unreachable.has(code);
 }
 
 function isMcpError(error: unknown): error is { readonly code: number } {

@@ -235,8 +235,11 @@ describe('mcpTools', () => {
     it('over Streamable HTTP (its connections cut): the broken stream sets off a ping, and the calls fail the same way', async () => {
       const served = await overHttp('edge');
       try {
-        const { result } = await killMidCall(served, 'edge');
+        const { result, tools } = await killMidCall(served, 'edge');
         expect(result.events.filter((event) => event.type === 'TOOL_ERROR')).to.have.length(2);
+        // A call after the server is gone cannot connect: a plain failure, no claim about side effects.
+        const later = await new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: [ask('w', 'write', { path: 'x', text: 'y' })] }, { text: 'done' }]), tools }).run(agent, 'go');
+        expect(outcomes(later)).to.deep.equal(['w!TypeError: fetch failed']);
       } finally {
         await served.close();
       }
