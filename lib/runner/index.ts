@@ -15,3 +15,4 @@ export type {
 } from './events.js';
 export { decodeModelResponse, ModelResponseCodec, type DecodedResponse, type Message, type ModelProvider, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
 export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
+export { TracingAttributes, TracingEvents } from './tracing.js';

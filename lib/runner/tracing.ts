@@ -14,7 +14,7 @@ import type { ModelProvider, ModelRequest } from './model.js';
 import type { RunnerActivity, RunnerParts, RunParent, RunPlan } from './types.js';
 
 /** The attribute and event names the spans carry: the GenAI conventions', then this library's own. */
-export const SpanAttributes = {
+export const TracingAttributes = {
   OPERATION: 'gen_ai.operation.name',
   AGENT_NAME: 'gen_ai.agent.name',
   REQUEST_MODEL: 'gen_ai.request.model',
@@ -50,7 +50,7 @@ export const SpanAttributes = {
 } as const;
 
 /** The events on an execute_tool span. */
-export const SpanEvents = { QUEUED: 'agent_lanes.lane.queued', STARTED: 'agent_lanes.call.started', RELEASED: 'agent_lanes.call.released' } as const;
+export const TracingEvents = { QUEUED: 'agent_lanes.lane.queued', STARTED: 'agent_lanes.call.started', RELEASED: 'agent_lanes.call.released' } as const;
 
 // Loaded once, on the first runner made with a tracer. Node's `import` of the package reads its
 // CommonJS build too (its exports map has no `import` condition), so this is the same module a
@@ -149,12 +149,12 @@ class ChatSpan {
     this.answeredAt = this.run.now();
     const usage = usageOf(value);
     if (usage !== undefined) {
-      if (usage.input !== undefined) this.span.setAttribute(SpanAttributes.INPUT_TOKENS, usage.input);
-      if (usage.output !== undefined) this.span.setAttribute(SpanAttributes.OUTPUT_TOKENS, usage.output);
+      if (usage.input !== undefined) this.span.setAttribute(TracingAttributes.INPUT_TOKENS, usage.input);
+      if (usage.output !== undefined) this.span.setAttribute(TracingAttributes.OUTPUT_TOKENS, usage.output);
       this.run.usage(usage);
     }
     const reason = finishOf(value);
-    if (reason !== undefined) this.span.setAttribute(SpanAttributes.FINISH_REASONS, [reason]);
+    if (reason !== undefined) this.span.setAttribute(TracingAttributes.FINISH_REASONS, [reason]);
   }
 
   /** Completed: the answer was over with its last value (what reacted to it in between is not the model's time). */
@@ -177,7 +177,7 @@ class ChatSpan {
     if (!this.open) return;
     this.open = false;
     if (errorType !== undefined) {
-      this.span.setAttribute(SpanAttributes.ERROR_TYPE, errorType);
+      this.span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
       this.span.setStatus({ code: this.run.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
     }
     this.span.end(at);
@@ -245,11 +245,11 @@ export class RunTrace {
         kind: api.SpanKind.INTERNAL,
         startTime: this.now(),
         attributes: {
-          [SpanAttributes.OPERATION]: 'invoke_agent',
-          [SpanAttributes.AGENT_NAME]: plan.agent.name,
-          [SpanAttributes.REQUEST_MODEL]: plan.agent.model,
-          [SpanAttributes.RUN_ID]: runId,
-          [SpanAttributes.TENANT]: plan.tenant,
+          [TracingAttributes.OPERATION]: 'invoke_agent',
+          [TracingAttributes.AGENT_NAME]: plan.agent.name,
+          [TracingAttributes.REQUEST_MODEL]: plan.agent.model,
+          [TracingAttributes.RUN_ID]: runId,
+          [TracingAttributes.TENANT]: plan.tenant,
         },
       },
       parent,
@@ -303,23 +303,23 @@ export class RunTrace {
       case 'queued':
         call.queuedAt ??= event.at;
         (call.lanes ??= []).push(event.lane);
-        span.addEvent(SpanEvents.QUEUED, { [SpanAttributes.LANE]: event.lane }, event.at);
+        span.addEvent(TracingEvents.QUEUED, { [TracingAttributes.LANE]: event.lane }, event.at);
         return;
       case 'started':
         call.started = true;
         this.running.set(call.callId, call);
-        span.addEvent(SpanEvents.STARTED, event.at);
+        span.addEvent(TracingEvents.STARTED, event.at);
         this.waited(call, event.at);
         return;
       case 'ended':
         call.endedAt = event.at;
         if (this.running.get(call.callId) === call) this.running.delete(call.callId);
-        if (event.overrun) span.setAttribute(SpanAttributes.OVERRUN, true);
+        if (event.overrun) span.setAttribute(TracingAttributes.OVERRUN, true);
         if (this.left) call.stoppedByLeaving = true;
         if (!call.started) this.waited(call, event.at);
         return;
       case 'released':
-        span.addEvent(SpanEvents.RELEASED, { [SpanAttributes.ABANDONED]: event.abandoned }, event.at);
+        span.addEvent(TracingEvents.RELEASED, { [TracingAttributes.ABANDONED]: event.abandoned }, event.at);
         return;
       case 'settled':
         call.kind = event.outcome;
@@ -338,12 +338,12 @@ export class RunTrace {
         kind: api.SpanKind.INTERNAL,
         startTime: event.at,
         attributes: {
-          [SpanAttributes.OPERATION]: 'execute_tool',
-          [SpanAttributes.TOOL_NAME]: event.tool,
-          [SpanAttributes.TOOL_CALL_ID]: event.callId,
-          [SpanAttributes.TOOL_TYPE]: 'function',
-          [SpanAttributes.TURN]: event.turn,
-          [SpanAttributes.CALL_INDEX]: event.index,
+          [TracingAttributes.OPERATION]: 'execute_tool',
+          [TracingAttributes.TOOL_NAME]: event.tool,
+          [TracingAttributes.TOOL_CALL_ID]: event.callId,
+          [TracingAttributes.TOOL_TYPE]: 'function',
+          [TracingAttributes.TURN]: event.turn,
+          [TracingAttributes.CALL_INDEX]: event.index,
         },
       },
       this.context,
@@ -356,10 +356,10 @@ export class RunTrace {
   // The time a call waited in its lanes, and which held it, as it starts (or ends, never started).
   private waited(call: CallSpan, at: number): void {
     const { span, queuedAt, lanes } = call;
-    span.setAttribute(SpanAttributes.LANE_WAIT_MS, queuedAt === undefined ? 0 : at - queuedAt);
+    span.setAttribute(TracingAttributes.LANE_WAIT_MS, queuedAt === undefined ? 0 : at - queuedAt);
     if (lanes === undefined) return;
-    span.setAttribute(SpanAttributes.LANES_QUEUED_ON, lanes);
-    span.setAttribute(SpanAttributes.LANE_HELD_BY, lanes[lanes.length - 1]!);
+    span.setAttribute(TracingAttributes.LANES_QUEUED_ON, lanes);
+    span.setAttribute(TracingAttributes.LANE_HELD_BY, lanes[lanes.length - 1]!);
   }
 
   private nextTurn(turn: number): void {
@@ -424,11 +424,11 @@ export class RunTrace {
     if (!call.open) return;
     call.open = false;
     const { span } = call;
-    span.setAttribute(SpanAttributes.OUTCOME, call.kind ?? (errorType === undefined ? 'result' : 'error'));
-    span.setAttribute(SpanAttributes.DISPATCHED, call.started);
-    if (stop !== undefined) span.setAttribute(SpanAttributes.STOP_CLASS, stop);
+    span.setAttribute(TracingAttributes.OUTCOME, call.kind ?? (errorType === undefined ? 'result' : 'error'));
+    span.setAttribute(TracingAttributes.DISPATCHED, call.started);
+    if (stop !== undefined) span.setAttribute(TracingAttributes.STOP_CLASS, stop);
     if (errorType !== undefined) {
-      span.setAttribute(SpanAttributes.ERROR_TYPE, errorType);
+      span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
       span.setStatus({ code: this.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
     }
     // The call's time is until its outcome was decided, not until it went out in call order.
@@ -439,11 +439,11 @@ export class RunTrace {
     const { span } = this;
     if (span === undefined || this.ended) return;
     this.ended = true;
-    span.setAttribute(SpanAttributes.RUN_STATUS, status);
-    if (this.inputTokens !== undefined) span.setAttribute(SpanAttributes.INPUT_TOKENS, this.inputTokens);
-    if (this.outputTokens !== undefined) span.setAttribute(SpanAttributes.OUTPUT_TOKENS, this.outputTokens);
+    span.setAttribute(TracingAttributes.RUN_STATUS, status);
+    if (this.inputTokens !== undefined) span.setAttribute(TracingAttributes.INPUT_TOKENS, this.inputTokens);
+    if (this.outputTokens !== undefined) span.setAttribute(TracingAttributes.OUTPUT_TOKENS, this.outputTokens);
     if (errorType !== undefined) {
-      span.setAttribute(SpanAttributes.ERROR_TYPE, errorType);
+      span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
       span.setStatus({ code: this.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
     }
     span.end(this.now());
@@ -485,7 +485,7 @@ export class RunTrace {
       {
         kind: api.SpanKind.CLIENT,
         startTime: this.now(),
-        attributes: { [SpanAttributes.OPERATION]: 'chat', [SpanAttributes.REQUEST_MODEL]: request.model, [SpanAttributes.AGENT_NAME]: request.agent, [SpanAttributes.TURN]: turn },
+        attributes: { [TracingAttributes.OPERATION]: 'chat', [TracingAttributes.REQUEST_MODEL]: request.model, [TracingAttributes.AGENT_NAME]: request.agent, [TracingAttributes.TURN]: turn },
       },
       this.context,
     );
