@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import { trace, type Tracer } from '@opentelemetry/api';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import pLimit from 'p-limit';
 import { concat, from, ignoreElements, lastValueFrom, map, mergeMap, timer, toArray, type Observable } from 'rxjs';
 import * as t from 'io-ts';
@@ -27,6 +29,9 @@ import {
   type ModelStreamPart,
   type RunnerActivity,
 } from '../lib/index.js';
+
+/** What a workload's runner is made with, besides its provider and tools. */
+type Knobs = { concurrency?: ConcurrencyConfig; loopStallMs?: number | false; tracer?: Tracer };
 
 const json = process.argv.includes('--json');
 const quick = process.argv.includes('--quick');
@@ -75,7 +80,7 @@ async function best(repeats: number, run: () => Promise<unknown>, warmUps = 2): 
   return median(times);
 }
 
-function runnerFor(turn: ModelResponse, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
+function runnerFor(turn: ModelResponse, body: () => unknown, options: Knobs = {}) {
   const tools = new ToolRegistry().register({ name: 'work' }, body);
   return new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, ...options });
 }
@@ -86,7 +91,7 @@ async function runToEnd(runner: AgentRunner): Promise<void> {
   if (result.status !== 'completed') throw new Error(`bench run ended ${result.status}: ${result.error?.message}`);
 }
 
-async function oneTurn(n: number, body: () => unknown, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}) {
+async function oneTurn(n: number, body: () => unknown, options: Knobs = {}) {
   await runToEnd(runnerFor(turnOf(n), body, options));
 }
 
@@ -120,7 +125,7 @@ async function warmUp(run: () => Promise<unknown>, calls: number): Promise<void>
 }
 
 /** Warms the engine with turns of `n` calls answering at once. */
-function warmEngine(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false } = {}): Promise<void> {
+function warmEngine(n: number, options: Knobs = {}): Promise<void> {
   return warmUp(() => oneTurn(n, immediate, options), n);
 }
 
@@ -187,7 +192,7 @@ async function afterIdle(n: number): Promise<void> {
   row({ workload: 'W1 machine alone', figure: '1 MiB touched after 50 ms asleep', value: touched.idle / touched.warm, unit: 'x', note: `${(touched.idle * 1000).toFixed(0)} us, against ${(touched.warm * 1000).toFixed(0)} us back to back` });
 }
 
-async function perCall(n: number, options: { concurrency?: ConcurrencyConfig; loopStallMs?: number | false }, body: () => unknown): Promise<number> {
+async function perCall(n: number, options: Knobs, body: () => unknown): Promise<number> {
   const repeats = n >= 100_000 ? 3 : 5;
   await warmEngine(n, options);
   const withCalls = await best(repeats, () => oneTurn(n, body, options));
@@ -214,6 +219,13 @@ async function w2(): Promise<void> {
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves', value: promised, unit: 'us/call' });
     const unmonitored = await perCall(n, { concurrency: everything, loopStallMs: false }, immediate);
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, loop monitor off', value: unmonitored, unit: 'us/call' });
+    // Tracing: the rows above have no tracer (a call pays one undefined check for it). With the
+    // API's no-op tracer the spans cost nothing to keep, so this is the activity and the span
+    // bookkeeping alone; with a recording tracer (no exporter) it is what spans themselves cost.
+    const noop = await perCall(n, { concurrency: everything, tracer: trace.getTracer('bench') }, immediate);
+    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves, no-op tracer', value: noop, unit: 'us/call' });
+    const recording = await perCall(n, { concurrency: everything, tracer: new BasicTracerProvider().getTracer('bench') }, immediate);
+    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, recording tracer', value: recording, unit: 'us/call', note: 'spans made, none exported' });
   }
 }
 

@@ -170,6 +170,36 @@ export class ToolTimedOutError extends AgentLanesError {
   }
 }
 
+/** An MCP server answered a call with an error result (`isError: true`); the message is its text. */
+export class McpToolError extends AgentLanesError {
+  readonly tool: string;
+  readonly server: string;
+  constructor(tool: string, server: string, detail: string) {
+    super(`${tool} (MCP server ${server}) failed: ${detail}`);
+    this.tool = tool;
+    this.server = server;
+  }
+}
+
+/**
+ * The connection to an MCP server was lost while a call was in flight (the server exited, or
+ * stopped answering, and a ping found it gone): the call may have run on the server or not.
+ */
+export class McpConnectionLostError extends AgentLanesError {
+  readonly tool: string;
+  readonly server: string;
+  readonly idempotent: boolean;
+  constructor(tool: string, server: string, idempotent: boolean, detail: string) {
+    super(
+      `the connection to MCP server ${server} was lost while ${tool} was in flight (${detail})` +
+        (idempotent ? '. Safe to call again' : '. The side effect may have landed'),
+    );
+    this.tool = tool;
+    this.server = server;
+    this.idempotent = idempotent;
+  }
+}
+
 /** A call ran past the run-wide `DeadlineConfig.toolCallSeconds`, or the run past `runSeconds`. */
 export class DeadlineExceededError extends AgentLanesError {
   /** Which ceiling was passed. */

@@ -42,6 +42,12 @@ export interface BatchCall {
   readonly parallelSafe?: boolean;
   /** true: a call stopped in flight is safe to call again. Default false. */
   readonly idempotent?: boolean;
+  /**
+   * A shared lane of the call's own (its server's, say), taken after the tool lane: `key` in the
+   * shared lanes, with `limit` permits. The lanes of a tool's calls are worked out once per
+   * phase, from its first call: give every call of a tool the same lane.
+   */
+  readonly lane?: { readonly key: string; readonly limit: number };
   /** Set when the call must not be dispatched at all (bad arguments, unknown tool): it ends with this error. */
   readonly rejected?: ErrorInfo;
   /** The work: returns a value, a Promise or an Observable (its first value is the result). */

@@ -14,8 +14,10 @@ import { statusOf, type RunEvent } from './events.js';
 import type { Message, ModelProvider, Usage } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
+import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
-import type { Nesting, RunFinish, RunnerActivity, RunnerParts, RunOptions, RunPlan, RunResult } from './types.js';
+import type { Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
+import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
 export type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './types.js';
 
@@ -36,9 +38,24 @@ export interface RunnerOptions {
   readonly scheduler?: SchedulerLike;
   /** The store of shared lanes. Default: an in-memory LaneTable of this runner's own. */
   readonly lanes?: LaneStore;
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer(...)`): each run then emits GenAI spans, an
+   * `invoke_agent` span per run, a `chat` span per model turn and an `execute_tool` span per call
+   * (docs/tracing.md). Without one, nothing is traced and nothing is paid for tracing.
+   */
+  readonly tracer?: TracerLike;
 }
 
-const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes'];
+/**
+ * An OpenTelemetry `Tracer` (from `@opentelemetry/api`), as the runner's options name it: written
+ * out here so that the library's declarations never import the optional peer (an app without
+ * it still compiles them, `skipLibCheck` off). Any real Tracer is one.
+ */
+export interface TracerLike {
+  startSpan(name: string, options?: object, context?: object): object;
+}
+
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
 function checkFunction(value: unknown, field: string): void {
@@ -183,6 +200,7 @@ export class AgentRunner {
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
+      tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity),
     };
   }
 

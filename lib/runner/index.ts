@@ -1,5 +1,5 @@
 export { Agent, OnToolError, type AgentOptions } from './Agent.js';
-export { AgentRunner, type RunnerActivity, type RunnerOptions, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
+export { AgentRunner, type RunnerActivity, type RunnerOptions, type TracerLike, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
 export { RunEventType, toOutcomeEvent, toResponseEvent, type OutcomeLike } from './events.js';
 export type {
   ModelResponseEvent,
@@ -31,3 +31,4 @@ export {
 } from './model.js';
 export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
+export { TracingAttributes, TracingEvents } from './tracingNames.js';

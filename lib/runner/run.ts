@@ -46,7 +46,9 @@ import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequ
 import { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
-import type { RunnerParts, RunParent, RunPlan, RunStatus } from './types.js';
+import type { RunTrace } from './tracing.js';
+import type { RunnerParts, RunPlan } from './parts.js';
+import type { RunParent, RunStatus } from './types.js';
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
 // reading one character flattens it into one string: about 0.4 KB less for as long as the
@@ -191,6 +193,8 @@ class Run implements NestedRuns {
   constructor(
     readonly parts: RunnerParts,
     readonly plan: RunPlan,
+    /** The run's spans, when the runner traces: its calls' bodies run inside their spans. */
+    readonly trace: RunTrace | undefined,
   ) {
     this.parent = plan.nesting?.parent;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
@@ -517,13 +521,16 @@ function after(run: Run, n: number, outcomes: readonly Outcome[], failure?: RunE
  */
 export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEvent> {
   return defer(() => {
-    const { activity, scheduler } = parts;
-    const run = new Run(parts, plan);
+    const { activity, scheduler, tracing } = parts;
+    // Traced, the run is made with the trace's parts (its provider's answers traced) and followed by it.
+    const trace = tracing?.open(parts, plan);
+    const run = new Run(trace === undefined ? parts : trace.parts, plan, trace);
+    trace?.begin(run.runId);
     if (activity.observed) {
       activity.next({ type: 'run-started', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, ...(run.parent ? { parent: run.parent } : {}), at: scheduler.now() });
     }
     const started: RunEvent = { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input };
-    return concat(of(started), turn(run, 1)).pipe(
+    const run$ = concat(of(started), turn(run, 1)).pipe(
       catchError((error: unknown) => run.finish({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
       finalize(() => {
         run.stopping?.unsubscribe();
@@ -531,5 +538,6 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
         if (!run.ended) run.activityEnded('cancelled');
       }),
     );
+    return trace === undefined ? run$ : trace.follow(run$);
   });
 }

@@ -6,7 +6,7 @@ import type { Subject } from 'rxjs';
 import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
-import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext } from '../tools/index.js';
+import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, ToolCall } from './model.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
 
@@ -128,15 +128,18 @@ class ToolCallContext implements ToolContext {
   }
 }
 
-// What a turn's calls share: their run, their tenant, the state they read, and how a body
-// starts a sub-agent. One per turn, handed to each of its calls.
+// What a turn's calls share: their run, their tenant, the state they read, how a body
+// starts a sub-agent, and the run's trace, if it is traced. One per turn, handed to each of its calls.
 export class TurnScope {
+  readonly trace: BodyTrace | undefined;
   constructor(
     private readonly run: NestedRuns,
     readonly runId: string,
     readonly tenant: string,
     readonly view: RunState,
-  ) {}
+  ) {
+    this.trace = run.trace;
+  }
 
   nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
     return this.run.nested(agent, input, context, call);
@@ -146,6 +149,12 @@ export class TurnScope {
 /** Where a body's runAgent goes: the run its call belongs to. */
 export interface NestedRuns {
   nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
+  readonly trace: BodyTrace | undefined;
+}
+
+/** A traced run, as a call's body needs it: the body runs with its call's span active. */
+export interface BodyTrace {
+  within(callId: string, body: () => unknown): unknown;
 }
 
 // One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
@@ -153,6 +162,7 @@ export interface NestedRuns {
 export class RunnerCall implements BatchCall {
   readonly parallelSafe: boolean | undefined;
   readonly idempotent: boolean | undefined;
+  readonly lane: ToolLane | undefined;
   readonly needsApproval: boolean;
   /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
   over = false;
@@ -170,6 +180,7 @@ export class RunnerCall implements BatchCall {
   ) {
     this.parallelSafe = declaration?.parallelSafe;
     this.idempotent = declaration?.idempotent;
+    this.lane = declaration?.lane;
     this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
   }
 
@@ -186,7 +197,10 @@ export class RunnerCall implements BatchCall {
       (delta) => context.record(recordable(delta)),
       (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
     );
-    return this.body!(this.args, ctx);
+    // The one thing tracing costs a call when it is off: this check.
+    const { trace } = scope;
+    if (trace === undefined) return this.body!(this.args, ctx);
+    return trace.within(callId, () => this.body!(this.args, ctx));
   }
 }
 

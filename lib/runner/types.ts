@@ -1,15 +1,11 @@
 // The run's vocabulary, apart from the runner and the turn loop that both use it: what a run is
-// asked with, what it resolves with, what activity$ reports, and what a run needs of its runner.
-import type { SchedulerLike, Subject } from 'rxjs';
+// asked with, what it resolves with, and what activity$ reports (what a run needs of its
+// runner is in parts.ts).
 import type { CallActivity } from '../batch/index.js';
-import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStore, Loan } from '../lanes/index.js';
-import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
-import type { Agent } from './Agent.js';
+import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
-import type { Message, ModelProvider, Usage } from './model.js';
-import type { Policies } from './policies.js';
+import type { Message, Usage } from './model.js';
 
 export interface RunOptions {
   /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */
@@ -53,50 +49,3 @@ export type RunnerActivity =
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
   | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
-
-/** What a run needs of its runner: made once per runner and shared by its runs. */
-export interface RunnerParts {
-  readonly provider: ModelProvider;
-  readonly tools: ToolRegistry;
-  /** The runner's shared lanes and the config they are sized by. */
-  readonly shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
-  readonly deadline: DeadlineConfig;
-  readonly monitor: LoopMonitor | undefined;
-  readonly scheduler: SchedulerLike;
-  readonly activity: Subject<RunnerActivity>;
-  readonly policies: Policies;
-  /** True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them. */
-  readonly policed: boolean;
-  /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
-  readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
-}
-
-/** Where a nested run sits in its caller: the lanes the caller lends it, and the run and call that started it. */
-export interface Nesting {
-  readonly lent: ReadonlyMap<string, Loan>;
-  readonly parent: RunParent;
-}
-
-/** One run, its options checked by the runner. */
-export interface RunPlan {
-  readonly agent: Agent;
-  readonly input: string;
-  readonly tenant: string;
-  readonly signal: AbortSignal | undefined;
-  readonly initial: Readonly<Record<string, unknown>>;
-  readonly maxTurns: number;
-  readonly allowed: readonly string[];
-  /** The same, as a set. */
-  readonly allowedSet: ReadonlySet<string>;
-  /** What the provider is shown of those tools. */
-  readonly specs: readonly ToolSpec[];
-  /** The runner's lanes narrowed by the agent's: the turn's own bounds. */
-  readonly turnConcurrency: ConcurrencyConfig;
-  readonly nesting: Nesting | undefined;
-  readonly onFinish: RunFinish | undefined;
-}
-
-/** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */
-export interface RunFinish {
-  finish(final: { state: RunState; messages: readonly Message[] }): void;
-}

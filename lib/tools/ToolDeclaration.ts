@@ -1,10 +1,23 @@
 // ToolDeclaration: what a tool is (its name, description and argument codec) and
 // three separate facts about it: parallelSafe (scheduling), idempotent (what a stop
-// may claim) and needsApproval (the gate). Only name, description and the argument
-// schema are ever shown to a model provider.
+// may claim) and needsApproval (the gate), and a lane of its own if it has one (its
+// server's). Only name, description and the argument schema are ever shown to a model provider.
 import * as t from 'io-ts';
-import { ConfigError } from '../errors.js';
+import { ConfigError, toErrorInfo } from '../errors.js';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
+import { jsonForm } from '../json.js';
+import type { JsonSchema } from './jsonSchema.js';
+
+/**
+ * A lane a tool's calls take besides the runner's (after the tool lane): `key` names it in the
+ * runner's shared lanes, across every run, and `limit` is its permits. Tools that give the same
+ * key share the lane (an MCP server's tools share their server's); the first to make it sets
+ * its limit while it is in use.
+ */
+export interface ToolLane {
+  readonly key: string;
+  readonly limit: number;
+}
 
 export interface ToolDeclaration<C extends t.Decoder<unknown, unknown> | undefined = t.Decoder<unknown, unknown> | undefined> {
   /** 1 to 64 letters, digits, `_` or `-`: what providers accept as a tool name. */
@@ -18,6 +31,14 @@ export interface ToolDeclaration<C extends t.Decoder<unknown, unknown> | undefin
   readonly idempotent?: boolean;
   /** true: every call passes the runner's `approve` first. Default false. */
   readonly needsApproval?: boolean;
+  /**
+   * The JSON Schema the model is shown for the arguments, as it is (an MCP server's input
+   * schema), in place of the one derived from `args`. An object schema (`type: 'object'`).
+   * `args`, if given too, still decodes what the model sends.
+   */
+  readonly parameters?: JsonSchema;
+  /** A lane of the tool's own, taken after the tool lane: calls to one server share its lane. */
+  readonly lane?: ToolLane;
 }
 
 /** The arguments a body receives: what the codec decodes to, or the raw JSON value without one. */
@@ -31,10 +52,43 @@ export interface ResolvedDeclaration {
   readonly parallelSafe: boolean;
   readonly idempotent: boolean;
   readonly needsApproval: boolean;
+  /** The schema shown as it is, or undefined to derive it from `args`. */
+  readonly parameters: JsonSchema | undefined;
+  readonly lane: ToolLane | undefined;
 }
 
 const namePattern = /^[A-Za-z0-9_-]{1,64}$/;
-const fields = ['name', 'description', 'args', 'parallelSafe', 'idempotent', 'needsApproval'];
+const fields = ['name', 'description', 'args', 'parallelSafe', 'idempotent', 'needsApproval', 'parameters', 'lane'];
+// The keys of the lanes the batch takes itself: a tool's own lane must not land in one of them.
+const reservedLane = /^(tenant|turn|turn-tool|tool|args):/;
+
+// The schema in its JSON form (a frozen copy, so the caller's object can change nothing later),
+// an object schema since providers take no other kind of tool parameters.
+function checkParameters(parameters: unknown): JsonSchema {
+  let form: unknown;
+  try {
+    form = jsonForm(parameters);
+  } catch (error) {
+    throw new ConfigError('parameters', `parameters must be a JSON Schema in plain JSON (${toErrorInfo(error).message})`);
+  }
+  if (form === null || typeof form !== 'object' || Array.isArray(form) || (form as JsonSchema)['type'] !== 'object') {
+    throw new ConfigError('parameters', `parameters must be an object JSON Schema ({ type: 'object', ... }), got ${describeValue(parameters)}`);
+  }
+  return form as JsonSchema;
+}
+
+function checkLane(lane: unknown): ToolLane {
+  if (lane === null || typeof lane !== 'object') throw new ConfigError('lane', `lane must be an object { key, limit }, got ${describeValue(lane)}`);
+  refuseUnknownFields(lane, ['key', 'limit'], 'a tool lane', { field: 'lane' });
+  const { key, limit } = lane as { key?: unknown; limit?: unknown };
+  if (typeof key !== 'string' || key === '' || reservedLane.test(key)) {
+    throw new ConfigError('lane.key', `lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got ${describeValue(key)}`);
+  }
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+    throw new ConfigError('lane.limit', `lane.limit must be a positive integer, got ${describeValue(limit)}`);
+  }
+  return Object.freeze({ key, limit });
+}
 
 function flag(declaration: Readonly<Record<string, unknown>>, field: string, fallback: boolean): boolean {
   const value = declaration[field];
@@ -69,5 +123,7 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
     parallelSafe: flag(record, 'parallelSafe', true),
     idempotent: flag(record, 'idempotent', false),
     needsApproval: flag(record, 'needsApproval', false),
+    parameters: declaration.parameters === undefined ? undefined : checkParameters(declaration.parameters),
+    lane: declaration.lane === undefined ? undefined : checkLane(declaration.lane),
   };
 }

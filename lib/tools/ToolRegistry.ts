@@ -3,6 +3,7 @@
 import type * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
 import { toJsonSchema, type JsonSchema } from './jsonSchema.js';
+import { mcpTools, type McpClient, type McpToolsOptions } from './mcp.js';
 import type { ToolBody } from './ToolContext.js';
 import { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration } from './ToolDeclaration.js';
 
@@ -41,8 +42,25 @@ export class ToolRegistry {
     if (this.tools.has(resolved.name)) {
       throw new ConfigError('name', `a tool named ${resolved.name} is already registered`);
     }
-    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: toJsonSchema(resolved.args) };
+    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: resolved.parameters ?? toJsonSchema(resolved.args) };
     this.tools.set(resolved.name, { declaration: resolved, body: body as ToolBody<unknown>, spec });
+    return this;
+  }
+
+  /**
+   * Registers every tool of a connected MCP server (see `mcpTools`): its input schema shown to
+   * the model, its annotations as scheduling facts, its server as a lane of its own. All or
+   * nothing: a name already taken (or any other bad declaration) registers none of them.
+   */
+  async registerMcp(client: McpClient, options: McpToolsOptions = {}): Promise<this> {
+    const tools = await mcpTools(client, options);
+    for (const { declaration } of tools) {
+      if (this.tools.has(declaration.name)) {
+        throw new ConfigError('name', `a tool named ${declaration.name} is already registered (give the MCP server's tools a prefix)`);
+      }
+      resolveDeclaration(declaration);
+    }
+    for (const { declaration, body } of tools) this.register(declaration, body);
     return this;
   }
 

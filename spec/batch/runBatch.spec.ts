@@ -150,6 +150,37 @@ describe('runBatch', () => {
       expect(lanes.size).to.equal(0);
     });
 
+    it('takes a call\'s own lane after the tool lane, shared by the tools that name it, across batches', () => {
+      const lanes = new LaneTable();
+      const order: string[] = [];
+      lanes.changes$.subscribe((c) => c.change === 'granted' && order.push(c.key));
+      testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+        const concurrency = new ConcurrencyConfig({ perTool: { x: 4, y: 4 } });
+        const shared = { lanes, concurrency };
+        const server = { key: 'mcp:files', limit: 2 };
+        const c = cold('------(3|)');
+        const d = cold('------(4|)');
+        const first = runBatch([call('a', cold('------(1|)'), { tool: 'x', lane: server }), call('b', cold('------(2|)'), { tool: 'y', lane: server })], { concurrency, shared });
+        const second = runBatch([call('c', c, { tool: 'x', lane: server }), call('d', d, { tool: 'z' })], { concurrency, shared });
+        expectObservable(merge(first, second).pipe(briefly)).toBe('------(ab)--(cd|)', { a: 'a=1', b: 'b=2', c: 'c=3', d: 'd=4' });
+        // c waits for the server's lane; d, a tool without one, runs at once.
+        expectSubscriptions(c.subscriptions).toBe('------^-----!');
+        expectSubscriptions(d.subscriptions).toBe('^-----!');
+      });
+      expect(order.slice(0, 4)).to.deep.equal(['tool:x', 'mcp:files', 'tool:y', 'mcp:files']);
+      expect(lanes.size).to.equal(0);
+    });
+
+    it('reports a call queued on its own lane by that lane\'s key', () => {
+      const seen: string[] = [];
+      testScheduler.run(({ cold, flush }) => {
+        const lane = { key: 'mcp:files', limit: 1 };
+        runBatch([call('a', cold('--(a|)'), { lane }), call('b', cold('--(b|)'), { lane })], { onActivity: (a) => a.type === 'queued' && seen.push(`${a.at} ${a.callId} ${a.lane}`) }).subscribe();
+        flush();
+      });
+      expect(seen).to.deep.equal(['0 b mcp:files']);
+    });
+
     it('adds the agent\'s narrower per-tool bound inside its own turn only', () => {
       const lanes = new LaneTable();
       testScheduler.run(({ cold, expectObservable }) => {

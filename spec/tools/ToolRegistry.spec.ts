@@ -32,7 +32,12 @@ describe('ToolRegistry', () => {
     { title: 'a non-boolean parallelSafe', declaration: { name: 'x', parallelSafe: 'no' }, message: 'parallelSafe must be a boolean, got "no"' },
     { title: 'a non-boolean idempotent', declaration: { name: 'x', idempotent: 1 }, message: 'idempotent must be a boolean, got 1' },
     { title: 'args that are not a codec', declaration: { name: 'x', args: { q: 'string' } }, message: 'args must be an io-ts codec, got {"q":"string"}' },
-    { title: 'a misspelt field', declaration: { name: 'x', parallelsafe: false }, message: 'a tool declaration has no field parallelsafe; its fields are name, description, args, parallelSafe, idempotent, needsApproval' },
+    { title: 'parameters that are not an object schema', declaration: { name: 'x', parameters: { type: 'string' } }, message: 'parameters must be an object JSON Schema ({ type: \'object\', ... }), got {"type":"string"}' },
+    { title: 'a lane without a key', declaration: { name: 'x', lane: { limit: 2 } }, message: 'lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got undefined' },
+    { title: 'a lane keyed like one of the batch\'s own', declaration: { name: 'x', lane: { key: 'tool:y', limit: 2 } }, message: 'lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got "tool:y"' },
+    { title: 'a lane of no permits', declaration: { name: 'x', lane: { key: 'mcp:files', limit: 0 } }, message: 'lane.limit must be a positive integer, got 0' },
+    { title: 'a misspelt lane field', declaration: { name: 'x', lane: { key: 'mcp:files', limt: 2 } }, message: 'a tool lane has no field limt; its fields are key, limit' },
+    { title: 'a misspelt field', declaration: { name: 'x', parallelsafe: false }, message: 'a tool declaration has no field parallelsafe; its fields are name, description, args, parallelSafe, idempotent, needsApproval, parameters, lane' },
   ];
   for (const c of invalid) {
     it(`refuses ${c.title}, naming the field`, () => {
@@ -56,6 +61,22 @@ describe('ToolRegistry', () => {
       description: 'Find things',
       parameters: { type: 'object', properties: { q: { type: 'string' }, limit: { type: 'number' } }, required: ['q'], additionalProperties: true },
     });
+  });
+
+  it('shows the parameters a declaration gives as they are, while its codec still decodes the arguments', () => {
+    const parameters = { type: 'object', properties: { path: { type: 'string', description: 'Where' } }, required: ['path'] };
+    const registry = new ToolRegistry().register({ name: 'read', args: t.UnknownRecord, parameters }, () => 1);
+    expect(registry.specs()[0]!.parameters).to.deep.equal(parameters);
+    // A copy, frozen: changing the object given changes nothing shown.
+    parameters.required.push('mode');
+    expect(registry.specs()[0]!.parameters).to.deep.equal({ type: 'object', properties: { path: { type: 'string', description: 'Where' } }, required: ['path'] });
+    expect(isLeft(decodeArguments(registry.get('read')!.declaration, '[1]'))).to.equal(true);
+  });
+
+  it('keeps a tool\'s own lane, and none for a tool that names none', () => {
+    const registry = new ToolRegistry().register({ name: 'a', lane: { key: 'mcp:files', limit: 2 } }, () => 1).register({ name: 'b' }, () => 2);
+    expect(registry.get('a')!.declaration.lane).to.deep.equal({ key: 'mcp:files', limit: 2 });
+    expect(registry.get('b')!.declaration.lane).to.equal(undefined);
   });
 
   it('lists only the named tools, in the order named', () => {

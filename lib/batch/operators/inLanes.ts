@@ -1,5 +1,5 @@
 // The fan-out: every call of a phase dispatched at once, its concurrency coming from the lanes
-// it must take (tenant -> turn -> tool -> identical arguments), not from a count of its own.
+// it must take (tenant -> turn -> tool -> its own -> identical arguments), not from a count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
@@ -139,6 +139,8 @@ class FanOut implements Dispatcher {
       this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
     }
     this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
+    // A lane the call names for itself (its server's), shared like the tool lane.
+    if (call.lane !== undefined) this.addStep(steps, shared.lanes, call.lane.key, call.lane.limit, tenant);
     if (!safe) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
     // Copied to its exact length: an array grown by push keeps spare room, and every call of the
     // tool holds this one until the batch ends.
@@ -168,7 +170,8 @@ class FanOut implements Dispatcher {
 
 /**
  * Dispatches every record it receives at once, each inside its lanes, taken in one fixed order:
- * tenant, turn, tool, then (for a call that is not parallel-safe) its identical-arguments lane.
+ * tenant, turn, tool, the call's own `lane` if it names one (its server's), then (for a call
+ * that is not parallel-safe) its identical-arguments lane.
  * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits each
  * record when its body starts (so the ceilings can time it from there) and again when its
  * outcome is decided; completes once its source completed and every record it dispatched is
