@@ -11,7 +11,7 @@ const MS_PER_COLUMN = 20;
 function timeline(activity: readonly RunnerActivity[], origin: number): string[] {
   const rows = new Map<string, { tool: string; queued?: number; started?: number; settled?: number; outcome?: string }>();
   for (const a of activity) {
-    if (a.type === 'run-started' || a.type === 'run-ended') continue;
+    if (a.type === 'run-started' || a.type === 'run-ended' || a.type === 'lane-store') continue;
     const row = rows.get(a.callId) ?? { tool: a.tool };
     if (a.type === 'queued') row.queued = a.at - origin;
     if (a.type === 'started') row.started = a.at - origin;

@@ -10,7 +10,7 @@ import { enterWithLoan, Loan, type LaneStore, type LaneTable, type Permit } from
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { InvocationAbortedError, isPromiseLike, reportUnhandled } from './invocation.js';
-import { stoppedOutcome } from './stops.js';
+import { lostOutcome, stoppedOutcome } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, StopReason } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
@@ -22,7 +22,7 @@ export interface LaneStep {
   readonly key: string;
   readonly limit: number;
   readonly party: string;
-  /** The store is a plain LaneTable: it is handed the call's record, whose granted() carries on, instead of a closure per call. */
+  /** The store is a plain LaneTable (or RedisLaneStore): it is handed the call's record, whose granted() carries on (and lost() ends it), instead of a closure per call. */
   readonly direct: boolean;
   /** The permit of this lane a caller lends (a nested run), if any. */
   readonly loan: Loan | undefined;
@@ -101,6 +101,10 @@ class CallContext implements InvokeContext {
 
   get ended(): boolean {
     return this.#run.isDone;
+  }
+
+  get fence(): string | undefined {
+    return this.#run.fence();
   }
 
   /** Aborts the body's signal (now, or when it is first asked for). */
@@ -526,6 +530,32 @@ export class CallRecord {
     return { index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'error', dispatched, error };
   }
 
+  /**
+   * @internal A lane store shared by a fleet lost a permit this call held or waited for (its
+   * lease ran out unrefreshed, or its Redis could not be reached): a call still queued fails,
+   * never dispatched; a call in flight has its body aborted and ends alone, safe to call again if
+   * idempotent, else its side effect may have landed. Nothing runs it again.
+   */
+  lost(error: Error): void {
+    if (this.done) return;
+    const info = toErrorInfo(error);
+    if (this.state !== 'running') {
+      this.finish(this.failure(false, { name: info.name, message: `never dispatched: ${info.message}` }));
+      return;
+    }
+    this.invoked?.abort(error);
+    this.finish(lostOutcome(this.call, this.index, info));
+  }
+
+  /** @internal The fencing token of the last permit taken that has one (the narrowest fleet lane). */
+  fence(): string | undefined {
+    for (let i = this.taken - 1; i >= 0; i--) {
+      const fence = this.permits[i]!.fence;
+      if (fence !== undefined) return fence;
+    }
+    return undefined;
+  }
+
   /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */
   outrun(seconds: number): void {
     if (this.done) return;
@@ -643,7 +673,7 @@ export class CallRecord {
       for (let i = 0; i < taken; i++) {
         const step = steps[i]!;
         if (step.store !== dispatcher.sharedLanes) continue;
-        const loan = new Loan(step.key);
+        const loan = new Loan(step.key, this.permits[i]!.fence);
         loans[i] = loan;
         lanes.set(step.key, loan);
       }

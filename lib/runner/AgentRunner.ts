@@ -156,6 +156,8 @@ export class AgentRunner {
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.lanes = options.lanes ?? new LaneTable();
+    // A store's news of itself (a fleet store that lost its Redis) goes out with the runs' activity.
+    this.lanes.notices$?.subscribe((notice) => this.activity.next(notice));
     this.parts = {
       provider: this.provider,
       tools: this.tools,

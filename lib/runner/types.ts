@@ -4,7 +4,7 @@ import type { SchedulerLike, Subject } from 'rxjs';
 import type { CallActivity } from '../batch/index.js';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStore, Loan } from '../lanes/index.js';
+import type { LaneStore, LaneStoreNotice, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
 import type { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
@@ -43,7 +43,9 @@ export interface RunParent {
 export type RunnerActivity =
   | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
-  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
+  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent })
+  // What the runner's lane store says of itself (a fleet store that lost its Redis).
+  | LaneStoreNotice;
 
 /** What a run needs of its runner: made once per runner and shared by its runs. */
 export interface RunnerParts {

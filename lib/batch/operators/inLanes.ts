@@ -6,7 +6,7 @@
 import { Observable, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
-import { LaneTable, type LaneStore, type Loan } from '../../lanes/index.js';
+import { LaneTable, RedisLaneStore, type LaneStore, type Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { CallRecord, Dispatcher, LaneStep } from '../records.js';
 import type { BatchCall } from '../types.js';
@@ -40,11 +40,13 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
   return limit !== undefined && (calls === undefined || limit < calls) ? limit : undefined;
 }
 
-// A LaneTable as the library makes it: not a subclass, and its enter not replaced on the
-// instance (a wrapper for metrics, say) or by a proxy. Such a wrapper may call onGrant itself,
-// so only a plain table is handed the call's record in place of a function.
+// A LaneTable (or a RedisLaneStore) as the library makes it: not a subclass, and its enter not
+// replaced on the instance (a wrapper for metrics, say) or by a proxy. Such a wrapper may call
+// onGrant itself, so only a plain store is handed the call's record in place of a function. A
+// RedisLaneStore needs the record: it tells the record's lost() when a lease runs out.
 function isPlainTable(store: LaneStore): boolean {
-  return Object.getPrototypeOf(store) === LaneTable.prototype && store.enter === LaneTable.prototype.enter;
+  const proto: unknown = Object.getPrototypeOf(store);
+  return (proto === LaneTable.prototype || proto === RedisLaneStore.prototype) && store.enter === (proto as LaneStore).enter;
 }
 
 // One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
