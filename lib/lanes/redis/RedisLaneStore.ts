@@ -70,8 +70,9 @@ class FleetTicket implements Permit {
   fence: string | undefined = undefined;
   /** Until when (performance.now()) its lease is known to run. */
   validUntil: number;
-  /** Its permit in the in-process lanes, once it moved there. */
+  /** Its permit in the in-process lanes, once it moved there, and whether they granted it. */
   local: Permit | undefined = undefined;
+  localGranted = false;
 
   constructor(
     private readonly store: RedisLaneStore,
@@ -85,7 +86,7 @@ class FleetTicket implements Permit {
   }
 
   get holding(): boolean {
-    return this.local === undefined ? this.state === HOLDING : this.local.holding;
+    return this.state === HOLDING || (this.state === LOCAL && this.localGranted);
   }
 
   leave(): void {
@@ -94,6 +95,7 @@ class FleetTicket implements Permit {
 
   /** @internal The in-process lane it moved to granted it. */
   granted(): void {
+    this.localGranted = true;
     tell(this.onGrant);
   }
 }
@@ -423,7 +425,8 @@ export class RedisLaneStore implements LaneStore {
         break;
       case LOCAL:
         ticket.state = LEFT;
-        ticket.local!.leave();
+        // Left inside its in-process grant, before the permit was stored: moveLocal gives it back.
+        ticket.local?.leave();
         return;
       default:
         return;
@@ -474,7 +477,7 @@ export class RedisLaneStore implements LaneStore {
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
     const op = new Op(kind, lane, subject, performance.now(), ++this.sent);
     this.pending.add(op);
-    this.sweep ??= unref(setTimeout(this.sweepNow, this.timeoutMs));
+    this.sweep ??= unref(setTimeout(this.sweepSoon, this.timeoutMs));
     const { keys } = lane;
     this.run(script, keys, args).then(
       (answer) => this.answered(op, answer),
@@ -499,7 +502,9 @@ export class RedisLaneStore implements LaneStore {
   // A script run outside the store's requests (a snapshot), bounded by the timeout.
   private ask(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`)), this.timeoutMs);
+      // Decided after the loop has read its sockets (setImmediate): an answer that came while
+      // this process was busy is not taken for a missing one.
+      const timer = setTimeout(() => setImmediate(() => reject(new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`))), this.timeoutMs);
       this.run(script, keys, args).then(
         (answer) => {
           clearTimeout(timer);
@@ -513,7 +518,13 @@ export class RedisLaneStore implements LaneStore {
     });
   }
 
-  // Scripts unanswered for longer than the timeout fail: Redis counts as unreachable.
+  // Scripts unanswered for longer than the timeout fail: Redis counts as unreachable. The verdict
+  // waits for the loop to read its sockets (timers run before I/O in Node's loop): a process that
+  // was busy past the timeout must not take answers waiting in its own socket for missing ones.
+  private readonly sweepSoon = (): void => {
+    setImmediate(this.sweepNow);
+  };
+
   private readonly sweepNow = (): void => {
     this.sweep = undefined;
     const now = performance.now();
@@ -523,7 +534,7 @@ export class RedisLaneStore implements LaneStore {
       this.failed(op, new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`));
     }
     const oldest = this.pending.values().next().value;
-    if (oldest !== undefined) this.sweep = unref(setTimeout(this.sweepNow, Math.max(1, oldest.sentAt + this.timeoutMs - now)));
+    if (oldest !== undefined) this.sweep = unref(setTimeout(this.sweepSoon, Math.max(1, oldest.sentAt + this.timeoutMs - now)));
   };
 
   private settle(op: Op): void {
@@ -827,7 +838,9 @@ export class RedisLaneStore implements LaneStore {
     this.changed(lane, 'withdrawn', ticket.party);
     if (ticket.confirmed) this.sendLeave(ticket);
     this.dropIfIdle(lane);
-    ticket.local = this.localLanes().enter(lane.key, lane.limit, ticket, ticket.party);
+    const local = this.localLanes().enter(lane.key, lane.limit, ticket, ticket.party);
+    if (ticket.state === LOCAL) ticket.local = local;
+    else local.leave();
   }
 
   private restored(): void {
