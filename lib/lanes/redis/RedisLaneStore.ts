@@ -685,7 +685,7 @@ export class RedisLaneStore implements LaneStore {
   }
 
   private sendLeave(ticket: FleetTicket): void {
-    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, this.leaseText, ticket.lane.channel, this.sharded], ticket);
+    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.sharded], ticket);
   }
 
   private refresh(lane: FleetLane, tickets: readonly FleetTicket[]): void {

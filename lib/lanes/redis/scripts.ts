@@ -66,10 +66,11 @@ local function reclaim()
 end
 
 -- The next fencing token of this lane: larger than every one before it, even after the lane
--- was idle and forgotten (it never falls below Redis's clock in microseconds).
+-- was idle and forgotten, since it never falls below Redis's clock in microseconds (two scripts
+-- never run in the same microsecond, and one grants far fewer permits than it runs microseconds).
 local function nextFence()
   local last = tonumber(redis.call('HGET', M, 'fence') or '0')
-  local token = string.format('%.0f', math.max(last + 1, now * 1000))
+  local token = string.format('%.0f', math.max(last + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2])))
   redis.call('HSET', M, 'fence', token)
   return token
 end
@@ -118,18 +119,19 @@ end
 
 -- Every change ends here: grants published to the processes waiting on the lane (with Redis's
 -- time and the earliest lease end, so a waiter knows when a dead holder's permit comes back),
--- the keys kept as long as the longest lease (a lane whose whole fleet died expires by itself),
--- and the answer: now, the earliest lease end, how many grant fields, the grants, then out.
+-- an idle lane's keys deleted, the keys of a change that extended a lease (lease > 0) kept as
+-- long as the longest lease (a lane whose whole fleet died expires by itself), and the answer:
+-- now, the earliest lease end, how many grant fields, the grants, then out.
 local function finish(channel, sharded, lease, out)
   local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')[2] or ''
   if #grants > 0 then
     publish(channel, sharded, nowText .. ' ' .. first .. ' ' .. table.concat(grants, ' '))
   end
-  local lastHeld = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')[2]
-  local lastWaiting = redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2]
-  if not lastHeld and not lastWaiting then
+  if first == '' and redis.call('ZCARD', W) == 0 then
     redis.call('DEL', Q, P, R, M)
-  else
+  elseif lease > 0 then
+    local lastHeld = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')[2]
+    local lastWaiting = redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2]
     local ttl = math.max(tonumber(lastHeld or 0), tonumber(lastWaiting or 0)) - now + lease
     for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
   end
@@ -171,7 +173,8 @@ return finish(ARGV[5], ARGV[6], lease, out)
 
 /**
  * A request leaves: its permit goes back (and to the next waiter), or its place in the queue is
- * given up. ARGV: id, lease ms, channel, sharded. Out: 'h' (it held), 'w' (it waited) or '' (gone).
+ * given up. ARGV: id, channel, sharded. Out: 'h' (it held), 'w' (it waited) or '' (gone).
+ * No lease grows here, so the keys' expiry stands as it is.
  */
 export const leaveScript = script(String.raw`
 local id = ARGV[1]
@@ -185,7 +188,7 @@ elseif redis.call('ZSCORE', W, id) then
 end
 reclaim()
 drain()
-return finish(ARGV[3], ARGV[4], tonumber(ARGV[2]), { was })
+return finish(ARGV[2], ARGV[3], 0, { was })
 `);
 
 /**

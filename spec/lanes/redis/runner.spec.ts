@@ -100,7 +100,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
       const base = `${prefix}{tool:${tool}}`;
       const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${base}:${k}`);
       const ids = [...(await client.zRange(`${base}:w`, 0, -1)), ...(await client.zRange(`${base}:h`, 0, -1))];
-      for (const id of ids) await client.eval(leaveScript.source, { keys, arguments: [id, '3000', `${base}:g`, '1'] });
+      for (const id of ids) await client.eval(leaveScript.source, { keys, arguments: [id, `${base}:g`, '1'] });
     }
     const done = await result;
     expect(done.status).to.equal('completed');

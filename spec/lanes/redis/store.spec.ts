@@ -177,7 +177,7 @@ describe('RedisLaneStore', function () {
       const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${prefix}{tool:lease}:${k}`);
       for (const permit of [queued, held]) {
         const { id } = permit as unknown as { id: string };
-        await client.eval(leaveScript.source, { keys, arguments: [id, '3000', `${prefix}{tool:lease}:g`, '1'] });
+        await client.eval(leaveScript.source, { keys, arguments: [id, `${prefix}{tool:lease}:g`, '1'] });
       }
       const other = store();
       let otherGranted = false;
