@@ -39,9 +39,8 @@ export function inLane<T>(store: LaneStore, key: string, limit: number, options:
         },
         {
           lost(error: Error) {
-            if (ended) return;
-            work?.unsubscribe();
-            subscriber.error(error);
+            // The error's teardown ends the work and gives the (lost) permit back.
+            if (!ended) subscriber.error(error);
           },
         },
       );

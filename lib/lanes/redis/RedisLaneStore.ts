@@ -316,16 +316,13 @@ export class RedisLaneStore implements LaneStore {
    * `granted()`) is told then, and an object's `lost(error)` if the request is lost instead.
    */
   enter(key: string, limit: number, onGrant: OnGrant, party = ''): Permit {
-    if (this.closed) throw new Error(`RedisLaneStore: the store is closed; lane ${key} cannot be asked`);
     if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
     if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
     if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
+    if (this.closed) return refused(onGrant, new LaneLostError(key, `lane ${key} cannot be asked: its RedisLaneStore was closed`));
     if (this.down !== undefined) {
       if (this.whenUnreachable === 'in-process') return this.localLanes().enter(key, limit, onGrant, party);
-      // Told on the next microtask, as a grant would come: never before enter returns.
-      const error = new LaneLostError(key, this.unreachableWhy(key, this.down));
-      queueMicrotask(() => tellLost(onGrant, error));
-      return lostPermit;
+      return refused(onGrant, new LaneLostError(key, this.unreachableWhy(key, this.down)));
     }
     const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
     const now = performance.now();
@@ -688,10 +685,14 @@ export class RedisLaneStore implements LaneStore {
     this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.sharded], ticket);
   }
 
+  // One script per lane, and per 500 requests of it: a script holds Redis while it runs.
   private refresh(lane: FleetLane, tickets: readonly FleetTicket[]): void {
-    const args = [this.leaseText, lane.channel, this.sharded];
-    for (const ticket of tickets) args.push(ticket.id);
-    this.send(REFRESH, refreshScript, lane, args, tickets);
+    for (let from = 0; from === 0 || from < tickets.length; from += 500) {
+      const some = tickets.length <= 500 ? tickets : tickets.slice(from, from + 500);
+      const args = [this.leaseText, lane.channel, this.sharded];
+      for (const ticket of some) args.push(ticket.id);
+      this.send(REFRESH, refreshScript, lane, args, some);
+    }
   }
 
   // The requests of a lane whose leases the heartbeat keeps: those Redis has answered for.
@@ -809,17 +810,18 @@ export class RedisLaneStore implements LaneStore {
   }
 
   private unreachable(why: string): void {
-    if (this.down === undefined) {
-      this.down = why;
-      this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
-      const inProcess = this.whenUnreachable === 'in-process';
-      this.notices.next({
-        type: 'lane-store',
-        status: inProcess ? 'in-process' : 'unreachable',
-        reason: inProcess ? `Redis is unreachable (${why}): shared lanes run in this process's own lanes, with the same limits per process` : `Redis is unreachable (${why}): calls on shared lanes fail, never dispatched`,
-        at: Date.now(),
-      });
-    }
+    // Only the first failure tells and sweeps: while Redis counts as unreachable, no request
+    // waits in it (new ones fail at once, or go to the in-process lanes).
+    if (this.down !== undefined) return;
+    this.down = why;
+    this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
+    const inProcess = this.whenUnreachable === 'in-process';
+    this.notices.next({
+      type: 'lane-store',
+      status: inProcess ? 'in-process' : 'unreachable',
+      reason: inProcess ? `Redis is unreachable (${why}): shared lanes run in this process's own lanes, with the same limits per process` : `Redis is unreachable (${why}): calls on shared lanes fail, never dispatched`,
+      at: Date.now(),
+    });
     // Requests not yet granted go no further in Redis: they fail, or move to the in-process lanes.
     for (const lane of [...this.lanes.values()]) {
       for (const ticket of [...lane.tickets.values()]) {
@@ -850,8 +852,15 @@ export class RedisLaneStore implements LaneStore {
   }
 }
 
-// The permit of a request refused at once (Redis unreachable): never holding, nothing to give back.
+// The permit of a request refused at once (Redis unreachable, the store closed): never holding,
+// nothing to give back. The caller is told on the next microtask, as a grant would come: never
+// before enter returns.
 const lostPermit: Permit = { holding: false, leave: () => undefined };
+
+function refused(onGrant: OnGrant, error: LaneLostError): Permit {
+  queueMicrotask(() => tellLost(onGrant, error));
+  return lostPermit;
+}
 
 // Timers of the store never keep a process alive by themselves: its connections do, while they are open.
 function unref<T extends { unref(): unknown }>(timer: T): T {

@@ -136,6 +136,54 @@ describe('AgentRunner on a RedisLaneStore', function () {
     expect(fences).to.deep.equal([undefined, undefined]);
   });
 
+  it("runs a nested agent in its caller's fleet permits (no deadlock on a lane of 1), under its caller's fence", async () => {
+    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
+    stores.push(lanes);
+    const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'scripted', tools: ['delegate'] });
+    const researcher = new Agent({ name: 'researcher', instructions: 'research', model: 'scripted', tools: ['delegate'] });
+    const fences: Array<string | undefined> = [];
+    const tools = new ToolRegistry().register({ name: 'delegate' }, async (_args, ctx) => {
+      fences.push(ctx.fence);
+      if (fences.length > 1) return 'found';
+      const nested = await ctx.runAgent(researcher, 'look');
+      return nested.output;
+    });
+    const provider = new ScriptedProvider({
+      planner: [{ toolCalls: [ask('p1', 'delegate')] }, { text: 'planned' }],
+      researcher: [{ toolCalls: [ask('r1', 'delegate')] }, { text: 'researched' }],
+    });
+    const runner = new AgentRunner({ provider, tools, concurrency: new ConcurrencyConfig({ perTool: { delegate: 1 }, perTenant: 1 }), lanes });
+    const result = await runner.run(planner, 'go');
+    expect(result.status).to.equal('completed');
+    expect(outcomes(result.events)).to.deep.equal(['RESULT p1']);
+    expect(fences).to.have.length(2);
+    expect(fences[0]).to.match(/^\d+$/);
+    expect(fences[1], "the nested call's fence").to.equal(fences[0]);
+    await lanes.idle();
+    expect(await lanes.snapshot(['tool:delegate', 'tenant:default'])).to.deep.equal([]);
+  });
+
+  it('close() ends the store: a waiting call fails never dispatched, a running one learns its lease is gone, and the lane is empty in Redis', async () => {
+    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
+    let started = 0;
+    const tools = new ToolRegistry().register({ name: 'slow' }, (_args, ctx) => {
+      started++;
+      return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+    });
+    const turn = { toolCalls: [ask('c1', 'slow'), ask('c2', 'slow')] };
+    const runner = new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, concurrency: new ConcurrencyConfig({ perTool: { slow: 1 } }), lanes });
+    const result = runner.run(agent, 'go');
+    await until(() => started === 1, 'c1 running');
+    await lanes.idle();
+    await lanes.close();
+    const done = await result;
+    expect(outcomes(done.events)).to.deep.equal([
+      'INDET c1 slow was in flight when its lease on tool:slow was lost (the RedisLaneStore was closed). The side effect may have landed',
+      'ERROR c2 LaneLostError: never dispatched: its place in the queue of tool:slow was lost (the RedisLaneStore was closed)',
+    ]);
+    expect(await new RedisLaneStore({ client, prefix }).snapshot(['tool:slow'])).to.deep.equal([]);
+  });
+
   describe('when Redis cannot be reached', () => {
     let unreachable: ReturnType<typeof createClient>;
 

@@ -4,8 +4,9 @@
 // snapshot reads the lanes of every process.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ConfigError } from '../../../lib/errors.js';
-import { Lane, nodeRedisConnection, RedisLaneStore, type LaneChange, type Permit } from '../../../lib/lanes/index.js';
+import { lastValueFrom, NEVER, of } from 'rxjs';
+import { ConfigError, LaneLostError } from '../../../lib/errors.js';
+import { inLane, Lane, nodeRedisConnection, RedisLaneStore, type LaneChange, type Permit } from '../../../lib/lanes/index.js';
 import { acquireScript, leaveScript } from '../../../lib/lanes/redis/scripts.js';
 import { clearPrefix, CountingConnection, ioredis, keysUnder, nodeRedis, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 
@@ -228,6 +229,22 @@ describe('RedisLaneStore', function () {
       }
       expect(await keysUnder(client, `${prefix}{tool:fence}`), 'keys of the idle lane').to.deep.equal([]);
       expect(fences[1]! > fences[0]! && fences[2]! > fences[1]!, `fences ${fences.join(', ')}`).to.equal(true);
+    });
+  });
+
+  describe('inLane', () => {
+    it('runs an Observable inside a fleet lane, and fails it with the reason when its lease is lost', async () => {
+      const lanes = store({ leaseSeconds: 0.6 });
+      const ran = await lastValueFrom(of('ran').pipe(inLane(lanes, 'tool:operator', 1)));
+      expect(ran).to.equal('ran');
+      const failed = lastValueFrom(NEVER.pipe(inLane(lanes, 'tool:operator', 1))).catch((error: Error) => error);
+      await until(async () => ((await lanes.snapshot(['tool:operator']))[0]?.holders ?? 0) === 1, 'the permit held');
+      const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${prefix}{tool:operator}:${k}`);
+      const [id] = await client.zRange(keys[0]!, 0, 0);
+      await client.eval(leaveScript.source, { keys, arguments: [id!, `${prefix}{tool:operator}:g`, '1'] });
+      const error = await failed;
+      expect(error).to.be.instanceOf(LaneLostError);
+      expect((error as LaneLostError).lane).to.equal('tool:operator');
     });
   });
 
