@@ -9,6 +9,7 @@ export {
   DeadlineExceededError,
   EventLoopStalledError,
   JsonFormError,
+  LaneLostError,
   ProviderError,
   RunError,
   ToolArgumentsError,
@@ -20,7 +21,20 @@ export {
   type ErrorInfo,
 } from './errors.js';
 export { jsonForm, jsonText, type JsonValue } from './json.js';
-export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type Permit } from './lanes/index.js';
+export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type LaneStoreNotice, type Permit } from './lanes/index.js';
+export {
+  RedisLaneStore,
+  ioredisConnection,
+  nodeRedisConnection,
+  redisConnection,
+  type FleetLaneOccupancy,
+  type IoredisClientLike,
+  type NodeRedisClientLike,
+  type RedisConnection,
+  type RedisLaneClient,
+  type RedisLaneStoreOptions,
+  type RedisSubscriber,
+} from './lanes/index.js';
 export {
   LoopMonitor,
   ToolRegistry,
