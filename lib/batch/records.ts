@@ -411,7 +411,8 @@ export class CallRecord {
         // Granted later: granted() carries on from the next lane. Granted at once: the loop carries on.
         if (direct) permit = (store as LaneTable).enter(key, limit, this, party);
         else {
-          const onGrant = (this.onGrant ??= () => this.granted());
+          // It carries lost() too, so a wrapper that hands it on to a fleet store still reports a lost lease.
+          const onGrant = (this.onGrant ??= Object.assign(() => this.granted(), { lost: (error: Error) => this.lost(error) }));
           permit = loan === undefined ? store.enter(key, limit, onGrant, party) : enterWithLoan(loan, store, key, limit, onGrant, party);
         }
       } catch (error) {

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { Agent, AgentRunner, ConcurrencyConfig, LaneTable, ScriptedProvider, ToolRegistry, type RunEvent, type RunnerActivity, type ToolCall } from '../../../lib/index.js';
-import { RedisLaneStore } from '../../../lib/lanes/index.js';
+import { RedisLaneStore, type LaneStore } from '../../../lib/lanes/index.js';
 import { leaveScript } from '../../../lib/lanes/redis/scripts.js';
 import { clearPrefix, closedPort, nodeRedis, REDIS_HOST, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 
@@ -115,6 +115,27 @@ describe('AgentRunner on a RedisLaneStore', function () {
     expect(aborted.sort()).to.deep.equal(['c1: LaneLostError', 'c3: LaneLostError']);
     expect(fences.every((fence) => fence !== undefined && /^\d+$/.test(fence)), `fences ${fences.join(', ')}`).to.equal(true);
     expect(lanes.occupancy()).to.deep.equal([]);
+  });
+
+  it('reports a lost lease through a store that wraps a RedisLaneStore and hands the callback on', async () => {
+    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 0.6 });
+    stores.push(lanes);
+    const wrapped: LaneStore = { enter: (key, limit, onGrant, party) => lanes.enter(key, limit, onGrant, party), occupancy: () => lanes.occupancy(), changes$: lanes.changes$ };
+    let started = false;
+    const tools = new ToolRegistry().register({ name: 'wrapped' }, (_args, ctx) => {
+      started = true;
+      return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+    });
+    const turn = { toolCalls: [ask('c1', 'wrapped')] };
+    const runner = new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, concurrency: new ConcurrencyConfig({ perTool: { wrapped: 1 } }), lanes: wrapped });
+    const result = runner.run(agent, 'go');
+    await until(() => started, 'c1 running');
+    const base = `${prefix}{tool:wrapped}`;
+    const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${base}:${k}`);
+    for (const id of await client.zRange(`${base}:h`, 0, -1)) await client.eval(leaveScript.source, { keys, arguments: [id, `${base}:g`, '1'] });
+    const lines = outcomes((await result).events);
+    expect(lines).to.have.length(1);
+    expect(lines[0]).to.match(/^INDET c1 wrapped was in flight when its lease on tool:wrapped was lost \(.+\)\. The side effect may have landed$/);
   });
 
   it('hands each body the fencing token of its grant, growing from one grant to the next; none on in-process lanes', async () => {
