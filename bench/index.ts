@@ -584,9 +584,16 @@ async function w5(): Promise<void> {
   row({ workload, figure: 'AI SDK streamText(mock)', value: await best(repeats, sdk, 1), unit: 'ms', note: 'ai 6, MockLanguageModelV3: runs the tools once the finish part came' });
 }
 
+// Lanes shared by a fleet of processes through Redis (bench/fleet.ts), beside redis-semaphore.
+// Loaded only for its own workload: the others do not pay for the Redis clients' import.
+async function fleet(): Promise<void> {
+  const { fleet: run } = await import('./fleet.js');
+  await run(row);
+}
+
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w4, scaling, w5 };
+const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w4, scaling, w5, fleet };
 const only = process.argv.indexOf('--only');
 if (only !== -1) {
   await workloads[process.argv[only + 1]!]!();

@@ -282,6 +282,20 @@ export class CallStoppedError extends AgentLanesError {
   }
 }
 
+/**
+ * A lane store shared by a fleet (RedisLaneStore) lost a call's permit or its place in a lane's
+ * queue: the lease ran out before it could be refreshed (a process paused past its lease, Redis
+ * unreachable), or the store could not be asked at all. `lane` names the lane; the message is
+ * the clause the call's outcome is built around ("its lease on tool:search was lost (...)").
+ */
+export class LaneLostError extends AgentLanesError {
+  readonly lane: string;
+  constructor(lane: string, message: string) {
+    super(message);
+    this.lane = lane;
+  }
+}
+
 /** A policy (approval, guardrail) refused a call or its result. */
 export type PolicyName = 'approval' | 'input guardrail' | 'output guardrail' | 'onToolStart hook' | 'onToolEnd hook';
 

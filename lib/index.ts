@@ -11,6 +11,7 @@ export {
   JsonFormError,
   McpConnectionLostError,
   McpToolError,
+  LaneLostError,
   ProviderError,
   RunError,
   ToolArgumentsError,
@@ -22,7 +23,20 @@ export {
   type ErrorInfo,
 } from './errors.js';
 export { jsonForm, jsonText, type JsonValue } from './json.js';
-export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type Permit } from './lanes/index.js';
+export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type LaneStoreNotice, type Permit } from './lanes/index.js';
+export {
+  RedisLaneStore,
+  ioredisConnection,
+  nodeRedisConnection,
+  redisConnection,
+  type FleetLaneOccupancy,
+  type IoredisClientLike,
+  type NodeRedisClientLike,
+  type RedisConnection,
+  type RedisLaneClient,
+  type RedisLaneStoreOptions,
+  type RedisSubscriber,
+} from './lanes/index.js';
 export {
   LoopMonitor,
   ToolRegistry,

@@ -11,7 +11,7 @@ import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
-import { errorOutcome, stoppedOutcome } from './stops.js';
+import { errorOutcome, lostOutcome, stoppedOutcome } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, Delta, InvokeContext, Outcome, StopReason } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
@@ -111,6 +111,10 @@ class CallContext implements InvokeContext {
 
   get ended(): boolean {
     return this.#run.isDone;
+  }
+
+  get fence(): string | undefined {
+    return this.#run.fence();
   }
 
   /** Aborts the body's signal (now, or when it is first asked for). */
@@ -546,6 +550,32 @@ export class CallRecord {
     return errorOutcome({ index: this.index, callId, tool }, dispatched, error);
   }
 
+  /**
+   * @internal A lane store shared by a fleet lost a permit this call held or waited for (its
+   * lease ran out unrefreshed, or its Redis could not be reached): a call still queued fails,
+   * never dispatched; a call in flight has its body aborted and ends alone, safe to call again if
+   * idempotent, else its side effect may have landed. Nothing runs it again.
+   */
+  lost(error: Error): void {
+    if (this.done) return;
+    const info = toErrorInfo(error);
+    if (this.state !== 'running') {
+      this.finish(this.failure(false, { name: info.name, message: `never dispatched: ${info.message}` }));
+      return;
+    }
+    this.invoked?.abort(error);
+    this.finish(lostOutcome(this.call, this.index, info));
+  }
+
+  /** @internal The fencing token of the last permit taken that has one (the narrowest fleet lane). */
+  fence(): string | undefined {
+    for (let i = this.taken - 1; i >= 0; i--) {
+      const fence = this.permits[i]!.fence;
+      if (fence !== undefined) return fence;
+    }
+    return undefined;
+  }
+
   /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */
   outrun(seconds: number): void {
     if (this.done) return;
@@ -663,7 +693,7 @@ export class CallRecord {
       for (let i = 0; i < taken; i++) {
         const step = steps[i]!;
         if (step.store !== dispatcher.sharedLanes) continue;
-        const loan = new Loan(step.key);
+        const loan = new Loan(step.key, this.permits[i]!.fence);
         loans[i] = loan;
         lanes.set(step.key, loan);
       }

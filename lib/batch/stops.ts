@@ -73,3 +73,17 @@ export function stoppedOutcome(call: BatchCall, index: number, dispatched: boole
   }
   return { index, callId, tool, dispatched, kind: 'indeterminate', message: `${what} The side effect may have landed`, stopped: reason };
 }
+
+/**
+ * The outcome of call `index`, in flight when a lane store shared by a fleet lost its permit
+ * (`error`, a LaneLostError, says which lane and why: "its lease on tool:search was lost (...)").
+ * Only this call ends: safe to call again if idempotent, else its side effect may have landed.
+ */
+export function lostOutcome(call: BatchCall, index: number, error: ErrorInfo): Outcome {
+  const { callId, tool } = call;
+  const what = `${tool} was in flight when ${error.message}.`;
+  if (call.idempotent === true) {
+    return { index, callId, tool, dispatched: true, kind: 'error', error: { name: error.name, message: `${what} Safe to call again` } };
+  }
+  return { index, callId, tool, dispatched: true, kind: 'indeterminate', message: `${what} The side effect may have landed` };
+}

@@ -30,6 +30,12 @@ export interface InvokeContext {
   readonly lent: ReadonlyMap<string, Loan>;
   /** True once the call has its outcome, or was stopped: work started from its body now (a nested run) would outlive it. */
   readonly ended: boolean;
+  /**
+   * The fencing token of the narrowest fleet lane the call holds (its identical-arguments lane,
+   * else its tool lane, else its tenant lane), from a store shared by a fleet (RedisLaneStore);
+   * undefined on in-process lanes. A getter: read it from the context itself.
+   */
+  readonly fence?: string;
 }
 
 /** One tool call of a model turn, as the batch schedules it. */
@@ -86,7 +92,11 @@ export interface ErrorOutcome extends OutcomeBase {
 export interface IndeterminateOutcome extends OutcomeBase {
   readonly kind: 'indeterminate';
   readonly message: string;
-  readonly stopped: StopReason;
+  /**
+   * The stop that ended the call in flight. Absent when the call alone was cut short: a lane
+   * store shared by a fleet lost its permit (its lease), which stops neither the batch nor the run.
+   */
+  readonly stopped?: StopReason;
 }
 
 /** Every call of a batch ends in exactly one of these. */

@@ -11,9 +11,12 @@ export interface LaneOccupancy {
   readonly waiters: number;
 }
 
-/** A change in a lane, as `LaneTable.changes$` reports it. */
+/**
+ * A change in a lane, as `LaneTable.changes$` reports it. `lost` comes only from a store shared
+ * by a fleet: a permit or a place in the queue its lease no longer covers.
+ */
 export interface LaneChange extends LaneOccupancy {
-  readonly change: 'queued' | 'granted' | 'released' | 'withdrawn';
+  readonly change: 'queued' | 'granted' | 'released' | 'withdrawn' | 'lost';
   readonly party: string;
 }
 
@@ -48,9 +51,12 @@ export class Ticket {
 /**
  * Who is told of a grant: a function, or an object whose `granted()` is called. A caller with
  * many requests (a batch of thousands of calls) hands each request's own record rather than
- * a closure made for it.
+ * a closure made for it. An object may also have `lost(error)` (a function may carry one as a
+ * property, so a store that only calls functions still works with it): a store shared by a fleet
+ * (RedisLaneStore) calls it when it loses the permit, or the place in the queue, it had for the
+ * request (its lease ran out unrefreshed, its Redis could not be reached). An in-process lane never does.
  */
-export type OnGrant = (() => void) | { granted(): void };
+export type OnGrant = (() => void) | { granted(): void; lost?(error: Error): void };
 
 /** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
 export function grant(onGrant: OnGrant): void {

@@ -8,7 +8,26 @@ import { Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
 export interface Permit {
   readonly holding: boolean;
+  /**
+   * The permit's fencing token, from a store shared by a fleet: a decimal integer that grows with
+   * every grant of the lane, for downstreams that must refuse a holder whose lease ran out.
+   */
+  readonly fence?: string;
   leave(): void;
+}
+
+/**
+ * What a lane store says of itself, on the runner's `activity$`: a store shared by a fleet that
+ * cannot reach its Redis (`unreachable`: calls on its lanes fail, never dispatched), that fell
+ * back to in-process lanes (`in-process`, when its options allow), or that reaches it again.
+ */
+export interface LaneStoreNotice {
+  readonly type: 'lane-store';
+  readonly status: 'unreachable' | 'in-process' | 'restored';
+  /** Why, in words. */
+  readonly reason: string;
+  /** When (ms since the epoch). */
+  readonly at: number;
 }
 
 /**
@@ -28,6 +47,8 @@ export interface LaneStore {
   occupancy(): LaneOccupancy[];
   /** Every queue, grant, release and withdrawal, as it happens. */
   readonly changes$: Observable<LaneChange>;
+  /** What the store says of itself (a fleet store losing its Redis); the runner forwards it to `activity$`. */
+  readonly notices$?: Observable<LaneStoreNotice>;
 }
 
 export class LaneTable implements LaneStore {

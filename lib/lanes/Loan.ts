@@ -26,6 +26,11 @@ class Borrow implements Permit {
     return this.state === 'holding';
   }
 
+  /** The lent permit's fencing token: a borrower runs under its lender's grant. */
+  get fence(): string | undefined {
+    return this.loan.fence;
+  }
+
   leave(): void {
     this.loan.giveBack(this);
   }
@@ -45,7 +50,11 @@ export class Loan {
   private recalled: (() => void) | undefined = undefined;
   private closed = false;
 
-  constructor(readonly key: string) {}
+  /** @param fence the lent permit's fencing token, if its store gives one */
+  constructor(
+    readonly key: string,
+    readonly fence?: string,
+  ) {}
 
   /** True while a borrower runs in the lent permit. */
   get busy(): boolean {
@@ -121,13 +130,29 @@ class EitherPermit implements Permit {
   constructor(loan: Loan, store: LaneStore, key: string, limit: number, party: string, private readonly onGrant: OnGrant) {
     this.borrowed = loan.borrow({ granted: () => this.from('loan') });
     if (this.via !== undefined || this.left) return;
-    this.ticket = store.enter(key, limit, () => this.from('lane'), party);
+    // A function carrying lost(): a store shared by a fleet can say the request was lost, and a
+    // store that only calls functions still works with it.
+    const onLane = Object.assign(() => this.from('lane'), { lost: (error: Error) => this.lost(error) });
+    this.ticket = store.enter(key, limit, onLane, party);
     // A grant from the lane before enter returned could not withdraw the ticket it had not yet seen.
     if (this.via === 'lane') this.borrowed.leave();
   }
 
   get holding(): boolean {
     return this.via !== undefined && !this.left;
+  }
+
+  get fence(): string | undefined {
+    if (this.via === 'loan') return this.borrowed.fence;
+    return this.via === 'lane' ? this.ticket?.fence : undefined;
+  }
+
+  // The lane's request was lost (a fleet store's lease): a borrower in the lent permit is not
+  // concerned; one that waits, or runs in the lane's permit, is told.
+  private lost(error: Error): void {
+    if (this.via === 'loan' || this.left) return;
+    const { lost } = this.onGrant as { lost?: (error: Error) => void };
+    if (typeof lost === 'function') lost.call(this.onGrant, error);
   }
 
   private from(via: 'loan' | 'lane'): void {

@@ -31,15 +31,20 @@ export function inLane<T>(store: LaneStore, key: string, limit: number, options:
       let work: { unsubscribe(): void } | undefined;
       // Set to true if the subscriber was closed before the grant came.
       let ended = false;
-      // Asking and installing the release happen in this one synchronous step.
-      const permit = store.enter(
-        key,
-        limit,
+      // Asking and installing the release happen in this one synchronous step. A store shared by
+      // a fleet may lose the permit (its lease): the work then fails with why.
+      const onGrant = Object.assign(
         () => {
           if (!ended) work = source.subscribe(subscriber);
         },
-        party,
+        {
+          lost(error: Error) {
+            // The error's teardown ends the work and gives the (lost) permit back.
+            if (!ended) subscriber.error(error);
+          },
+        },
       );
+      const permit = store.enter(key, limit, onGrant, party);
       if (!permit.holding && onQueued !== undefined) onQueued(key);
       return () => {
         ended = true;

@@ -1,4 +1,17 @@
 export { grant, Lane, Ticket, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
-export { LaneTable, type LaneStore, type Permit } from './LaneTable.js';
+export { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
 export { inLane, type InLaneOptions } from './inLane.js';
 export { Loan, enterWithLoan } from './Loan.js';
+export {
+  RedisLaneStore,
+  ioredisConnection,
+  nodeRedisConnection,
+  redisConnection,
+  type FleetLaneOccupancy,
+  type IoredisClientLike,
+  type NodeRedisClientLike,
+  type RedisConnection,
+  type RedisLaneClient,
+  type RedisLaneStoreOptions,
+  type RedisSubscriber,
+} from './redis/index.js';

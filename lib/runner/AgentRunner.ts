@@ -4,7 +4,7 @@
 // model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
-import { asyncScheduler, Subject, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
@@ -152,8 +152,12 @@ export class AgentRunner {
   private readonly activity = new Subject<RunnerActivity>();
   // What each run needs of this runner, made once.
   private readonly parts: RunnerParts;
-  /** Live scheduling events of every run on this runner: runs starting and ending, calls queued (on which lane), started, settled. */
-  readonly activity$: Observable<RunnerActivity> = this.activity.asObservable();
+  /**
+   * Live scheduling events of every run on this runner: runs starting and ending, calls queued
+   * (on which lane), started, settled; and what its lane store says of itself (a fleet store that
+   * lost its Redis).
+   */
+  readonly activity$: Observable<RunnerActivity>;
 
   constructor(options: RunnerOptions) {
     if (options === null || typeof options !== 'object') {
@@ -189,6 +193,10 @@ export class AgentRunner {
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
     this.lanes = options.lanes ?? new LaneTable();
+    // A store's news of itself reaches whoever watches activity$, for as long as they watch: the
+    // runner holds no subscription of its own to a store that may outlive it.
+    const { notices$ } = this.lanes;
+    this.activity$ = notices$ === undefined ? this.activity.asObservable() : merge(this.activity, notices$);
     this.parts = {
       provider: this.provider,
       tools: this.tools,

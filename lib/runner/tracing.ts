@@ -52,7 +52,7 @@ export class Tracing {
     // For as long as the runner lives: the runner's activity has no end.
     activity.subscribe({
       next: (event) => {
-        if (event.type !== 'run-started' && event.type !== 'run-ended' && event.type !== 'text-delta') this.runs.get(event.runId)?.activity(event);
+        if (event.type !== 'run-started' && event.type !== 'run-ended' && event.type !== 'text-delta' && event.type !== 'lane-store') this.runs.get(event.runId)?.activity(event);
       },
     });
   }
@@ -76,7 +76,7 @@ export class Tracing {
   }
 }
 
-type CallEvent = Exclude<RunnerActivity, { type: 'run-started' } | { type: 'run-ended' } | { type: 'text-delta' }>;
+type CallEvent = Exclude<RunnerActivity, { type: 'run-started' } | { type: 'run-ended' } | { type: 'text-delta' } | { type: 'lane-store' }>;
 
 /** One call's span, and what is known of the call so far. */
 class CallSpan {

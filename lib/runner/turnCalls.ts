@@ -126,6 +126,11 @@ class ToolCallContext implements ToolContext {
     this.#invocation = invocation;
     Object.defineProperty(this, 'signal', ToolCallContext.#signal);
   }
+
+  // On the prototype, read only if the body asks (a fleet lane's fencing token).
+  get fence(): string | undefined {
+    return this.#invocation.fence;
+  }
 }
 
 // What a turn's calls share: their run, their tenant, the state they read, how a body

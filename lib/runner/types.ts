@@ -3,6 +3,7 @@
 // runner is in parts.ts).
 import type { CallActivity } from '../batch/index.js';
 import type { ErrorInfo } from '../errors.js';
+import type { LaneStoreNotice } from '../lanes/index.js';
 import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
 import type { Message, Usage } from './model.js';
@@ -48,4 +49,6 @@ export type RunnerActivity =
   | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
-  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent });
+  | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent })
+  // What the runner's lane store says of itself (a fleet store that lost its Redis).
+  | LaneStoreNotice;

@@ -30,8 +30,16 @@ export interface ToolContext {
   readonly runId: string;
   /** Stable for this call of this run (`runId:callId`): pass it downstream to deduplicate a retried side effect. */
   readonly idempotencyKey: string;
-  /** Aborts when the call is stopped in flight or outruns its ceiling. */
+  /** Aborts when the call is stopped in flight or outruns its ceiling (or a fleet lane lost its lease). */
   readonly signal: AbortSignal;
+  /**
+   * The fencing token of the call's grant, on lanes shared by a fleet (RedisLaneStore): a decimal
+   * integer that grows with every grant of the lane, from the narrowest fleet lane the call holds
+   * (its identical-arguments lane, else its tool lane, else its tenant lane). Pass it downstream
+   * so a resource can refuse a holder whose lease ran out (leases bound load, not mutual
+   * exclusion: docs/fleet.md). Undefined on in-process lanes. Read it from the context itself.
+   */
+  readonly fence?: string;
   /** The run's state when the batch started: JSON-like data, frozen all the way down (a write throws). */
   readonly state: RunState;
   /**

@@ -289,7 +289,7 @@ describe('AgentRunner: nested runs', () => {
             watching.unsubscribe();
           }
         },
-        nestedActivity: () => activities.filter((a) => a.parent !== undefined),
+        nestedActivity: () => activities.filter((a) => 'parent' in a && a.parent !== undefined),
       };
     }
 

@@ -1,0 +1,869 @@
+// RedisLaneStore: the runner's shared lanes (per tool, per tenant, identical arguments) shared by
+// a fleet of processes through Redis, with the in-process lanes' rules: never more than `limit`
+// permits of a lane held across the fleet, FIFO within a party, round-robin between parties.
+// Every change is one Lua script (scripts.ts); waiters live in Redis with leases of their own;
+// grants wake waiters by pub/sub (sharded where the server has it), and a heartbeat that keeps
+// the leases also catches a missed wake-up. A dead process's permits and places come back within
+// one lease. Here is the process's side: its requests, what it tells the engine, and when.
+import { createHash, randomBytes } from 'node:crypto';
+import { config, Subject, type Observable } from 'rxjs';
+import { describeValue } from '../../config/index.js';
+import { ConfigError, LaneLostError, toErrorInfo } from '../../errors.js';
+import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
+import { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from '../LaneTable.js';
+import { redisConnection, type RedisConnection, type RedisLaneClient, type RedisSubscriber } from './connection.js';
+import { acquireScript, leaveScript, refreshScript, snapshotScript, type Script } from './scripts.js';
+
+export interface RedisLaneStoreOptions {
+  /** A node-redis client (recommended) or an ioredis client, connected; or a RedisConnection. The store never closes it. */
+  readonly client: RedisLaneClient;
+  /** Put before every key and channel the store uses. Default `'agent-lanes:'`. No `{` or `}` (they make the hash tag). */
+  readonly prefix?: string;
+  /**
+   * How long a permit (or a place in a queue) outlives its process's last sign of life: a
+   * process killed with its permits held frees them within this. Refreshed every third of it.
+   * Default 10.
+   */
+  readonly leaseSeconds?: number;
+  /** How long Redis may take to answer before it counts as unreachable. Default a quarter of the lease, at most 2. */
+  readonly timeoutSeconds?: number;
+  /**
+   * What calls on shared lanes do while Redis cannot be reached: `'fail'` (the default: they
+   * fail, never dispatched, with the reason), or `'in-process'`: they run in this process's own
+   * lanes, with the same limits per process, until Redis answers again (reported on `activity$`).
+   */
+  readonly whenUnreachable?: 'fail' | 'in-process';
+}
+
+/** One lane as the whole fleet holds it (`RedisLaneStore.snapshot()`). */
+export interface FleetLaneOccupancy extends LaneOccupancy {
+  /** The parties with someone waiting, in the order they will be served. */
+  readonly parties: readonly string[];
+}
+
+const optionFields = ['client', 'prefix', 'leaseSeconds', 'timeoutSeconds', 'whenUnreachable'];
+
+// Where a request stands. PENDING: sent, Redis has not answered (it counts as waiting).
+const PENDING = 0;
+const WAITING = 1;
+const HOLDING = 2;
+const LEFT = 3;
+const LOST = 4;
+// Moved to the in-process lanes while Redis was unreachable (whenUnreachable: 'in-process').
+const LOCAL = 5;
+
+// What a script sent to Redis was for.
+const ACQUIRE = 0;
+const LEAVE = 1;
+const REFRESH = 2;
+const PROBE = 3;
+
+// A subscription asked for and not yet confirmed.
+const ASKING = -1;
+
+/** A request for a permit of a fleet lane: `leave()` gives the permit back, or withdraws the request. */
+class FleetTicket implements Permit {
+  state = PENDING;
+  /** Redis answered the request: its lease may be refreshed, and its leave be sent. */
+  confirmed = false;
+  /** The fencing token of its grant. */
+  fence: string | undefined = undefined;
+  /** Until when (performance.now()) its lease is known to run. */
+  validUntil: number;
+  /** Its permit in the in-process lanes, once it moved there, and whether they granted it. */
+  local: Permit | undefined = undefined;
+  localGranted = false;
+
+  constructor(
+    private readonly store: RedisLaneStore,
+    readonly lane: FleetLane,
+    readonly id: string,
+    readonly party: string,
+    readonly onGrant: OnGrant,
+    validUntil: number,
+  ) {
+    this.validUntil = validUntil;
+  }
+
+  get holding(): boolean {
+    return this.state === HOLDING || (this.state === LOCAL && this.localGranted);
+  }
+
+  leave(): void {
+    this.store.leave(this);
+  }
+
+  /** @internal The in-process lane it moved to granted it. */
+  granted(): void {
+    this.localGranted = true;
+    tell(this.onGrant);
+  }
+}
+
+/** A lane this process has requests on: its keys, its requests, its wake-ups. */
+class FleetLane {
+  /** The live requests (pending, waiting, holding) of this process, by id. */
+  readonly tickets = new Map<string, FleetTicket>();
+  holders = 0;
+  waiters = 0;
+  // The timer that runs a refresh when the earliest holder's lease ends (a dead holder's permit
+  // comes back then), while this process has someone waiting; and when it is due.
+  reclaimTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  reclaimAt = Infinity;
+  // A sync (a refresh that catches grants missed before the subscription) is on its way.
+  syncing = false;
+
+  constructor(
+    readonly key: string,
+    readonly limit: number,
+    readonly keys: readonly string[],
+    readonly channel: string,
+  ) {}
+}
+
+/** A script sent to Redis and not yet answered. */
+class Op {
+  settled = false;
+  constructor(
+    readonly kind: number,
+    readonly lane: FleetLane,
+    readonly subject: FleetTicket | readonly FleetTicket[] | undefined,
+    readonly sentAt: number,
+    readonly seq: number,
+  ) {}
+}
+
+// What a request's caller is told. A caller's own exception must not cut the store's work short.
+function tell(onGrant: OnGrant): void {
+  try {
+    if (typeof onGrant === 'function') onGrant();
+    else onGrant.granted();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
+// An object's lost(), or a function's lost property: a caller without one is not told.
+function tellLost(onGrant: OnGrant, error: Error): void {
+  const { lost } = onGrant as { lost?: unknown };
+  if (typeof lost !== 'function') return;
+  try {
+    lost.call(onGrant, error);
+  } catch (thrown) {
+    reportUnhandled(thrown);
+  }
+}
+
+// An error nobody can receive goes where RxJS sends one: config.onUnhandledError, or thrown later.
+function reportUnhandled(error: unknown): void {
+  const handler = config.onUnhandledError;
+  if (handler !== null) handler(error);
+  else
+    setTimeout(() => {
+      throw error;
+    });
+}
+
+// Redis's error replies that mean "not now" rather than "never": counted as unreachable.
+const unavailableReply = /^(BUSY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
+
+function messageOf(error: unknown): string {
+  return toErrorInfo(error).message;
+}
+
+// True when Redis could not be reached or cannot serve now; false for an answer that is an error
+// (a script's own failure), which fails the request it was for and says nothing of Redis.
+function isUnreachable(error: unknown): boolean {
+  if (error instanceof RedisTimeoutError) return true;
+  const { name } = toErrorInfo(error);
+  const message = messageOf(error);
+  const isReply = name === 'ErrorReply' || name === 'ReplyError' || /^[A-Z]{3,}\b/.test(message);
+  return !isReply || unavailableReply.test(message);
+}
+
+class RedisTimeoutError extends Error {
+  override readonly name = 'RedisTimeoutError';
+}
+
+// A lane's name as a hash tag: the characters that would end the tag (or be read as an escape)
+// are escaped, and a very long name (an identical-arguments lane) is hashed.
+function tagOf(key: string): string {
+  const escaped = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return escaped.length <= 120 ? escaped : `sha1:${createHash('sha1').update(key).digest('hex')}`;
+}
+
+function keysOf(base: string): string[] {
+  return [`${base}:h`, `${base}:w`, `${base}:q`, `${base}:p`, `${base}:r`, `${base}:m`];
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+function positiveSeconds(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || !(value > 0)) {
+    throw new ConfigError(field, `${field} must be a positive number of seconds, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/**
+ * A LaneStore whose lanes are shared by every process that uses the same Redis (and prefix).
+ * Hand it to the runner (`new AgentRunner({ ..., lanes: store })`): per-tool, per-tenant and
+ * identical-arguments lanes then bound the whole fleet; the turn lane stays in process.
+ * `occupancy()` and `changes$` are this process's view; `snapshot()` is the fleet's.
+ *
+ * A grant comes later, once Redis answers: `enter` returns a permit that is not yet holding.
+ * A caller that hands an object with `lost(error)` is told when a permit (or a place in the
+ * queue) is lost: its lease ran out before it could be refreshed, or Redis could not be reached.
+ * Leases bound load, they do not give mutual exclusion: a process paused past its lease may
+ * overlap its successor. Downstreams that must refuse a stale holder check the permit's `fence`
+ * (the tool context's `ctx.fence`). See docs/fleet.md.
+ *
+ * ## Example
+ * ```ts
+ * const client = await createClient({ url: 'redis://127.0.0.1:6379' }).connect();
+ * const lanes = new RedisLaneStore({ client, leaseSeconds: 10 });
+ * const runner = new AgentRunner({ provider, tools, concurrency: { perTool: { search: 4 } }, lanes });
+ * // at most 4 searches at once across every process with this runner config and this Redis
+ * await lanes.close(); // at shutdown, before the client is closed
+ * ```
+ */
+export class RedisLaneStore implements LaneStore {
+  readonly prefix: string;
+  readonly leaseSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly whenUnreachable: 'fail' | 'in-process';
+  private readonly connection: RedisConnection;
+  private readonly leaseMs: number;
+  private readonly leaseText: string;
+  private readonly timeoutMs: number;
+  private readonly beatMs: number;
+  // This process's name in request ids, and how many requests it made.
+  private readonly processId = randomBytes(6).toString('base64url');
+  private made = 0;
+  // Lanes with requests of this process, by key, and by wake-up channel.
+  private readonly lanes = new Map<string, FleetLane>();
+  private readonly byChannel = new Map<string, FleetLane>();
+  // Subscribed channels: the send count when Redis confirmed (a request sent before then may
+  // have missed its wake-up), or ASKING.
+  private readonly subscriptions = new Map<string, number>();
+  private subscriber: RedisSubscriber | undefined = undefined;
+  // '1' while sharded pub/sub works (Redis 7); '0' once the server refused it.
+  private sharded = '1';
+  // Scripts sent and not answered, oldest first, and how many were ever sent.
+  private readonly pending = new Set<Op>();
+  private sent = 0;
+  private sweep: ReturnType<typeof setTimeout> | undefined = undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
+  // Who waits for every answer to be in (idle()).
+  private idlers: Array<() => void> = [];
+  // Why Redis counts as unreachable, while it does.
+  private down: string | undefined = undefined;
+  // The in-process lanes used while Redis is unreachable (whenUnreachable: 'in-process').
+  private local: LaneTable | undefined = undefined;
+  private changes: Subject<LaneChange> | undefined = undefined;
+  private readonly notices = new Subject<LaneStoreNotice>();
+  private closed = false;
+  private closing: Promise<void> | undefined = undefined;
+  // A lane no process uses, for probing Redis while it is unreachable.
+  private readonly probeLane: FleetLane;
+
+  /** What the store says of itself: Redis unreachable, the fall back to in-process lanes, Redis back. */
+  readonly notices$: Observable<LaneStoreNotice> = this.notices.asObservable();
+
+  constructor(options: RedisLaneStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new ConfigError('RedisLaneStore', `RedisLaneStore options must be an object, got ${describeValue(options)}`);
+    }
+    for (const field of Object.keys(options)) {
+      if (!optionFields.includes(field)) throw new ConfigError(field, `RedisLaneStore has no option ${JSON.stringify(field)}; its options: ${optionFields.join(', ')}`);
+    }
+    const { client, prefix = 'agent-lanes:', whenUnreachable = 'fail' } = options;
+    this.connection = redisConnection(client);
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new ConfigError('prefix', `prefix must be a string without { or } (they make the hash tag), got ${describeValue(prefix)}`);
+    }
+    if (whenUnreachable !== 'fail' && whenUnreachable !== 'in-process') {
+      throw new ConfigError('whenUnreachable', `whenUnreachable must be 'fail' or 'in-process', got ${describeValue(whenUnreachable)}`);
+    }
+    const leaseSeconds = positiveSeconds(options.leaseSeconds, 'leaseSeconds') ?? 10;
+    const timeoutSeconds = positiveSeconds(options.timeoutSeconds, 'timeoutSeconds') ?? Math.min(2, leaseSeconds / 4);
+    if (timeoutSeconds * 3 > leaseSeconds) {
+      throw new ConfigError('timeoutSeconds', `timeoutSeconds must be at most a third of leaseSeconds (${leaseSeconds}), so a lease outlives a failed refresh; got ${timeoutSeconds}`);
+    }
+    this.prefix = prefix;
+    this.leaseSeconds = leaseSeconds;
+    this.timeoutSeconds = timeoutSeconds;
+    this.whenUnreachable = whenUnreachable;
+    this.leaseMs = Math.max(1, Math.round(leaseSeconds * 1000));
+    this.leaseText = String(this.leaseMs);
+    this.timeoutMs = Math.max(1, Math.round(timeoutSeconds * 1000));
+    this.beatMs = Math.max(1, Math.floor(this.leaseMs / 3));
+    const base = `${prefix}{probe}`;
+    this.probeLane = new FleetLane('probe', 1, keysOf(base), `${base}:g`);
+  }
+
+  /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
+  get changes$(): Observable<LaneChange> {
+    return (this.changes ??= new Subject<LaneChange>()).asObservable();
+  }
+
+  /**
+   * Asks lane `key` (made with `limit` permits if no process has it) for a permit, for `party`.
+   * The permit is granted later, once Redis answers: `onGrant` (a function, or an object's
+   * `granted()`) is told then, and an object's `lost(error)` if the request is lost instead.
+   */
+  enter(key: string, limit: number, onGrant: OnGrant, party = ''): Permit {
+    if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
+    if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
+    if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
+    if (this.closed) return refused(onGrant, new LaneLostError(key, `lane ${key} cannot be asked: its RedisLaneStore was closed`));
+    if (this.down !== undefined) {
+      if (this.whenUnreachable === 'in-process') return this.localLanes().enter(key, limit, onGrant, party);
+      return refused(onGrant, new LaneLostError(key, this.unreachableWhy(key, this.down)));
+    }
+    const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
+    const now = performance.now();
+    const ticket = new FleetTicket(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now + this.leaseMs);
+    lane.tickets.set(ticket.id, ticket);
+    lane.waiters++;
+    this.changed(lane, 'queued', party);
+    const limitText = limit === Infinity ? '9007199254740991' : String(limit);
+    this.send(ACQUIRE, acquireScript, lane, [ticket.id, party, limitText, this.leaseText, lane.channel, this.sharded, key], ticket);
+    return ticket;
+  }
+
+  /** This process's lanes (busy or waited on), with its own holders and waiters. */
+  occupancy(): LaneOccupancy[] {
+    const lanes = [...this.lanes.values()].map((lane): LaneOccupancy => ({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters }));
+    if (this.local === undefined || this.local.size === 0) return lanes;
+    const byKey = new Map(lanes.map((lane) => [lane.key, lane]));
+    for (const lane of this.local.occupancy()) {
+      const fleet = byKey.get(lane.key);
+      byKey.set(lane.key, fleet === undefined ? lane : { ...fleet, holders: fleet.holders + lane.holders, waiters: fleet.waiters + lane.waiters });
+    }
+    return [...byKey.values()];
+  }
+
+  /**
+   * The lanes as the whole fleet holds them now: `keys` (lane keys, `tool:search`), or every
+   * lane under this store's prefix (found with SCAN: a standalone server; on a Cluster, name the keys).
+   * Idle lanes are left out; expired leases are not counted.
+   */
+  async snapshot(keys?: readonly string[]): Promise<FleetLaneOccupancy[]> {
+    const bases: string[] = [];
+    if (keys !== undefined) for (const key of keys) bases.push(`${this.prefix}{${tagOf(key)}}`);
+    else {
+      const { scan } = this.connection;
+      if (scan === undefined) throw new TypeError('RedisLaneStore.snapshot() without lane keys needs SCAN, which this client cannot do across a Cluster: name the lane keys');
+      for await (const name of scan.call(this.connection, `${globEscape(this.prefix)}{*}:m`)) bases.push(name.slice(0, -2));
+    }
+    const answers = await Promise.all(bases.map((base) => this.ask(snapshotScript, keysOf(base), [])));
+    const lanes: FleetLaneOccupancy[] = [];
+    for (const answer of answers) {
+      const [key, limit, holders, waiters, ...parties] = (answer as unknown[]).map(String);
+      if (key === '' || key === undefined) continue;
+      const lane = { key, limit: Number(limit), holders: Number(holders), waiters: Number(waiters), parties };
+      if (lane.holders > 0 || lane.waiters > 0) lanes.push(lane);
+    }
+    return lanes;
+  }
+
+  /**
+   * Stops the store: its requests are lost (a caller still waiting fails, never dispatched; a
+   * body still running is told its lease is gone), their permits go back to the fleet, and the
+   * store's own subscriber connection closes. The client handed in stays open.
+   */
+  close(): Promise<void> {
+    if (this.closing !== undefined) return this.closing;
+    this.closed = true;
+    if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    for (const lane of [...this.lanes.values()]) {
+      for (const ticket of [...lane.tickets.values()]) {
+        const what = ticket.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
+        this.lose(ticket, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true);
+      }
+    }
+    const subscriber = this.subscriber;
+    this.closing = this.idle().then(async () => {
+      if (subscriber !== undefined) await subscriber.close().catch(() => undefined);
+      this.subscriptions.clear();
+      if (this.sweep !== undefined) clearTimeout(this.sweep);
+      this.sweep = undefined;
+      this.notices.complete();
+      this.changes?.complete();
+    });
+    return this.closing;
+  }
+
+  /** @internal Resolves once every script sent to Redis has its answer (or timed out). */
+  idle(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idlers.push(resolve));
+  }
+
+  /** @internal use `permit.leave()` */
+  leave(ticket: FleetTicket): void {
+    const { lane } = ticket;
+    switch (ticket.state) {
+      case HOLDING:
+        lane.holders--;
+        ticket.state = LEFT;
+        this.changed(lane, 'released', ticket.party);
+        break;
+      case PENDING:
+      case WAITING:
+        lane.waiters--;
+        ticket.state = LEFT;
+        this.changed(lane, 'withdrawn', ticket.party);
+        break;
+      case LOCAL:
+        ticket.state = LEFT;
+        // Left inside its in-process grant, before the permit was stored: moveLocal gives it back.
+        ticket.local?.leave();
+        return;
+      default:
+        return;
+    }
+    lane.tickets.delete(ticket.id);
+    // Not yet answered: the leave goes once Redis answers, so it never overtakes the request.
+    if (ticket.confirmed) this.sendLeave(ticket);
+    this.dropIfIdle(lane);
+  }
+
+  // A lane of this process's own, made on its first request.
+  private laneFor(key: string, limit: number): FleetLane {
+    const base = `${this.prefix}{${tagOf(key)}}`;
+    const lane = new FleetLane(key, limit, keysOf(base), `${base}:g`);
+    this.lanes.set(key, lane);
+    this.byChannel.set(lane.channel, lane);
+    this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
+    return lane;
+  }
+
+  private dropIfIdle(lane: FleetLane): void {
+    if (lane.tickets.size > 0 || this.lanes.get(lane.key) !== lane) return;
+    this.lanes.delete(lane.key);
+    this.byChannel.delete(lane.channel);
+    if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
+    lane.reclaimTimer = undefined;
+    // Its subscription, if any, ends at the next heartbeat, unless the lane is back by then.
+  }
+
+  private changed(lane: FleetLane, change: LaneChange['change'], party: string): void {
+    if (this.changes?.observed !== true) return;
+    this.changes.next({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters, change, party });
+  }
+
+  private localLanes(): LaneTable {
+    if (this.local === undefined) {
+      this.local = new LaneTable();
+      // The in-process lanes' changes are this store's, for whoever watches it.
+      this.local.changes$.subscribe((change) => {
+        if (this.changes?.observed === true) this.changes.next(change);
+      });
+    }
+    return this.local;
+  }
+
+  // Sending scripts, and their answers.
+
+  private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
+    const op = new Op(kind, lane, subject, performance.now(), ++this.sent);
+    this.pending.add(op);
+    this.sweep ??= unref(setTimeout(this.sweepSoon, this.timeoutMs));
+    const { keys } = lane;
+    this.run(script, keys, args).then(
+      (answer) => this.answered(op, answer),
+      (error: unknown) => this.failed(op, error),
+    );
+  }
+
+  // EVALSHA, and the whole script if Redis no longer has it (a restart, SCRIPT FLUSH).
+  private run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    let answer: Promise<unknown>;
+    try {
+      answer = this.connection.evalsha(script.sha1, keys, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return answer.catch((error: unknown) => {
+      if (!/^NOSCRIPT\b/.test(messageOf(error))) throw error;
+      return this.connection.eval(script.source, keys, args);
+    });
+  }
+
+  // A script run outside the store's requests (a snapshot), bounded by the timeout.
+  private ask(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      // Decided after the loop has read its sockets (setImmediate): an answer that came while
+      // this process was busy is not taken for a missing one.
+      const timer = setTimeout(() => setImmediate(() => reject(new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`))), this.timeoutMs);
+      this.run(script, keys, args).then(
+        (answer) => {
+          clearTimeout(timer);
+          resolve(answer);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  // Scripts unanswered for longer than the timeout fail: Redis counts as unreachable. The verdict
+  // waits for the loop to read its sockets (timers run before I/O in Node's loop): a process that
+  // was busy past the timeout must not take answers waiting in its own socket for missing ones.
+  private readonly sweepSoon = (): void => {
+    setImmediate(this.sweepNow);
+  };
+
+  private readonly sweepNow = (): void => {
+    this.sweep = undefined;
+    const now = performance.now();
+    const cutoff = now - this.timeoutMs;
+    for (const op of this.pending) {
+      if (op.sentAt > cutoff) break;
+      this.failed(op, new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`));
+    }
+    const oldest = this.pending.values().next().value;
+    if (oldest !== undefined) this.sweep = unref(setTimeout(this.sweepSoon, Math.max(1, oldest.sentAt + this.timeoutMs - now)));
+  };
+
+  private settle(op: Op): void {
+    op.settled = true;
+    this.pending.delete(op);
+    if (this.pending.size > 0 || this.idlers.length === 0) return;
+    const idlers = this.idlers;
+    this.idlers = [];
+    for (const resolve of idlers) resolve();
+  }
+
+  private answered(op: Op, answer: unknown): void {
+    if (op.settled) {
+      this.late(op, answer);
+      return;
+    }
+    this.settle(op);
+    if (this.down !== undefined) this.restored();
+    if (op.kind === PROBE) return;
+    if (!Array.isArray(answer) || answer.length < 3) {
+      this.failed(op, new Error(`Redis answered a lane script with ${describeValue(answer)}`), true);
+      return;
+    }
+    const count = Number(answer[2]);
+    const out = 3 + count;
+    switch (op.kind) {
+      case ACQUIRE: {
+        // Grants made before this request was queued come first, as they did in Redis.
+        this.news(op.lane, answer, count);
+        const ticket = op.subject as FleetTicket;
+        const state = String(answer[out]);
+        ticket.confirmed = true;
+        if (ticket.state === PENDING || ticket.state === WAITING || ticket.state === HOLDING) {
+          ticket.validUntil = op.sentAt + this.leaseMs;
+          if (state === 'h') this.grant(ticket, String(answer[out + 1]));
+          else if (ticket.state === PENDING) {
+            ticket.state = WAITING;
+            this.listen(ticket.lane, op);
+          }
+        } else if (state !== '') this.sendLeave(ticket); // left, lost or moved before Redis answered
+        break;
+      }
+      case REFRESH: {
+        const tickets = op.subject as readonly FleetTicket[];
+        for (let i = 0; i < tickets.length; i++) {
+          const ticket = tickets[i]!;
+          if (ticket.state !== WAITING && ticket.state !== HOLDING) continue;
+          const state = String(answer[out + i]);
+          if (state === '') {
+            this.lose(ticket, this.expired(ticket), false);
+            continue;
+          }
+          ticket.validUntil = op.sentAt + this.leaseMs;
+          // A grant whose wake-up never came.
+          if (state[0] === 'h' && ticket.state === WAITING) this.grant(ticket, state.slice(1));
+        }
+        this.news(op.lane, answer, count);
+        break;
+      }
+      default:
+        this.news(op.lane, answer, count);
+    }
+  }
+
+  // An answer that came after its script was given up for lost: a request Redis took after all
+  // is handed back. (Leases would free it within one anyway.)
+  private late(op: Op, answer: unknown): void {
+    if (op.kind !== ACQUIRE || !Array.isArray(answer)) return;
+    const ticket = op.subject as FleetTicket;
+    const state: unknown = answer[3 + Number(answer[2])];
+    if (ticket.state === HOLDING) ticket.confirmed = true;
+    else if ((state === 'h' || state === 'w') && ticket.state !== PENDING && ticket.state !== WAITING) this.sendLeave(ticket);
+  }
+
+  private failed(op: Op, error: unknown, answered = false): void {
+    if (op.settled && !answered) return;
+    if (!answered) this.settle(op);
+    if (!this.closed && isUnreachable(error)) this.unreachable(messageOf(error));
+    switch (op.kind) {
+      case ACQUIRE: {
+        const ticket = op.subject as FleetTicket;
+        // Granted by a wake-up before the answer failed: Redis took the request after all.
+        if (ticket.state === HOLDING) ticket.confirmed = true;
+        else if (ticket.state === PENDING || ticket.state === WAITING) {
+          this.lose(ticket, new LaneLostError(ticket.lane.key, `lane ${ticket.lane.key} could not be asked for a permit (${messageOf(error)})`), false);
+        }
+        break;
+      }
+      case REFRESH: {
+        // A lease that runs out before the next heartbeat can try again is lost now.
+        const horizon = performance.now() + this.beatMs;
+        for (const ticket of op.subject as readonly FleetTicket[]) {
+          if (ticket.state === HOLDING && ticket.validUntil <= horizon) {
+            this.lose(ticket, new LaneLostError(ticket.lane.key, `its lease on ${ticket.lane.key} was lost (it could not be refreshed before it ran out: ${messageOf(error)})`), true);
+          } else if (ticket.state === WAITING && !isUnreachable(error)) {
+            this.lose(ticket, new LaneLostError(ticket.lane.key, `its place in the queue of ${ticket.lane.key} was lost (${messageOf(error)})`), true);
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  // Grants a script made (its answer, or a wake-up): this process's requests among them are told.
+  private news(lane: FleetLane, answer: readonly unknown[], count: number): void {
+    const current = this.lanes.get(lane.key);
+    if (current === undefined) return;
+    for (let i = 3; i < 3 + count; i += 2) {
+      const ticket = current.tickets.get(String(answer[i]));
+      if (ticket !== undefined) this.grant(ticket, String(answer[i + 1]));
+    }
+    this.watchLeases(current, String(answer[0]), String(answer[1]));
+  }
+
+  private grant(ticket: FleetTicket, fence: string): void {
+    if (ticket.state !== PENDING && ticket.state !== WAITING) return;
+    const { lane } = ticket;
+    ticket.state = HOLDING;
+    ticket.fence = fence;
+    lane.waiters--;
+    lane.holders++;
+    this.changed(lane, 'granted', ticket.party);
+    tell(ticket.onGrant);
+  }
+
+  // A request that is no more: its caller is told (a waiting call fails, never dispatched; a
+  // running one learns its lease is gone), and what Redis may still hold for it goes back.
+  private lose(ticket: FleetTicket, error: LaneLostError, handBack: boolean): void {
+    const { lane, state } = ticket;
+    if (state === HOLDING) lane.holders--;
+    else if (state === PENDING || state === WAITING) lane.waiters--;
+    else return;
+    ticket.state = LOST;
+    lane.tickets.delete(ticket.id);
+    this.changed(lane, 'lost', ticket.party);
+    if (handBack && ticket.confirmed) this.sendLeave(ticket);
+    this.dropIfIdle(lane);
+    tellLost(ticket.onGrant, error);
+  }
+
+  private expired(ticket: FleetTicket): LaneLostError {
+    const { key } = ticket.lane;
+    const what = ticket.state === HOLDING ? `its lease on ${key}` : `its place in the queue of ${key}`;
+    return new LaneLostError(
+      key,
+      `${what} was lost (the lease ran out before it was refreshed and went to another request: this process was paused, or could not reach Redis, for longer than the ${this.leaseSeconds} s lease)`,
+    );
+  }
+
+  private sendLeave(ticket: FleetTicket): void {
+    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.sharded], ticket);
+  }
+
+  // One script per lane, and per 500 requests of it: a script holds Redis while it runs.
+  private refresh(lane: FleetLane, tickets: readonly FleetTicket[]): void {
+    for (let from = 0; from === 0 || from < tickets.length; from += 500) {
+      const some = tickets.length <= 500 ? tickets : tickets.slice(from, from + 500);
+      const args = [this.leaseText, lane.channel, this.sharded];
+      for (const ticket of some) args.push(ticket.id);
+      this.send(REFRESH, refreshScript, lane, args, some);
+    }
+  }
+
+  // The requests of a lane whose leases the heartbeat keeps: those Redis has answered for.
+  private confirmedOf(lane: FleetLane): FleetTicket[] {
+    const tickets: FleetTicket[] = [];
+    for (const ticket of lane.tickets.values()) if (ticket.confirmed && (ticket.state === WAITING || ticket.state === HOLDING)) tickets.push(ticket);
+    return tickets;
+  }
+
+  // Every third of a lease: the leases of this process's requests are extended (and missed
+  // wake-ups caught), subscriptions of lanes it left end, and an unreachable Redis is probed.
+  private beat(): void {
+    let asked = false;
+    for (const lane of this.lanes.values()) {
+      const tickets = this.confirmedOf(lane);
+      if (tickets.length === 0) continue;
+      this.refresh(lane, tickets);
+      asked = true;
+    }
+    for (const [channel, heard] of this.subscriptions) {
+      if (heard !== ASKING && !this.byChannel.has(channel)) {
+        this.subscriptions.delete(channel);
+        this.subscriber?.unsubscribe(channel, this.sharded === '1').catch(() => undefined);
+      }
+    }
+    if (this.down !== undefined && !asked) this.send(PROBE, snapshotScript, this.probeLane, [], undefined);
+    if (this.lanes.size === 0 && this.subscriptions.size === 0 && this.down === undefined && this.heartbeat !== undefined) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+  }
+
+  // When the earliest holder's lease ends, a process with someone waiting runs a refresh: if
+  // that holder is dead, its permit comes back then, not a heartbeat later.
+  private watchLeases(lane: FleetLane, redisNow: string, firstEnd: string): void {
+    if (lane.waiters === 0 || firstEnd === '' || this.closed) return;
+    const delay = Math.max(1, Number(firstEnd) - Number(redisNow) + 1);
+    if (!Number.isFinite(delay)) return;
+    const at = performance.now() + delay;
+    if (lane.reclaimTimer !== undefined && lane.reclaimAt <= at) return;
+    if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
+    lane.reclaimAt = at;
+    lane.reclaimTimer = unref(
+      setTimeout(() => {
+        lane.reclaimTimer = undefined;
+        lane.reclaimAt = Infinity;
+        if (this.lanes.get(lane.key) === lane && lane.waiters > 0) this.refresh(lane, this.confirmedOf(lane));
+      }, delay),
+    );
+  }
+
+  // Wake-ups: a lane's grants reach every process subscribed to its channel.
+
+  private listen(lane: FleetLane, op: Op): void {
+    const heard = this.subscriptions.get(lane.channel);
+    if (heard === undefined) this.subscribe(lane.channel);
+    // Sent before the subscription was confirmed: its wake-up may have gone by unheard.
+    else if (heard !== ASKING && op.seq < heard) this.syncSoon(lane);
+  }
+
+  private subscribe(channel: string): void {
+    if (this.closed) return;
+    this.subscriptions.set(channel, ASKING);
+    const subscriber = (this.subscriber ??= this.connection.subscriber(() => this.resync()));
+    const sharded = this.sharded === '1';
+    subscriber.subscribe(channel, sharded, (message) => this.heard(channel, message)).then(
+      () => {
+        if (this.subscriptions.get(channel) !== ASKING) return;
+        this.subscriptions.set(channel, this.sent);
+        const lane = this.byChannel.get(channel);
+        if (lane !== undefined) this.syncSoon(lane);
+      },
+      (error: unknown) => {
+        this.subscriptions.delete(channel);
+        // A server without sharded pub/sub (before Redis 7): classic channels from now on.
+        if (sharded && /unknown command/i.test(messageOf(error))) {
+          this.sharded = '0';
+          this.subscribe(channel);
+        }
+        // Otherwise wake-ups for the lane come from the heartbeat, and a later wait asks again.
+      },
+    );
+  }
+
+  private heard(channel: string, message: string): void {
+    const lane = this.byChannel.get(channel);
+    if (lane === undefined) return;
+    const fields = message.split(' ');
+    for (let i = 2; i + 1 < fields.length; i += 2) {
+      const ticket = lane.tickets.get(fields[i]!);
+      if (ticket !== undefined) this.grant(ticket, fields[i + 1]!);
+    }
+    this.watchLeases(lane, fields[0]!, fields[1]!);
+  }
+
+  // One refresh soon for a lane, however many requests asked for it.
+  private syncSoon(lane: FleetLane): void {
+    if (lane.syncing) return;
+    lane.syncing = true;
+    queueMicrotask(() => {
+      lane.syncing = false;
+      if (this.lanes.get(lane.key) === lane && lane.waiters > 0) this.refresh(lane, this.confirmedOf(lane));
+    });
+  }
+
+  // The subscriber reconnected: wake-ups sent meanwhile were lost.
+  private resync(): void {
+    for (const lane of this.lanes.values()) if (lane.waiters > 0) this.syncSoon(lane);
+  }
+
+  // Redis unreachable, and back.
+
+  private unreachableWhy(key: string, why: string): string {
+    return `lane ${key} is shared over Redis, which is unreachable (${why})`;
+  }
+
+  private unreachable(why: string): void {
+    // Only the first failure tells and sweeps: while Redis counts as unreachable, no request
+    // waits in it (new ones fail at once, or go to the in-process lanes).
+    if (this.down !== undefined) return;
+    this.down = why;
+    this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
+    const inProcess = this.whenUnreachable === 'in-process';
+    this.notices.next({
+      type: 'lane-store',
+      status: inProcess ? 'in-process' : 'unreachable',
+      reason: inProcess ? `Redis is unreachable (${why}): shared lanes run in this process's own lanes, with the same limits per process` : `Redis is unreachable (${why}): calls on shared lanes fail, never dispatched`,
+      at: Date.now(),
+    });
+    // Requests not yet granted go no further in Redis: they fail, or move to the in-process lanes.
+    for (const lane of [...this.lanes.values()]) {
+      for (const ticket of [...lane.tickets.values()]) {
+        if (ticket.state !== PENDING && ticket.state !== WAITING) continue;
+        if (this.whenUnreachable === 'in-process') this.moveLocal(ticket);
+        else this.lose(ticket, new LaneLostError(lane.key, this.unreachableWhy(lane.key, why)), true);
+      }
+    }
+  }
+
+  private moveLocal(ticket: FleetTicket): void {
+    const { lane } = ticket;
+    lane.waiters--;
+    ticket.state = LOCAL;
+    lane.tickets.delete(ticket.id);
+    this.changed(lane, 'withdrawn', ticket.party);
+    if (ticket.confirmed) this.sendLeave(ticket);
+    this.dropIfIdle(lane);
+    const local = this.localLanes().enter(lane.key, lane.limit, ticket, ticket.party);
+    if (ticket.state === LOCAL) ticket.local = local;
+    else local.leave();
+  }
+
+  private restored(): void {
+    const was = this.down;
+    this.down = undefined;
+    this.notices.next({ type: 'lane-store', status: 'restored', reason: `Redis answers again (it was unreachable: ${was})`, at: Date.now() });
+  }
+}
+
+// The permit of a request refused at once (Redis unreachable, the store closed): never holding,
+// nothing to give back. The caller is told on the next microtask, as a grant would come: never
+// before enter returns.
+const lostPermit: Permit = { holding: false, leave: () => undefined };
+
+function refused(onGrant: OnGrant, error: LaneLostError): Permit {
+  queueMicrotask(() => tellLost(onGrant, error));
+  return lostPermit;
+}
+
+// Timers of the store never keep a process alive by themselves: its connections do, while they are open.
+function unref<T extends { unref(): unknown }>(timer: T): T {
+  timer.unref();
+  return timer;
+}

@@ -1,0 +1,234 @@
+// The fleet lanes' Lua scripts: every change to a lane (a request, a leave, a refresh of leases)
+// is one atomic script, timed by Redis's own clock (TIME), never a client's. A lane is six keys
+// under one hash tag (so a Cluster keeps them on one node):
+//   holders   sorted set: request id -> the end of its lease (Redis ms)
+//   leases    sorted set: waiting request id -> the end of its lease
+//   queue     sorted set, all scores 0, ordered by name: <party length:8><party><seq:16><id>,
+//             so each party's waiters are a contiguous range, oldest first (FIFO within a party)
+//   places    hash: id -> its queue entry (waiting) or '#' .. its fencing token (holding)
+//   rotation  sorted set: party -> seq; the lowest is served next (round-robin between parties)
+//   lane      hash: key (the lane's name), limit, seq (the counter behind queue and rotation), fence
+// The grant rule is the in-process Lane's, step for step (lib/lanes/Lane.ts): granted at once
+// when a permit is free and nobody waits; otherwise queued, and each free permit goes to the
+// head of the first party in the rotation, which then moves to the back if it still waits.
+import { createHash } from 'node:crypto';
+
+/** A script, and the sha1 Redis knows it by (EVALSHA). */
+export interface Script {
+  readonly source: string;
+  readonly sha1: string;
+}
+
+function script(body: string): Script {
+  const source = prelude + body;
+  return { source, sha1: createHash('sha1').update(source).digest('hex') };
+}
+
+// Shared by every script: the keys, Redis's clock, and the steps of the grant rule.
+const prelude = String.raw`
+local H, W, Q, P, R, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local nowText = string.format('%.0f', now)
+local grants = {}
+
+local function prefixOf(party)
+  return string.format('%08d', #party) .. party
+end
+
+-- The oldest waiter of the party whose queue entries start with prefix, if any.
+local function headOf(prefix)
+  return redis.call('ZRANGEBYLEX', Q, '[' .. prefix, '[' .. prefix .. '\255', 'LIMIT', 0, 1)[1]
+end
+
+-- A waiter leaves the queue; its party leaves the rotation once it has nobody waiting.
+local function withdraw(id)
+  local entry = redis.call('HGET', P, id)
+  redis.call('ZREM', W, id)
+  redis.call('HDEL', P, id)
+  if not entry or string.sub(entry, 1, 1) == '#' then return end
+  redis.call('ZREM', Q, entry)
+  local length = tonumber(string.sub(entry, 1, 8))
+  if not headOf(string.sub(entry, 1, 8 + length)) then
+    redis.call('ZREM', R, string.sub(entry, 9, 8 + length))
+  end
+end
+
+-- Permits and places whose lease ran out (their process died, or stopped refreshing) go back.
+local function reclaim()
+  local dead = redis.call('ZRANGEBYSCORE', H, '-inf', now)
+  for i = 1, #dead do
+    redis.call('ZREM', H, dead[i])
+    redis.call('HDEL', P, dead[i])
+  end
+  local gone = redis.call('ZRANGEBYSCORE', W, '-inf', now)
+  for i = 1, #gone do withdraw(gone[i]) end
+end
+
+-- The next fencing token of this lane: larger than every one before it, even after the lane
+-- was idle and forgotten, since it never falls below Redis's clock in microseconds (two scripts
+-- never run in the same microsecond, and one grants far fewer permits than it runs microseconds).
+local function nextFence()
+  local last = tonumber(redis.call('HGET', M, 'fence') or '0')
+  local token = string.format('%.0f', math.max(last + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2])))
+  redis.call('HSET', M, 'fence', token)
+  return token
+end
+
+-- Free permits go to waiters: the head of the first party in the rotation, which then moves to
+-- the back if it still has someone waiting. A granted waiter keeps the lease it had.
+local function drain()
+  local limit = tonumber(redis.call('HGET', M, 'limit'))
+  if not limit then return end
+  local holders = redis.call('ZCARD', H)
+  while holders < limit do
+    local party = redis.call('ZRANGE', R, 0, 0)[1]
+    if not party then return end
+    local prefix = prefixOf(party)
+    local entry = headOf(prefix)
+    if not entry then
+      redis.call('ZREM', R, party)
+    else
+      local id = string.sub(entry, #prefix + 17)
+      local lease = redis.call('ZSCORE', W, id) or (now + 1000)
+      redis.call('ZREM', Q, entry)
+      redis.call('ZREM', W, id)
+      if not headOf(prefix) then
+        redis.call('ZREM', R, party)
+      elseif redis.call('ZCARD', R) > 1 then
+        redis.call('ZADD', R, redis.call('HINCRBY', M, 'seq', 1), party)
+      end
+      local token = nextFence()
+      redis.call('HSET', P, id, '#' .. token)
+      redis.call('ZADD', H, lease, id)
+      holders = holders + 1
+      grants[#grants + 1] = id
+      grants[#grants + 1] = token
+    end
+  end
+end
+
+local function publish(channel, sharded, message)
+  if sharded == '1' then
+    -- Sharded pub/sub (Redis 7): the channel shares the lane's hash tag, so it lives on the lane's node.
+    local sent = redis.pcall('SPUBLISH', channel, message)
+    if type(sent) ~= 'table' or not sent.err then return end
+  end
+  redis.call('PUBLISH', channel, message)
+end
+
+-- Every change ends here: grants published to the processes waiting on the lane (with Redis's
+-- time and the earliest lease end, so a waiter knows when a dead holder's permit comes back),
+-- an idle lane's keys deleted, the keys of a change that extended a lease (lease > 0) kept as
+-- long as the longest lease (a lane whose whole fleet died expires by itself), and the answer:
+-- now, the earliest lease end, how many grant fields, the grants, then out.
+local function finish(channel, sharded, lease, out)
+  local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')[2] or ''
+  if #grants > 0 then
+    publish(channel, sharded, nowText .. ' ' .. first .. ' ' .. table.concat(grants, ' '))
+  end
+  if first == '' and redis.call('ZCARD', W) == 0 then
+    redis.call('DEL', Q, P, R, M)
+  elseif lease > 0 then
+    local lastHeld = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')[2]
+    local lastWaiting = redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2]
+    local ttl = math.max(tonumber(lastHeld or 0), tonumber(lastWaiting or 0)) - now + lease
+    for i = 1, 6 do redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
+  local answer = { nowText, first, #grants }
+  for i = 1, #grants do answer[#answer + 1] = grants[i] end
+  for i = 1, #out do answer[#answer + 1] = out[i] end
+  return answer
+end
+`;
+
+/**
+ * A request for a permit. ARGV: id, party, limit (used if the lane is new), lease ms, channel,
+ * sharded ('1'/'0'), the lane's key. Out: 'h' and the fencing token (granted at once), or 'w' and ''.
+ */
+export const acquireScript = script(String.raw`
+local id, party, lease = ARGV[1], ARGV[2], tonumber(ARGV[4])
+if not redis.call('HGET', M, 'limit') then redis.call('HSET', M, 'limit', ARGV[3], 'key', ARGV[7]) end
+reclaim()
+drain()
+local out
+if redis.call('ZCARD', H) < tonumber(redis.call('HGET', M, 'limit')) and redis.call('ZCARD', W) == 0 then
+  local token = nextFence()
+  redis.call('ZADD', H, now + lease, id)
+  redis.call('HSET', P, id, '#' .. token)
+  out = { 'h', token }
+else
+  local prefix = prefixOf(party)
+  local newcomer = not headOf(prefix)
+  local entry = prefix .. string.format('%016d', redis.call('HINCRBY', M, 'seq', 1)) .. id
+  redis.call('ZADD', Q, 0, entry)
+  redis.call('HSET', P, id, entry)
+  redis.call('ZADD', W, now + lease, id)
+  if newcomer then redis.call('ZADD', R, redis.call('HINCRBY', M, 'seq', 1), party) end
+  drain()
+  out = { 'w', '' }
+end
+return finish(ARGV[5], ARGV[6], lease, out)
+`);
+
+/**
+ * A request leaves: its permit goes back (and to the next waiter), or its place in the queue is
+ * given up. ARGV: id, channel, sharded. Out: 'h' (it held), 'w' (it waited) or '' (gone).
+ * No lease grows here, so the keys' expiry stands as it is.
+ */
+export const leaveScript = script(String.raw`
+local id = ARGV[1]
+local was = ''
+if redis.call('ZREM', H, id) == 1 then
+  redis.call('HDEL', P, id)
+  was = 'h'
+elseif redis.call('ZSCORE', W, id) then
+  withdraw(id)
+  was = 'w'
+end
+reclaim()
+drain()
+return finish(ARGV[2], ARGV[3], 0, { was })
+`);
+
+/**
+ * The heartbeat: the leases of a process's requests on one lane are extended (before anything
+ * is reclaimed, so a lease nobody took yet is still its holder's), then dead ones reclaimed and
+ * free permits granted. ARGV: lease ms, channel, sharded, ids... Out, per id: 'h' .. fencing
+ * token (it holds: a grant it missed is caught here), 'w' (it waits) or '' (it was lost).
+ */
+export const refreshScript = script(String.raw`
+local lease = tonumber(ARGV[1])
+local out = {}
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  if redis.call('ZSCORE', H, id) then
+    redis.call('ZADD', H, now + lease, id)
+    out[#out + 1] = 'h' .. string.sub(redis.call('HGET', P, id) or '#', 2)
+  elseif redis.call('ZSCORE', W, id) then
+    redis.call('ZADD', W, now + lease, id)
+    out[#out + 1] = 'w'
+  else
+    out[#out + 1] = ''
+  end
+end
+reclaim()
+drain()
+return finish(ARGV[2], ARGV[3], lease, out)
+`);
+
+/**
+ * What the fleet holds of one lane, read without changing it (expired leases are not counted).
+ * Out: key, limit, holders, waiters, then the parties waiting, in the order they will be served.
+ */
+export const snapshotScript = script(String.raw`
+local out = {
+  redis.call('HGET', M, 'key') or '',
+  redis.call('HGET', M, 'limit') or '',
+  redis.call('ZCOUNT', H, '(' .. nowText, '+inf'),
+  redis.call('ZCOUNT', W, '(' .. nowText, '+inf'),
+}
+local parties = redis.call('ZRANGE', R, 0, -1)
+for i = 1, #parties do out[#out + 1] = parties[i] end
+return out
+`);

@@ -1,0 +1,133 @@
+// The Redis the fleet-lane specs talk to: 127.0.0.1:6379 (`.ci/run` starts one when none
+// answers). A spec file asks for it in its `before`: without a server the specs fail at once,
+// saying so, rather than waiting on a client that reconnects for ever. Each run gets a key
+// prefix of its own, and clears it afterwards.
+import { randomBytes } from 'node:crypto';
+import { createConnection, createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import type { RedisConnection, RedisSubscriber } from '../../../lib/lanes/index.js';
+
+export const REDIS_HOST = '127.0.0.1';
+export const REDIS_PORT = 6379;
+
+/** Resolves once a Redis answers PING on 127.0.0.1:6379 within a second; rejects with what to do otherwise. */
+export function requireRedis(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: REDIS_HOST, port: REDIS_PORT });
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(
+        new Error(
+          `the fleet-lane specs need a Redis server on ${REDIS_HOST}:${REDIS_PORT}, and none answered PING (${why}). ` +
+            `Start one (redis-server --save '' --appendonly no), or run .ci/run, which starts one.`,
+        ),
+      );
+    };
+    socket.setTimeout(1000, () => fail('no answer within 1 s'));
+    socket.on('error', (error) => fail(error.message));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      socket.destroy();
+      if (data.toString().startsWith('+PONG')) resolve();
+      else fail(`it answered ${JSON.stringify(data.toString().trim())}`);
+    });
+  });
+}
+
+/** A key prefix no other run uses. */
+export function uniquePrefix(name: string): string {
+  return `agent-lanes-spec:${name}:${process.pid}:${randomBytes(4).toString('hex')}:`;
+}
+
+function nodeRedisClient() {
+  return createClient({ socket: { host: REDIS_HOST, port: REDIS_PORT, reconnectStrategy: false } });
+}
+
+export type NodeRedis = ReturnType<typeof nodeRedisClient>;
+
+/** A connected node-redis client (close it with `client.close()`). */
+export async function nodeRedis(): Promise<NodeRedis> {
+  const client = nodeRedisClient();
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/** An ioredis client (close it with `client.quit()`). */
+export function ioredis(): Redis {
+  const client = new Redis({ host: REDIS_HOST, port: REDIS_PORT, lazyConnect: false });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** Every key under `prefix`. */
+export async function keysUnder(client: NodeRedis, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const page of client.scanIterator({ MATCH: `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, COUNT: 500 })) keys.push(...page);
+  return keys;
+}
+
+/** Deletes every key under `prefix`. */
+export async function clearPrefix(client: NodeRedis, prefix: string): Promise<void> {
+  const keys = await keysUnder(client, prefix);
+  if (keys.length > 0) await client.del(keys);
+}
+
+/** A port on 127.0.0.1 nothing listens on (it was free a moment ago). */
+export function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, REDIS_HOST, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A RedisConnection that counts the scripts sent through it and can drop wake-ups: how a spec
+ * sees that a waiter is woken without asking, and that a lost wake-up is caught all the same.
+ */
+export class CountingConnection implements RedisConnection {
+  scripts = 0;
+  dropWakeUps = false;
+  dropped = 0;
+  constructor(private readonly inner: RedisConnection) {}
+
+  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    this.scripts++;
+    return this.inner.evalsha(sha1, keys, args);
+  }
+
+  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.inner.eval(script, keys, args);
+  }
+
+  subscriber(onReady: () => void): RedisSubscriber {
+    const inner = this.inner.subscriber(onReady);
+    return {
+      subscribe: (channel, sharded, listener) =>
+        inner.subscribe(channel, sharded, (message) => {
+          if (!this.dropWakeUps) listener(message);
+          else this.dropped++;
+        }),
+      unsubscribe: (channel, sharded) => inner.unsubscribe(channel, sharded),
+      close: () => inner.close(),
+    };
+  }
+}
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once `check` is true, looking every 5 ms; rejects with `what` after `ms`. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(5);
+  }
+}

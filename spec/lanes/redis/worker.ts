@@ -1,0 +1,78 @@
+// A runner process of the multi-process spec (fleet.spec.ts), forked with `node --import tsx`.
+// It runs an AgentRunner on a RedisLaneStore, its tool bodies counting themselves in Redis (so
+// the most bodies running at once, fleet-wide, is measured from the bodies' side), and tells
+// its parent what it does. A `victim` takes every permit of the lane and holds it until killed;
+// a `hammer` runs its runs to the end and leaves. Each starts its runs when its parent says go,
+// so the processes can all start up (the slow part) at once. It uses ioredis, where the other
+// specs mostly use node-redis: both clients are exercised.
+import { Redis } from 'ioredis';
+import { ConcurrencyConfig } from '../../../lib/config/index.js';
+import { RedisLaneStore } from '../../../lib/lanes/index.js';
+import { ScriptedProvider } from '../../../lib/providers/ScriptedProvider.js';
+import { Agent, AgentRunner, type ModelResponse } from '../../../lib/runner/index.js';
+import { ToolRegistry } from '../../../lib/tools/index.js';
+
+export interface WorkerConfig {
+  readonly role: 'victim' | 'hammer';
+  readonly prefix: string;
+  readonly limit: number;
+  readonly leaseSeconds: number;
+  /** Runs of one turn each, and calls per turn. */
+  readonly runs: number;
+  readonly calls: number;
+}
+
+/** What a worker tells its parent. */
+export type WorkerMessage =
+  | { readonly type: 'ready' }
+  | { readonly type: 'running' }
+  | { readonly type: 'started'; readonly at: number }
+  | { readonly type: 'done'; readonly results: number; readonly others: readonly string[] };
+
+const config = JSON.parse(process.argv[2]!) as WorkerConfig;
+const tell = (message: WorkerMessage): void => {
+  process.send?.(message);
+};
+
+const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+client.on('error', () => undefined);
+const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: config.leaseSeconds });
+
+// One more body running, and the most ever seen, in one step.
+const enter = `local n = redis.call('INCR', KEYS[1]) if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end return n`;
+const keys = [`${config.prefix}running`, `${config.prefix}most`];
+
+const body = async (): Promise<string> => {
+  await client.eval(enter, keys.length, ...keys);
+  tell({ type: 'started', at: Date.now() });
+  if (config.role === 'victim') return new Promise<string>(() => undefined);
+  await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 4));
+  await client.decr(keys[0]!);
+  return 'ok';
+};
+
+const tools = new ToolRegistry().register({ name: 'work' }, body);
+const script: Record<string, ModelResponse[]> = {};
+const agents = Array.from({ length: config.runs }, (_, run) => {
+  script[`r${run}`] = [{ toolCalls: Array.from({ length: config.calls }, (_, i) => ({ id: `c${i}`, name: 'work', arguments: {} })) }, { text: 'done' }];
+  return new Agent({ name: `r${run}`, instructions: '', model: 'scripted' });
+});
+const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency: new ConcurrencyConfig({ perTool: { work: config.limit } }), lanes });
+await client.ping();
+tell({ type: 'ready' });
+await new Promise<void>((resolve) => process.once('message', () => resolve()));
+const runs = agents.map((agent, run) => runner.run(agent, 'go', { tenant: `t${run % 3}` }));
+tell({ type: 'running' });
+const results = await Promise.all(runs);
+let ok = 0;
+const others: string[] = [];
+for (const result of results) {
+  for (const event of result.events) {
+    if (event.type === 'TOOL_RESULT') ok++;
+    else if (event.type === 'TOOL_ERROR' || event.type === 'TOOL_INDETERMINATE') others.push(JSON.stringify(event));
+  }
+}
+tell({ type: 'done', results: ok, others });
+await lanes.close();
+await client.quit();
+process.disconnect?.();
