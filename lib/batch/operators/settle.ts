@@ -2,8 +2,9 @@
 // result's serialisation), one record at a time, in call order. A step may replace the outcome
 // (a refused result becomes an error). The outcome a record leaves with is its final one: the
 // `settled` activity is told here, so watchers see what the transcript says.
-import { Observable, type MonoTypeOperatorFunction, type Unsubscribable } from 'rxjs';
+import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { takeAnswer } from '../answer.js';
+import { serial } from './serial.js';
 import type { CallRecord } from '../records.js';
 import { failedBy } from '../stops.js';
 import type { BatchCall, Outcome } from '../types.js';
@@ -31,92 +32,48 @@ export type SettleStep = (outcome: Outcome, call: BatchCall) => SettleAnswer;
  */
 export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> {
   return (source) =>
-    new Observable<CallRecord>((subscriber) => {
-      // Records waiting for the one ahead of them to settle, from `head` on.
-      let queue: Array<CallRecord | undefined> = [];
-      let head = 0;
-      // The step's answer being waited for.
-      let settling: Unsubscribable | undefined;
-      let sourceDone = false;
-      let draining = false;
-
-      const out = (record: CallRecord, outcome: Outcome): void => {
-        record.settled(outcome);
-        subscriber.next(record);
-        const { batch } = record;
-        if (batch.failFast && outcome.kind === 'error' && outcome.stopped === undefined) batch.stop(failedBy(outcome, outcome.error));
-      };
-
-      const drain = (): void => {
-        if (draining) return;
-        draining = true;
-        try {
-          while (settling === undefined && head < queue.length && !subscriber.closed) {
-            const record = queue[head]!;
-            queue[head++] = undefined;
-            const outcome = record.outcome!;
-            if (step === undefined) {
-              out(record, outcome);
-              continue;
-            }
-            let answer: SettleAnswer;
-            try {
-              answer = step(outcome, record.call);
-            } catch (error) {
-              subscriber.error(error);
-              return;
-            }
-            // Set once the step answered: the next record may go.
-            let done = false;
-            let sync = true;
-            const take = (settled: Outcome): void => {
-              if (done) return;
-              done = true;
-              out(record, settled);
-              if (sync) return;
-              settling = undefined;
-              drain();
-            };
-            const pending = takeAnswer<Outcome>(answer, {
-              answered: take,
-              failed: (error) => subscriber.error(error),
-              // A step that ends without an outcome leaves the one it was given.
-              unanswered: () => take(outcome),
-            });
-            sync = false;
-            if (!done && !subscriber.closed) {
-              settling = pending ?? { unsubscribe: () => void (done = true) };
-              return;
-            }
-          }
-          if (head === queue.length) {
-            queue = [];
-            head = 0;
-            if (sourceDone && settling === undefined && !subscriber.closed) subscriber.complete();
-          }
-        } finally {
-          draining = false;
+    serial(source, {
+      // Outcomes only: a record passing because its body started is not one.
+      takes: (record) => record.state === 'ended',
+      step(record, next, subscriber) {
+        const out = (outcome: Outcome): void => {
+          record.settled(outcome);
+          subscriber.next(record);
+          const { batch } = record;
+          if (batch.failFast && outcome.kind === 'error' && outcome.stopped === undefined) batch.stop(failedBy(outcome, outcome.error));
+          next();
+        };
+        const outcome = record.outcome!;
+        if (step === undefined) {
+          out(outcome);
+          return undefined;
         }
-      };
-
-      subscriber.add(() => {
-        settling?.unsubscribe();
-        settling = undefined;
-        queue = [];
-      });
-      return source.subscribe({
-        next(record) {
-          if (record.state !== 'ended') return;
-          queue.push(record);
-          drain();
-        },
-        error(error: unknown) {
+        let answer: SettleAnswer;
+        try {
+          answer = step(outcome, record.call);
+        } catch (error) {
           subscriber.error(error);
-        },
-        complete() {
-          sourceDone = true;
-          drain();
-        },
-      });
+          return undefined;
+        }
+        // Set once the step answered (or the stage was torn down): later answers change nothing.
+        let done = false;
+        const take = (settled: Outcome): void => {
+          if (done) return;
+          done = true;
+          out(settled);
+        };
+        const pending = takeAnswer<Outcome>(answer, {
+          answered: take,
+          failed: (error) => subscriber.error(error),
+          // A step that ends without an outcome leaves the one it was given.
+          unanswered: () => take(outcome),
+        });
+        return {
+          unsubscribe: () => {
+            done = true;
+            pending?.unsubscribe();
+          },
+        };
+      },
     });
 }
