@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { map, NEVER, Subject, timer, type Observable, type SchedulerAction, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
+import { summary } from '../runner/summary.js';
 import {
   abortableSleep,
   Agent,
@@ -36,26 +37,6 @@ const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-
 const strict = new Agent({ name: 'strict', instructions: 'plan', model: 'test-model', onToolError: OnToolError.FAIL_RUN });
 
 /** `START`, `MODEL 1`, `RESULT a`, `ERROR a Name`, `INDET a`, `FAILED Name`, `COMPLETED out`, `CANCELLED`. */
-function summary(event: RunEvent): string {
-  switch (event.type) {
-    case 'RUN_STARTED':
-      return 'START';
-    case 'MODEL_RESPONSE':
-      return `MODEL ${event.turn}`;
-    case 'TOOL_RESULT':
-      return `RESULT ${event.callId}`;
-    case 'TOOL_ERROR':
-      return `ERROR ${event.callId} ${event.error.name}`;
-    case 'TOOL_INDETERMINATE':
-      return `INDET ${event.callId}`;
-    case 'RUN_CANCELLED':
-      return 'CANCELLED';
-    case 'RUN_FAILED':
-      return `FAILED ${event.error.name}`;
-    case 'RUN_COMPLETED':
-      return `COMPLETED ${String(event.output)}`;
-  }
-}
 
 /** A runner whose model asks for one call to `wait` (a body taking `bodyMs` of virtual time), then answers. */
 function waitingRun(virtual: TestScheduler, bodyMs: number, options: { deadline?: DeadlineConfig; concurrency?: ConcurrencyConfig; scheduler?: NodeTimers; agent?: Agent } = {}) {

@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { config, map, of, type Observable, type Subscription } from 'rxjs';
 import { TestScheduler, type RunHelpers } from 'rxjs/testing';
+import { summary } from './summary.js';
 import {
   Agent,
   AgentRunner,
@@ -31,26 +32,6 @@ const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-
 const ask = (id: string, name: string): ToolCall => ({ id, name, arguments: {} });
 
 /** One line per event: `START`, `MODEL 1`, `RESULT a`, `ERROR a CallStoppedError`, `INDET a`, `CANCELLED`, `FAILED Name`, `COMPLETED out`. */
-function summary(event: RunEvent): string {
-  switch (event.type) {
-    case 'RUN_STARTED':
-      return 'START';
-    case 'MODEL_RESPONSE':
-      return `MODEL ${event.turn}`;
-    case 'TOOL_RESULT':
-      return `RESULT ${event.callId}`;
-    case 'TOOL_ERROR':
-      return `ERROR ${event.callId} ${event.error.name}`;
-    case 'TOOL_INDETERMINATE':
-      return `INDET ${event.callId}`;
-    case 'RUN_CANCELLED':
-      return 'CANCELLED';
-    case 'RUN_FAILED':
-      return `FAILED ${event.error.name}`;
-    case 'RUN_COMPLETED':
-      return `COMPLETED ${String(event.output)}`;
-  }
-}
 
 /** For marble expectations on a transcript. */
 const mapSummary = map(summary);
