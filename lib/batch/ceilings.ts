@@ -22,6 +22,9 @@ class DurationQueue<T> {
   private head = 0;
   // The scheduler action waiting for the head, if any.
   private action: Subscription | undefined;
+  // True while due ceilings expire: one armed meanwhile (an expiry freed a permit and a call of
+  // the batch started in it) must not set the wake-up, which is the head's, chosen after the loop.
+  private firing = false;
 
   constructor(
     private readonly scheduler: SchedulerLike,
@@ -34,7 +37,7 @@ class DurationQueue<T> {
     this.dues.push(due);
     this.expires.push(expire);
     this.targets.push(target);
-    if (this.action === undefined) this.wake(due);
+    if (this.action === undefined && !this.firing) this.wake(due);
   }
 
   /** Ends the scheduler action; armed ceilings never fire afterwards. */
@@ -62,15 +65,20 @@ class DurationQueue<T> {
     this.action = undefined;
     const now = this.scheduler.now();
     const { dues, expires, targets } = this;
-    while (this.head < dues.length && dues[this.head]! <= now) {
-      const at = this.head++;
-      const expire = expires[at]!;
-      const target = targets[at] as T;
-      // Let go of what fired, so it does not outlive its time here.
-      targets[at] = undefined;
-      expire(target);
-      // An expiry that closed the queue (it ended the batch) leaves nothing to fire.
-      if (this.dues !== dues) return;
+    this.firing = true;
+    try {
+      while (this.head < dues.length && dues[this.head]! <= now) {
+        const at = this.head++;
+        const expire = expires[at]!;
+        const target = targets[at] as T;
+        // Let go of what fired, so it does not outlive its time here.
+        targets[at] = undefined;
+        expire(target);
+        // An expiry that closed the queue (it ended the batch) leaves nothing to fire.
+        if (this.dues !== dues) return;
+      }
+    } finally {
+      this.firing = false;
     }
     // Targets that no longer care, at the head, are passed over before choosing when to wake.
     while (this.head < dues.length && this.stale(targets[this.head] as T)) targets[this.head++] = undefined;
