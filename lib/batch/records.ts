@@ -374,6 +374,9 @@ export class CallRecord {
   private lentLanes: ReadonlyMap<string, Loan> | undefined = undefined;
   // True while a body's Promise has not settled: the body is running, whatever its call's outcome.
   private bodyRunning = false;
+  // True while the body's synchronous part runs, and whether the call's end waits for it to return.
+  private invoking = false;
+  private letGoWaits = false;
   // Set while the body runs past its call's end and keeps its permits (an overrun): the
   // abandonAfterSeconds timer, if one is armed, or true.
   private overrun: Subscription | true | undefined = undefined;
@@ -482,6 +485,10 @@ export class CallRecord {
     if (batch.stopped !== undefined || batch.closed || this.closed) return;
     const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
     let produced: unknown;
+    // While the body's synchronous part runs, whatever ends the call (a stall, a stop the body
+    // set off itself) leaves the permits where they are: only the body's answer says whether
+    // it still runs (a Promise keeps them until it settles) or is over.
+    this.invoking = true;
     try {
       const monitor = this.dispatcher!.monitor;
       if (monitor === undefined) produced = call.invoke?.(context);
@@ -491,16 +498,30 @@ export class CallRecord {
         produced = monitor.run(this.watch, CallRecord.invoke, this);
       }
     } catch (error) {
+      this.invoking = false;
       this.fail(error);
+      this.letGoIfWaiting();
       return;
     }
+    this.invoking = false;
     // A body that already has its outcome (a synchronous stall, a stop while it ran) is still
     // followed: a Promise's rejection must be handled, and a body still running keeps its lanes.
-    if (this.done && isObservableSafely(produced)) return; // nothing to follow: not subscribed at all
+    if (this.done && isObservableSafely(produced)) {
+      this.letGoIfWaiting();
+      return; // nothing to follow: not subscribed at all
+    }
     const running = takeAnswer(produced, this);
+    this.letGoIfWaiting();
     if (running === undefined) return;
     if (this.done) unsubscribeBody(running);
     else this.running = running;
+  }
+
+  // The permits' fate, held while the body's synchronous part ran, is decided now that its answer is known.
+  private letGoIfWaiting(): void {
+    if (!this.letGoWaits) return;
+    this.letGoWaits = false;
+    this.letGo();
   }
 
   /** @internal The body's answer: its first value (or a plain one) is the result. */
@@ -522,9 +543,6 @@ export class CallRecord {
 
   /** @internal The body answered with a Promise: until it settles the body runs, and counts in its lanes even if its call ends first. */
   waiting(): void {
-    // A call that already ended (a stall, a stop its body set off) gave its permits back with
-    // it: its Promise is followed only so that a rejection is handled, not told as an overrun.
-    if (this.done) return;
     this.bodyRunning = true;
   }
 
@@ -648,6 +666,10 @@ export class CallRecord {
   // settled, its abort ignored or not yet heard): a lane counts bodies that actually run, so
   // such a body keeps them until it settles, or until abandonAfterSeconds gives up on it.
   private letGo(): void {
+    if (this.invoking) {
+      this.letGoWaits = true;
+      return;
+    }
     if (!this.bodyRunning || this.taken === 0) {
       this.release();
       return;

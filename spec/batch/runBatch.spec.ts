@@ -732,9 +732,31 @@ describe('runBatch', () => {
         runBatch([call('a', stopping(answer), { tool: 'charge' }), call('b', () => 'b')], { stop$, onActivity }).subscribe((o) => outcomes.push(brief(o)));
         // As it is when the body runs later than the batch's start (behind a gate, say).
         expect(outcomes).to.deep.equal(['a?', 'b!CallStoppedError']);
-        // Its permits went back with the stop: it is not told as overrunning, and nothing is released later.
-        expect(seen).to.deep.equal(['started a', 'ended a indeterminate', 'ended b error', 'settled a', 'settled b']);
+        // A body that answered at once is over; one whose Promise still runs keeps its permits (an overrun).
+        const overrun = typeof answer === 'string' ? '' : ' overrun';
+        expect(seen).to.deep.equal(['started a', `ended a indeterminate${overrun}`, 'ended b error', 'settled a', 'settled b']);
       }
+    });
+
+    it('keeps the permit of a body that stopped its own batch while its Promise still runs: no other batch starts in it', async () => {
+      const lanes = new LaneTable();
+      const concurrency = new ConcurrencyConfig({ perTool: { slow: 1 } });
+      const shared = { lanes, concurrency };
+      const stop$ = new Subject<StopReason>();
+      let finish: () => void = () => undefined;
+      const body = () => {
+        stop$.next({ kind: 'cancelled', why: 'the tool cancelled the run' });
+        return new Promise<string>((resolve) => (finish = () => resolve('late')));
+      };
+      const first = await lastValueFrom(runBatch([call('a', body, { tool: 'slow' })], { concurrency, shared, stop$ }).pipe(toArray()));
+      expect(first.map(brief)).to.deep.equal(['a?']);
+      let started = false;
+      const second = lastValueFrom(runBatch([call('b', () => ((started = true), 'b'), { tool: 'slow' })], { concurrency, shared }).pipe(toArray()));
+      await Promise.resolve();
+      expect(started, 'b waits while a body still runs in the lane').to.equal(false);
+      finish();
+      expect((await second).map(brief)).to.deep.equal(['b=b']);
+      expect(lanes.size).to.equal(0);
     });
 
     it('hears no stop once its subscriber left: a watcher of the permits it gives back does not classify its calls again', () => {
