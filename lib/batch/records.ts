@@ -399,11 +399,6 @@ export class CallRecord {
     return run.done;
   }
 
-  /** True while the body runs past its call's end. */
-  get overrunning(): boolean {
-    return this.bodyRunning;
-  }
-
   /**
    * Dispatches the call: a refused call ends at once, never dispatched; the others take `steps`
    * in order, then run. `dispatcher` hears when the body starts and when the call ends.

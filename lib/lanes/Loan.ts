@@ -56,11 +56,6 @@ export class Loan {
     readonly fence?: string,
   ) {}
 
-  /** True while a borrower runs in the lent permit. */
-  get busy(): boolean {
-    return this.holder !== undefined;
-  }
-
   /** Asks for the lent permit; `onGrant` may be told before this returns. Refused (never granted) once recalled. */
   borrow(onGrant: OnGrant): Permit {
     const borrow = new Borrow(this, onGrant);
