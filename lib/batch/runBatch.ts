@@ -39,13 +39,6 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   if (!(turn instanceof ConcurrencyConfig)) throw new TypeError('runBatch: options.concurrency must be a ConcurrencyConfig');
   const given = isObservable(calls);
   if (!given && !Array.isArray(calls)) throw new TypeError('runBatch: calls must be an array or an Observable of calls');
-  const plan = {
-    concurrency: turn,
-    ...(options.shared ? { shared: options.shared } : {}),
-    ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-    ...(options.lent ? { lent: options.lent } : {}),
-    ...(options.monitor ? { monitor: options.monitor } : {}),
-  };
   const limits = { perToolSeconds: turn.perToolSeconds, ...(options.deadline?.toolCallSeconds !== undefined ? { toolCallSeconds: options.deadline.toolCallSeconds } : {}) };
   return new Observable<Outcome>((subscriber) => {
     // One batch per subscription: its records, clock, activity and stop, shared by every stage.
@@ -69,7 +62,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     stages = calls$
       .pipe(
         phases(() => batch),
-        concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(plan))),
+        concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(options))),
         ceiling(limits),
         untilStopped(batch),
         inCallOrder(),

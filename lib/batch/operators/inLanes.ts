@@ -9,21 +9,10 @@ import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
-import type { BatchCall } from '../types.js';
+import type { BatchCall, BatchOptions } from '../types.js';
 
-/** The lanes calls are dispatched in, and what else a dispatch needs. */
-export interface LanePlan {
-  /** This turn's limits: the runner's config narrowed by the agent's. Default: unbounded. */
-  readonly concurrency?: ConcurrencyConfig;
-  /** The shared lanes and the numbers they are declared with. Default: a table of the batch's own, sized by `concurrency`. */
-  readonly shared?: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
-  /** Whose calls these are: the party in shared lanes, and the tenant lane's key. Default `'default'`. */
-  readonly tenant?: string;
-  /** Permits of shared lanes a caller lends (a nested run: its caller's `ctx.lent`). */
-  readonly lent?: ReadonlyMap<string, Loan>;
-  /** Watches each body's synchronous stretches; a stall fails that call alone. */
-  readonly monitor?: LoopMonitor;
-}
+/** The lanes calls are dispatched in, and what else a dispatch needs: the batch options of the same names. */
+export type LanePlan = Pick<BatchOptions, 'concurrency' | 'shared' | 'tenant' | 'lent' | 'monitor'>;
 
 const noSteps: readonly LaneStep[] = [];
 const noLoans: ReadonlyMap<string, Loan> = new Map();
