@@ -1,5 +1,6 @@
 export { runBatch } from './runBatch.js';
-export { BatchScope, CallRecord, type BatchScopeOptions, type CallState, type Dispatcher, type LaneStep } from './records.js';
+export { BatchScope, type BatchScopeOptions } from './batchScope.js';
+export { CallRecord, type CallState, type Dispatcher, type LaneStep } from './records.js';
 export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, cancelledWhy, errorOutcome, failedBy, givenReason, stoppedOutcome } from './stops.js';

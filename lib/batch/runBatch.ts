@@ -5,7 +5,7 @@
 // reordered into call order, and settled in call order.
 import { concatMap, from, isObservable, Observable, type ObservableInput, type Subscription } from 'rxjs';
 import { ConcurrencyConfig } from '../config/index.js';
-import { BatchScope } from './records.js';
+import { BatchScope } from './batchScope.js';
 import { ceiling } from './operators/ceiling.js';
 import { gate } from './operators/gate.js';
 import { inCallOrder } from './operators/inCallOrder.js';

@@ -4,7 +4,8 @@
 // (a model still writing its turn) while it runs: `concatMap` runs the phases one after another.
 import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
 import type { BatchCall } from '../types.js';
-import { BatchScope, CallRecord, type BatchScopeOptions } from '../records.js';
+import { BatchScope, type BatchScopeOptions } from '../batchScope.js';
+import { CallRecord } from '../records.js';
 
 // One phase: its records, held until `concatMap` subscribes (the phase before it may still run),
 // then passed on as they come. One of these per phase, never per call.

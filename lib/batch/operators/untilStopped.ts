@@ -3,7 +3,8 @@
 // every call of the batch that had no outcome gets exactly one, by what it had done: never
 // dispatched, or stopped in flight (safe to call again if idempotent, else indeterminate).
 import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Unsubscribable } from 'rxjs';
-import { BatchScope as BatchScopeClass, type BatchScope, type CallRecord } from '../records.js';
+import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
+import type { CallRecord } from '../records.js';
 import { failedBy, stoppedOutcome } from '../stops.js';
 import type { StopReason } from '../types.js';
 

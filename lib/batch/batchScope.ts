@@ -1,0 +1,208 @@
+// What the calls of one batch share: their records in call order, their clock, where their
+// activity goes, and their stop (held while a call is mid-bookkeeping). Made once per batch by
+// runBatch (or by phases); every stage reaches it through a record's `batch`.
+import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, type Unsubscribable } from 'rxjs';
+import { LaneTable } from '../lanes/index.js';
+import { reportUnhandled } from './invocation.js';
+import { CallRecord } from './records.js';
+import { stoppedOutcome } from './stops.js';
+import type { ActivitySink, BatchCall, CallActivity, Outcome, StopReason } from './types.js';
+
+/** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
+export interface BatchScopeOptions {
+  /** For time: activity stamps, ceilings, grace timers. Default `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /** Live scheduling events: a function, or a sink that says whether anyone is watching. */
+  readonly onActivity?: ((activity: CallActivity) => void) | ActivitySink;
+  /** Stop the batch at the first failed call (the FAIL_RUN policy). */
+  readonly failFast?: boolean;
+  /** A stop from outside, listened to from the moment the batch is made until it ends. */
+  readonly stop$?: Subscribable<StopReason>;
+}
+
+/**
+ * What the calls of one batch share: their records in call order, their clock, where their
+ * activity goes, and their stop. Made once per batch (per subscription); it is also the
+ * batch's stop source (`untilStopped(batch)` hears the first stop from anywhere).
+ */
+export class BatchScope implements Subscribable<StopReason> {
+  /** Every call's record, in call order. */
+  readonly records: CallRecord[] = [];
+  readonly scheduler: SchedulerLike;
+  readonly activity: ActivitySink | undefined;
+  readonly failFast: boolean;
+  /** The first stop; later ones change nothing. */
+  stopped: StopReason | undefined = undefined;
+  /** True once the batch's subscriber left (or the batch ended): nothing more is dispatched or asked. */
+  closed = false;
+  // How many calls the batch has, once they have all arrived.
+  private total: number | undefined = undefined;
+  // Who hears the stop once it takes effect (untilStopped).
+  private listener: ((reason: StopReason) => void) | undefined = undefined;
+  // Calls in the middle of their own bookkeeping, and whether the stop waits for them.
+  private busy = 0;
+  private stopWaits = false;
+  private told = false;
+  // The outside stop's subscription.
+  private outside: Unsubscribable | undefined = undefined;
+  // Calls whose settled activity went out: every call before this index.
+  private settledUpTo = 0;
+  // The batch's own lanes, made on first use: its turn lanes (the turn, and the turn's narrower
+  // per-tool bounds), and the lanes a batch given no shared ones keeps for itself. One of each
+  // per batch, not per phase: a body that overruns its call keeps its permits into later phases.
+  private turnTable: LaneTable | undefined = undefined;
+  private ownTable: LaneTable | undefined = undefined;
+
+  constructor(options: BatchScopeOptions = {}) {
+    this.scheduler = options.scheduler ?? asyncScheduler;
+    const { onActivity } = options;
+    this.activity = typeof onActivity === 'function' ? { observed: true, next: onActivity } : onActivity;
+    this.failFast = options.failFast ?? false;
+    if (options.stop$ !== undefined) {
+      const subscription = options.stop$.subscribe({ next: (reason) => this.stop(reason) });
+      if (this.stopped !== undefined) subscription.unsubscribe();
+      else this.outside = subscription;
+    }
+  }
+
+  /** A record for call `call`, the batch's call number `index`. */
+  record(call: BatchCall, index: number): CallRecord {
+    const record = new CallRecord(this, call, index);
+    this.records.push(record);
+    return record;
+  }
+
+  /** Every call has arrived: `count` of them. */
+  arrived(count: number): void {
+    this.total = count;
+  }
+
+  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first is dispatched. */
+  given: readonly BatchCall[] | undefined = undefined;
+
+  /** The turn was given whole, as `calls`. */
+  whole(calls: readonly BatchCall[]): void {
+    this.given = calls;
+    this.total = calls.length;
+  }
+
+  /** @internal The batch's turn lanes, shared by all of its phases. */
+  get turnLanes(): LaneTable {
+    return (this.turnTable ??= new LaneTable());
+  }
+
+  /** @internal The shared lanes of a batch given none, shared by all of its phases. */
+  get ownLanes(): LaneTable {
+    return (this.ownTable ??= new LaneTable());
+  }
+
+  /** How many calls the batch has (so far, while they may still arrive). */
+  get size(): number {
+    return this.total ?? this.records.length;
+  }
+
+  /** How many calls the batch will have, if all have arrived or were given at once. */
+  get expected(): number | undefined {
+    return this.total;
+  }
+
+  /** Stops the batch (the first stop wins); it takes effect once no call is mid-bookkeeping. */
+  stop(reason: StopReason): void {
+    if (this.stopped !== undefined) return;
+    this.stopped = reason;
+    this.outside?.unsubscribe();
+    this.outside = undefined;
+    if (this.busy > 0) this.stopWaits = true;
+    else this.tell(reason);
+  }
+
+  /** Who hears the stop once it takes effect. One listener: the batch's untilStopped. */
+  onStop(listener: (reason: StopReason) => void): void {
+    this.listener = listener;
+    if (this.stopped !== undefined && this.busy === 0 && !this.stopWaits) this.tell(this.stopped);
+  }
+
+  /** Subscribable: `untilStopped(batch)` listens to the batch's own stop. */
+  subscribe(observer: Partial<Observer<StopReason>>): Unsubscribable {
+    this.onStop((reason) => observer.next?.(reason));
+    return { unsubscribe: () => (this.listener = undefined) };
+  }
+
+  private tell(reason: StopReason): void {
+    if (this.told || this.listener === undefined) return;
+    this.told = true;
+    this.listener(reason);
+  }
+
+  /** A call is in the middle of its own bookkeeping: a stop waits for it. */
+  hold(): void {
+    this.busy++;
+  }
+
+  letGo(): void {
+    if (--this.busy > 0 || !this.stopWaits) return;
+    this.stopWaits = false;
+    if (this.stopped !== undefined) this.tell(this.stopped);
+  }
+
+  /** Ends every call dispatched (queued in its lanes, or running) where it stands: bodies aborted, permits back. */
+  tearDownDispatched(): void {
+    // Together: every one is marked before any gives its permits back, so none starts in them.
+    CallRecord.teardownAll(this.records.filter((record) => record.state === 'queued' || record.state === 'running'));
+  }
+
+  /** The records without an outcome, in call order. */
+  unsettled(): CallRecord[] {
+    return this.records.filter((record) => record.state !== 'ended');
+  }
+
+  // Live scheduling events, made only when someone watches.
+
+  /** @internal */ get watched(): boolean {
+    return this.activity?.observed === true;
+  }
+
+  /** @internal A watcher that throws must not cut a call's bookkeeping short: its error is reported the way RxJS reports a subscriber's. */
+  report(event: CallActivity): void {
+    try {
+      this.activity!.next(event);
+    } catch (error) {
+      reportUnhandled(error);
+    }
+  }
+
+  /** @internal The call's final outcome went out: what the transcript says of it. */
+  settledActivity(record: CallRecord, outcome: Outcome): void {
+    this.settledUpTo = record.index + 1;
+    if (!this.watched) return;
+    const { callId, tool } = record.call;
+    this.report({ type: 'settled', callId, tool, index: record.index, at: this.scheduler.now(), outcome: outcome.kind });
+  }
+
+  /**
+   * The batch ends (its subscriber left, or it completed): from here no stop is heard, then
+   * `tearDown` ends its stages (bodies aborted, permits back; a permit given back may set off a
+   * watcher that would stop the batch). A batch its subscriber left still tells watchers how
+   * each call ended, so a timeline never shows a call running forever: a call with no outcome
+   * yet is classified as a cancel would classify it.
+   */
+  close(tearDown?: () => void): void {
+    this.closed = true;
+    this.outside?.unsubscribe();
+    this.outside = undefined;
+    this.listener = undefined;
+    tearDown?.();
+    // Every call still dispatched ends where it stands, whatever the stages' teardown reached:
+    // left from inside that teardown (a watcher of the permits it gives back), the batch does
+    // not wait for it to come round to the calls it has not torn down yet.
+    this.tearDownDispatched();
+    const { records } = this;
+    if (this.settledUpTo >= records.length || !this.watched) return;
+    const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
+    for (let index = this.settledUpTo; index < records.length; index++) {
+      const record = records[index]!;
+      if (record.outcome === undefined) record.decide(stoppedOutcome(record.call, index, record.state === 'running', left));
+      this.settledActivity(record, record.outcome!);
+    }
+  }
+}
