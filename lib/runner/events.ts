@@ -1,7 +1,7 @@
 // RunEvent: the transcript of a run. For the same script it is the same sequence of
 // events whatever order the calls finished in: no times, and tool events in call order.
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
-import type { ErrorInfo } from '../errors.js';
+import { toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { FinishReason, ModelResponse, ToolCall, Usage } from './model.js';
 
 export type RunEventType =
@@ -128,4 +128,9 @@ export function toResponseEvent(turn: number, response: ModelResponse): ModelRes
     ...(usage !== undefined ? { usage } : {}),
     ...(finishReason !== undefined ? { finishReason } : {}),
   };
+}
+
+/** RUN_FAILED for `error`, read as the transcript carries errors. */
+export function failed(error: unknown): RunEvent {
+  return { type: 'RUN_FAILED', error: toErrorInfo(error) };
 }

@@ -16,9 +16,7 @@ import {
   defer,
   EMPTY,
   finalize,
-  from,
   ignoreElements,
-  isObservable,
   map,
   materialize,
   merge,
@@ -31,19 +29,19 @@ import {
   take,
   takeUntil,
   tap,
-  type ObservableInput,
   type ObservableNotification,
   type Subscription,
 } from 'rxjs';
 import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { describeFailures, describeValue } from '../config/index.js';
-import { DeadlineExceededError, ProviderError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
+import { describeFailures } from '../config/index.js';
+import { DeadlineExceededError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
-import { statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { decodeModelResponse, type DecodedResponse, type Message, type ModelRequest, type ModelResponse, type ToolCall } from './model.js';
-import { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
+import { failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
+import { answerOf, ask, providerFailure } from './ask.js';
+import type { Message, ModelRequest, ModelResponse, ToolCall } from './model.js';
+import { isStreamPart, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
@@ -62,9 +60,6 @@ function ending(reason: StopReason): RunEvent {
   return reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
 }
 
-function failed(error: Error): RunEvent {
-  return { type: 'RUN_FAILED', error: toErrorInfo(error) };
-}
 
 // The caller's signal as a stop: at once if it is aborted already.
 function aborted(signal: AbortSignal): Observable<StopReason> {
@@ -80,96 +75,6 @@ function aborted(signal: AbortSignal): Observable<StopReason> {
 }
 
 // One whole answer of the model: decoded, or the run's failure.
-type Answer = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
-
-// The run's failure for a provider that failed (its facts, an HTTP status, its code, the
-// attempts made, go with it), or that completed without answering.
-function providerFailure(turn: number, error: unknown): RunEvent {
-  if (error === undefined) return failed(new ProviderError(turn, 'the provider completed without a response'));
-  if (isPartError(error)) return failed(new ProviderError(turn, `the reply does not decode: ${error.message}`));
-  const info = toErrorInfo(error);
-  return failed(new ProviderError(turn, info.message, info));
-}
-
-// A provider may fail with anything, a Proxy whose traps throw included: instanceof must not throw.
-function isPartError(error: unknown): error is StreamPartError {
-  try {
-    return error instanceof StreamPartError;
-  } catch {
-    return false;
-  }
-}
-
-function answerOf(turn: number, raw: unknown): Answer {
-  let decoded: ReturnType<typeof decodeModelResponse>;
-  try {
-    decoded = decodeModelResponse(raw);
-  } catch (error) {
-    // A reply that throws when read (a getter, a proxy) is the provider's failure too.
-    return { failure: failed(new ProviderError(turn, toErrorInfo(error).message)) };
-  }
-  if (isLeft(decoded)) return { failure: failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)) };
-  return { reply: decoded.right };
-}
-
-/**
- * The provider's answer to one request, value by value: a whole response (nothing after it is
- * read), or the parts of a streamed turn until the stream ends. What the provider returned may
- * be a Promise, an Observable, or anything RxJS can read. Each request has its own
- * AbortController, aborted only if the request is left before its answer is complete (the run
- * stopped while it was asked, or was left mid-stream).
- */
-function ask(parts: RunnerParts, request: ModelRequest): Observable<unknown> {
-  return new Observable<unknown>((subscriber) => {
-    // Each request its own controller: a provider that keeps a signal sees only this request's abort.
-    const controller = new AbortController();
-    // Set once the answer is complete, or failed: later values are ignored, and the teardown does not abort.
-    let done = false;
-    subscriber.add(() => {
-      if (!done) {
-        done = true;
-        controller.abort(new Error('the run stopped'));
-      }
-    });
-    const fail = (error: unknown): void => {
-      if (done) return;
-      done = true;
-      subscriber.error(error);
-    };
-    let produced: unknown;
-    try {
-      produced = parts.provider.respond(request, controller.signal);
-    } catch (error) {
-      return fail(error);
-    }
-    // A Promise or an Observable, as the contract says; anything else RxJS can read (an
-    // async iterable, say) is taken as it always was, and the rest is the provider's failure.
-    let reply$: Observable<unknown>;
-    try {
-      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
-    } catch {
-      return fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
-    }
-    // Returned, so a reply that ended while being subscribed is unsubscribed at once.
-    return reply$.subscribe({
-      next: (value) => {
-        if (done) return;
-        if (isStreamPart(value)) return subscriber.next(value);
-        // A whole response: the answer is complete, whatever else the provider would send.
-        done = true;
-        subscriber.next(value);
-        subscriber.complete();
-      },
-      error: fail,
-      complete: () => {
-        if (done) return;
-        done = true;
-        subscriber.complete();
-      },
-    });
-  });
-}
-
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
 class Run implements NestedRuns {
   readonly runId = flat(randomUUID());
@@ -531,7 +436,7 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
     }
     const started: RunEvent = { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input };
     const run$ = concat(of(started), turn(run, 1)).pipe(
-      catchError((error: unknown) => run.finish({ type: 'RUN_FAILED', error: toErrorInfo(error) })),
+      catchError((error: unknown) => run.finish(failed(error))),
       finalize(() => {
         run.stopping?.unsubscribe();
         // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
