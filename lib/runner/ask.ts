@@ -2,7 +2,8 @@
 // parts of a streamed turn), under an AbortController of the request's own, and what the run
 // makes of a reply that fails or does not decode.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Observable, type ObservableInput } from 'rxjs';
+import { from, isObservable, Subscription, type Observable, type ObservableInput, type Observer, type Unsubscribable } from 'rxjs';
+import { isPromiseLike } from '../batch/index.js';
 import { describeValue } from '../config/index.js';
 import { ProviderError, toErrorInfo } from '../errors.js';
 import { failed, type RunEvent } from './events.js';
@@ -42,60 +43,118 @@ export function answerOf(turn: number, raw: unknown): Answer {
   return { reply: decoded.right };
 }
 
+/** Who hears a request's answer: each value (a whole response, or a streamed turn's parts), and how it ended. */
+export interface ReplyObserver {
+  reply(value: unknown): void;
+  replyFailed(error: unknown): void;
+  replyEnded(): void;
+}
+
 /**
- * The provider's answer to one request, value by value: a whole response (nothing after it is
- * read), or the parts of a streamed turn until the stream ends. What the provider returned may
- * be a Promise, an Observable, or anything RxJS can read. Each request has its own
- * AbortController, aborted only if the request is left before its answer is complete (the run
- * stopped while it was asked, or was left mid-stream).
+ * Asks the provider and hands `observer` its answer, value by value: a whole response (nothing
+ * after it is read), or the parts of a streamed turn until the stream ends. What the provider
+ * returned may be a Promise (followed with `then`, no Observable made), an Observable, or
+ * anything RxJS can read. Each request has its own AbortController, whose signal the provider
+ * is handed: a provider that keeps a signal sees only this request's abort, and one that leaves
+ * its listeners behind leaves them on a signal nobody keeps. The returned handle leaves the
+ * request, aborted only if its answer was not complete by then. Every value, failure and ending the
+ * provider sends after the answer is complete, or after the request was left, is ignored.
  */
-export function ask(parts: RunnerParts, request: ModelRequest): Observable<unknown> {
-  return new Observable<unknown>((subscriber) => {
-    // Each request its own controller: a provider that keeps a signal sees only this request's abort.
-    const controller = new AbortController();
-    // Set once the answer is complete, or failed: later values are ignored, and the teardown does not abort.
-    let done = false;
-    subscriber.add(() => {
-      if (!done) {
-        done = true;
-        controller.abort(new Error('the run stopped'));
-      }
-    });
-    const fail = (error: unknown): void => {
-      if (done) return;
-      done = true;
-      subscriber.error(error);
-    };
-    let produced: unknown;
+export function ask(parts: RunnerParts, request: ModelRequest, observer: ReplyObserver): Unsubscribable {
+  const asked = new Request(observer);
+  let produced: unknown;
+  try {
+    produced = parts.provider.respond(request, asked.controller.signal);
+  } catch (error) {
+    asked.fail(error);
+    return asked;
+  }
+  if (isPromiseLike(produced)) {
     try {
-      produced = parts.provider.respond(request, controller.signal);
+      produced.then(
+        (value) => asked.value(value),
+        (error: unknown) => asked.fail(error),
+      );
     } catch (error) {
-      return fail(error);
+      // A thenable whose `then` throws is the provider's failure too.
+      asked.fail(error);
     }
-    // A Promise or an Observable, as the contract says; anything else RxJS can read (an
-    // async iterable, say) is taken as it always was, and the rest is the provider's failure.
-    let reply$: Observable<unknown>;
+    return asked;
+  }
+  // An Observable, as the contract says; anything else RxJS can read (an async iterable, say)
+  // is taken as it always was, and the rest is the provider's failure.
+  let reply$: Observable<unknown>;
+  try {
+    reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
+  } catch {
+    asked.fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
+    return asked;
+  }
+  asked.follow(reply$);
+  return asked;
+}
+
+// One request in flight: whether its answer is complete, and the provider's Observable, if it
+// answered with one. A Subscription that is an Observer, so RxJS takes it as the subscriber of
+// that Observable itself (no wrapper, and no copy of it, whatever RxJS's config says): leaving
+// the request reaches the provider's subscription however far its subscribe has got.
+class Request extends Subscription implements Observer<unknown> {
+  readonly controller = new AbortController();
+  // Set once the answer is complete or failed, or the request was left: later values are ignored.
+  private done = false;
+
+  constructor(private readonly observer: ReplyObserver) {
+    super();
+  }
+
+  follow(reply$: Observable<unknown>): void {
     try {
-      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
-    } catch {
-      return fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
+      reply$.subscribe(this);
+    } catch (error) {
+      this.fail(error);
     }
-    // Returned, so a reply that ended while being subscribed is unsubscribed at once.
-    return reply$.subscribe({
-      next: (value) => {
-        if (done) return;
-        if (isStreamPart(value)) return subscriber.next(value);
-        // A whole response: the answer is complete, whatever else the provider would send.
-        done = true;
-        subscriber.next(value);
-        subscriber.complete();
-      },
-      error: fail,
-      complete: () => {
-        if (done) return;
-        done = true;
-        subscriber.complete();
-      },
-    });
-  });
+  }
+
+  value(value: unknown): void {
+    if (this.done) return;
+    if (isStreamPart(value)) return this.observer.reply(value);
+    // A whole response: the answer is complete, whatever else the provider would send.
+    this.end();
+    this.observer.reply(value);
+  }
+
+  fail(error: unknown): void {
+    if (this.done) return;
+    this.end();
+    this.observer.replyFailed(error);
+  }
+
+  // Observer of the provider's Observable.
+  next(value: unknown): void {
+    this.value(value);
+  }
+
+  error(error: unknown): void {
+    this.fail(error);
+  }
+
+  complete(): void {
+    if (this.done) return;
+    this.end();
+    this.observer.replyEnded();
+  }
+
+  // Left by the run: the request is aborted unless its answer was complete, then let go.
+  override unsubscribe(): void {
+    if (!this.done) {
+      this.done = true;
+      this.controller.abort(new Error('the run stopped'));
+    }
+    super.unsubscribe();
+  }
+
+  private end(): void {
+    this.done = true;
+    super.unsubscribe();
+  }
 }

@@ -11,26 +11,24 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import {
   catchError,
   concat,
-  concatMap,
   connectable,
   defer,
   EMPTY,
   finalize,
   ignoreElements,
   map,
-  materialize,
   merge,
   Observable,
   of,
-  race,
   ReplaySubject,
-  share,
   Subject,
   take,
   takeUntil,
   tap,
-  type ObservableNotification,
-  type Subscription,
+  type Observer,
+  type Subscriber,
+  Subscription,
+  type Unsubscribable,
 } from 'rxjs';
 import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures } from '../config/index.js';
@@ -39,7 +37,8 @@ import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { answerOf, ask, providerFailure } from './ask.js';
+import { answerOf, ask, providerFailure, type ReplyObserver } from './ask.js';
+import { turnByTurn } from './turnByTurn.js';
 import type { Message, ModelRequest, ModelResponse, ToolCall } from './model.js';
 import { isStreamPart, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
@@ -133,15 +132,58 @@ class Run implements NestedRuns {
     this.stopping = stops.connect();
   }
 
-  /** The run's final event: its state and messages handed over, watchers told, then the event. */
-  finish(event: RunEvent): Observable<RunEvent> {
-    return defer(() => {
-      if (this.ended) return EMPTY;
-      this.ended = true;
-      this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages] });
-      this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
-      return of(event);
-    });
+  /** The run's final event, or undefined if it ended already: its state and messages handed over, watchers told. */
+  end(event: RunEvent): RunEvent | undefined {
+    if (this.ended) return undefined;
+    this.ended = true;
+    this.upcoming = undefined;
+    this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages] });
+    this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
+    return event;
+  }
+
+  // The turn to ask next, once the one before it is over; none once the run ended.
+  private upcoming: number | undefined = 1;
+
+  /** The next turn, as `turnByTurn` reads them: undefined once the run has ended. */
+  nextTurn(): Observable<RunEvent> | undefined {
+    const n = this.upcoming;
+    this.upcoming = undefined;
+    return n === undefined || this.ended ? undefined : turn(this, n);
+  }
+
+  /** The model's response, in the conversation and as its event. */
+  responded(n: number, response: ModelResponse): RunEvent {
+    const { text, toolCalls = [] } = response;
+    this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
+    return toResponseEvent(n, response);
+  }
+
+  /** A call's outcome, in the conversation (its result's JSON from `contents`) and as its event. */
+  tookOutcome(n: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent {
+    this.messages.push(toolMessage(outcome, contents[outcome.index]));
+    return toOutcomeEvent(n, outcome);
+  }
+
+  /**
+   * Turn `n`'s batch is over: its deltas merged, then the run stops or fails (its final event
+   * returned), or goes on to the next turn (undefined). `failure` is a broken stream's.
+   */
+  after(n: number, outcomes: readonly Outcome[], failure?: RunEvent): RunEvent | undefined {
+    // The state is replaced only when some call recorded something.
+    if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
+      // The deltas are frozen copies already: freezing the top keeps the whole state read-only.
+      this.state = Object.freeze(assignDelta({ ...this.state }, mergeDeltas(outcomes)));
+    }
+    // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
+    if (failure !== undefined && this.stopped === undefined) return this.end(failure);
+    const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
+    const reason = this.stopped ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
+    if (reason !== undefined) return this.end(ending(reason));
+    const failedCall = this.failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
+    if (failedCall !== undefined && failedCall.kind === 'error') return this.end({ type: 'RUN_FAILED', error: failedCall.error });
+    if (!this.ended) this.upcoming = n + 1;
+    return undefined;
   }
 
   // Tells watchers of activity$ the run ended; the event is made only if someone watches.
@@ -274,67 +316,183 @@ class Run implements NestedRuns {
   }
 }
 
-// What decides how a turn goes on: the run's stop, or the provider's first value, failure or end.
-type First = { readonly stop: StopReason } | ObservableNotification<unknown>;
-
-// Turn `turn`: ask the model, unless the run stopped or ran out of turns; a stop while it is
-// asked ends the run at once (the request aborted). The first value says how the turn goes
-// on: a whole response, or the first part of a streamed one.
+/**
+ * Turn `n` of a run, as an Observable of its events: the model asked (unless the run stopped or
+ * ran out of turns; a stop while it is asked ends the run at once, the request aborted), then
+ * MODEL_RESPONSE, then the outcomes of its calls' batch in call order, or the run's final
+ * event. What comes next (another turn, or nothing) is left on the run for `turnByTurn`.
+ */
 function turn(run: Run, n: number): Observable<RunEvent> {
-  return defer(() => {
-    const { plan } = run;
-    if (n > plan.maxTurns) return run.finish(failed(new RunError(`${plan.agent.name} reached maxTurns (${plan.maxTurns}) without a final answer`)));
-    // A run stopped before this turn does not take even a synchronous reply.
-    if (run.stopped !== undefined) return run.finish(ending(run.stopped));
-    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
-    // One request, shared: the race reads its first value, and a streamed turn reads the rest.
-    // The streamed turn subscribes while the race's reader is still taking that first value,
-    // so the request is never left in between.
-    const reply$ = ask(run.parts, request).pipe(share());
-    const answer$ = reply$.pipe(materialize());
-    // A run nothing outside can stop races nothing.
-    return (run.stop$ === undefined ? answer$ : race(run.stop$.pipe(map((stop): First => ({ stop }))), answer$)).pipe(
-      take(1),
-      concatMap((first: First) => {
-        if ('stop' in first) return run.finish(ending(first.stop));
-        if (first.kind === 'E') return run.finish(providerFailure(n, first.error));
-        if (first.kind === 'C') return run.finish(providerFailure(n, undefined));
-        if (isStreamPart(first.value)) return streamed(run, n, first.value, reply$);
-        const answer = answerOf(n, first.value);
-        if ('failure' in answer) return run.finish(answer.failure);
-        const { response, malformed } = answer.reply;
-        // Each result's JSON, by call index, as the settle step made it.
-        const contents: Array<string | undefined> = [];
-        return respond(run, n, response, contents, defer(() => run.batchOf(n, run.callsOf(response.toolCalls ?? [], malformed, run.scope()), contents)));
-      }),
-    );
-  });
+  return new Observable<RunEvent>((subscriber) => new Turn(run, n, subscriber).start());
 }
 
-// The model's response, then the final answer, or the turn's outcomes in call order from
-// `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and
-// what comes after them. `failure` is the run's ending once they are out (a broken stream).
-function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure?: RunEvent): Observable<RunEvent> {
-  const { text, toolCalls = [] } = response;
-  run.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
-  const event = toResponseEvent(n, response);
-  if (toolCalls.length === 0) return concat(of(event), defer(() => run.finish(run.finalAnswer(text))));
-  return concat(
-    of(event),
-    defer(() => {
-      const outcomes: Outcome[] = [];
-      return concat(
-        outcomes$.pipe(
-          map((outcome) => {
-            outcomes.push(outcome);
-            run.messages.push(toolMessage(outcome, contents[outcome.index]));
-            return toOutcomeEvent(n, outcome);
-          }),
-        ),
-        defer(() => after(run, n, outcomes, failure)),
-      );
-    }),
-  );
+// One turn as it runs: the request, then its batch (or a streamed turn's reading). A record per
+// turn that is their observer, with no operator chain of its own: it hears the provider's
+// answer, and it is its batch's subscriber itself (a Subscription that is an Observer, taken by
+// RxJS as it takes an operator's), so a turn left while its batch is being subscribed (its
+// calls answering synchronously) ends that batch at once. Anything unforeseen thrown in its
+// callbacks fails the turn, and the run with RUN_FAILED (turnByTurn's `failed`).
+class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
+  // The request in flight, until answered or left.
+  private asked: Unsubscribable | undefined = undefined;
+  // The run's stop, heard while the model is asked.
+  private stopping: Unsubscribable | undefined = undefined;
+  // A streamed turn's later parts, and who reads them.
+  private rest: Subscriber<unknown> | undefined = undefined;
+  private streaming = false;
+  // True once the answer came (the batch, or the stream, took over) or the request was left.
+  private answered = false;
+  // True once the request was left: a request still being made when it was is left once it is.
+  private left = false;
+  // Each result's JSON, by call index, as the settle step made it; the outcomes so far.
+  private readonly contents: Array<string | undefined> = [];
+  private readonly outcomes: Outcome[] = [];
+
+  constructor(
+    private readonly run: Run,
+    private readonly n: number,
+    private readonly subscriber: Subscriber<RunEvent>,
+  ) {
+    super();
+  }
+
+  start(): void {
+    const { run, n, subscriber } = this;
+    const { plan } = run;
+    if (n > plan.maxTurns) return this.end(failed(new RunError(`${plan.agent.name} reached maxTurns (${plan.maxTurns}) without a final answer`)));
+    // A run stopped before this turn does not take even a synchronous reply.
+    if (run.stopped !== undefined) return this.end(ending(run.stopped));
+    subscriber.add(this);
+    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
+    // A run nothing outside can stop hears nothing while it asks.
+    if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
+    const asked = ask(run.parts, request, this);
+    // Left while it was being asked (a provider that stops the run itself, say): left now.
+    if (this.closed || this.left) asked.unsubscribe();
+    else this.asked = asked;
+  }
+
+  // The run stopped while the model was asked: the request is left (aborted) and the run ends.
+  private stopped(reason: StopReason): void {
+    if (this.answered) return;
+    this.leave();
+    this.end(ending(reason));
+  }
+
+  reply(value: unknown): void {
+    if (this.streaming) {
+      this.rest?.next(value);
+      return;
+    }
+    const { run, n, subscriber } = this;
+    this.heard();
+    try {
+      if (isStreamPart(value)) {
+        this.streaming = true;
+        // The stream's events go to the turn's subscriber as they are; the request stays open
+        // for the parts after this one until the stream is no longer read.
+        streamed(run, n, value, new Observable<unknown>((rest) => this.restOf(rest))).subscribe(subscriber);
+        return;
+      }
+      const answer = answerOf(n, value);
+      if ('failure' in answer) return this.end(answer.failure);
+      const { response, malformed } = answer.reply;
+      subscriber.next(run.responded(n, response));
+      const { toolCalls = [] } = response;
+      if (toolCalls.length === 0) return this.end(run.finalAnswer(response.text));
+      if (this.closed) return;
+      run.batchOf(n, run.callsOf(toolCalls, malformed, run.scope()), this.contents).subscribe(this);
+    } catch (error) {
+      subscriber.error(error);
+    }
+  }
+
+  replyFailed(error: unknown): void {
+    if (this.streaming) {
+      this.rest?.error(error);
+      return;
+    }
+    this.heard();
+    this.end(providerFailure(this.n, error));
+  }
+
+  replyEnded(): void {
+    if (this.streaming) {
+      this.rest?.complete();
+      return;
+    }
+    this.heard();
+    this.end(providerFailure(this.n, undefined));
+  }
+
+  // The answer came: the stop now reaches the batch, which classifies its calls.
+  private heard(): void {
+    this.answered = true;
+    this.stopping?.unsubscribe();
+    this.stopping = undefined;
+  }
+
+  // A streamed turn reads the parts after its first: the request stays open until it leaves.
+  private restOf(reader: Subscriber<unknown>): () => void {
+    this.rest = reader;
+    return () => {
+      this.rest = undefined;
+      this.leave();
+    };
+  }
+
+  // The batch's outcomes, in call order, each into the conversation and out as its event.
+  next(outcome: Outcome): void {
+    if (this.closed) return;
+    try {
+      this.outcomes.push(outcome);
+      this.subscriber.next(this.run.tookOutcome(this.n, outcome, this.contents));
+    } catch (error) {
+      this.error(error);
+    }
+  }
+
+  error(error: unknown): void {
+    if (this.closed) return;
+    this.unsubscribe();
+    this.subscriber.error(error);
+  }
+
+  // The batch is over (its teardown runs first): the run ends, or goes on to its next turn.
+  complete(): void {
+    if (this.closed) return;
+    this.unsubscribe();
+    try {
+      const last = this.run.after(this.n, this.outcomes);
+      if (last !== undefined) this.subscriber.next(last);
+      this.subscriber.complete();
+    } catch (error) {
+      this.subscriber.error(error);
+    }
+  }
+
+  // The run's final event, if it has not ended already, and the turn is over.
+  private end(event: RunEvent): void {
+    const last = this.run.end(event);
+    if (last !== undefined) this.subscriber.next(last);
+    this.subscriber.complete();
+  }
+
+  // Leaves the request, if it is still in flight (it is then aborted).
+  private leave(): void {
+    this.left = true;
+    const { asked } = this;
+    this.asked = undefined;
+    asked?.unsubscribe();
+  }
+
+  override unsubscribe(): void {
+    if (this.closed) return;
+    this.stopping?.unsubscribe();
+    this.stopping = undefined;
+    this.leave();
+    super.unsubscribe();
+  }
 }
 
 /**
@@ -393,28 +551,41 @@ function streamed(run: Run, n: number, first: unknown, rest$: Observable<unknown
       defer(() => {
         const { response } = writing.response();
         // Cut short before any call came: the run ends as a turn stopped while asked does.
-        if (response.toolCalls === undefined && (failure !== undefined || run.stopped !== undefined)) return run.finish(failure ?? ending(run.stopped!));
+        if (response.toolCalls === undefined && (failure !== undefined || run.stopped !== undefined)) return finishing(run, failure ?? ending(run.stopped!));
         return respond(run, n, response, contents, batch, failure);
       }),
     ).pipe(finalize(() => connection.unsubscribe()));
   });
 }
 
-// The batch is over: its deltas merged, then the run stops, fails or asks again.
-function after(run: Run, n: number, outcomes: readonly Outcome[], failure?: RunEvent): Observable<RunEvent> {
-  // The state is replaced only when some call recorded something.
-  if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
-    // The deltas are frozen copies already: freezing the top keeps the whole state read-only.
-    run.state = Object.freeze(assignDelta({ ...run.state }, mergeDeltas(outcomes)));
-  }
-  // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
-  if (failure !== undefined && run.stopped === undefined) return run.finish(failure);
-  const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
-  const reason = run.stopped ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
-  if (reason !== undefined) return run.finish(ending(reason));
-  const failedCall = run.failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
-  if (failedCall !== undefined && failedCall.kind === 'error') return run.finish({ type: 'RUN_FAILED', error: failedCall.error });
-  return turn(run, n + 1);
+// A streamed turn's response, then the final answer, or the outcomes in call order from
+// `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and what
+// comes after them. `failure` is the run's ending once they are out (a broken stream).
+function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure: RunEvent | undefined): Observable<RunEvent> {
+  const event = run.responded(n, response);
+  if ((response.toolCalls ?? []).length === 0) return concat(of(event), finishing(run, run.finalAnswer(response.text)));
+  const outcomes: Outcome[] = [];
+  return concat(
+    of(event),
+    outcomes$.pipe(
+      map((outcome) => {
+        outcomes.push(outcome);
+        return run.tookOutcome(n, outcome, contents);
+      }),
+    ),
+    defer(() => {
+      const last = run.after(n, outcomes, failure);
+      return last === undefined ? EMPTY : of(last);
+    }),
+  );
+}
+
+// The run's final event, if it has not ended already.
+function finishing(run: Run, event: RunEvent): Observable<RunEvent> {
+  return defer(() => {
+    const last = run.end(event);
+    return last === undefined ? EMPTY : of(last);
+  });
 }
 
 /**
@@ -425,7 +596,7 @@ function after(run: Run, n: number, outcomes: readonly Outcome[], failure?: RunE
  * never the process.
  */
 export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEvent> {
-  return defer(() => {
+  return new Observable<RunEvent>((subscriber) => {
     const { activity, scheduler, tracing } = parts;
     // Traced, the run is made with the trace's parts (its provider's answers traced) and followed by it.
     const trace = tracing?.open(parts, plan);
@@ -434,15 +605,24 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
     if (activity.observed) {
       activity.next({ type: 'run-started', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, ...(run.parent ? { parent: run.parent } : {}), at: scheduler.now() });
     }
-    const started: RunEvent = { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input };
-    const run$ = concat(of(started), turn(run, 1)).pipe(
-      catchError((error: unknown) => run.finish(failed(error))),
-      finalize(() => {
-        run.stopping?.unsubscribe();
-        // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
-        if (!run.ended) run.activityEnded('cancelled');
-      }),
-    );
-    return trace === undefined ? run$ : trace.follow(run$);
+    if (trace === undefined) return play(run, subscriber);
+    return trace.follow(new Observable<RunEvent>((followed) => play(run, followed))).subscribe(subscriber);
+  });
+}
+
+// The run's transcript to `subscriber`: RUN_STARTED, then its turns one after another. Whatever
+// ends it (its final event, a failure, the subscriber leaving), its stop's sources end with it.
+function play(run: Run, subscriber: Subscriber<RunEvent>): void {
+  const { plan } = run;
+  subscriber.next({ type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input });
+  turnByTurn(
+    () => run.nextTurn(),
+    (error) => run.end(failed(error)),
+  ).subscribe(subscriber);
+  // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
+  subscriber.add(() => {
+    run.stopping?.unsubscribe();
+    // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
+    if (!run.ended) run.activityEnded('cancelled');
   });
 }

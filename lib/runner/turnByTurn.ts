@@ -1,0 +1,107 @@
+// The run's turns, one after another: `concatMap` over turns as `expand` with a concurrency of
+// one would give them, the next turn known only once the one before it completes (what the
+// model answered and how the batch went decide whether there is one).
+import { Observable, Subscription, type Observer, type Subscriber } from 'rxjs';
+
+/**
+ * An Observable of turns: subscribes to the turn `next()` gives, passes its values on, and once
+ * it completes asks `next()` for the following one; completes when `next()` gives none. A turn
+ * that fails is handed to `failed`, whose value (if any) ends the sequence, as `catchError` would.
+ * A turn's values reach the subscriber through one reader, not one layer per turn gone by, and
+ * turns that complete synchronously are taken in a loop, not by recursion.
+ *
+ * ## Example
+ * ```ts
+ * let n = 0;
+ * turnByTurn(() => (n < 3 ? of(`turn ${++n}`) : undefined)).subscribe(console.log);
+ * // turn 1, turn 2, turn 3
+ * ```
+ */
+export function turnByTurn<T>(next: () => Observable<T> | undefined, failed?: (error: unknown) => T | undefined): Observable<T> {
+  return new Observable<T>((subscriber) => new Turns(subscriber, next, failed).loop());
+}
+
+// One subscription of turnByTurn.
+class Turns<T> {
+  // True while the loop runs, and whether a turn completed inside it (the loop then goes on).
+  private looping = false;
+  private completed = false;
+
+  constructor(
+    readonly subscriber: Subscriber<T>,
+    private readonly next: () => Observable<T> | undefined,
+    private readonly onFailure: ((error: unknown) => T | undefined) | undefined,
+  ) {}
+
+  loop(): void {
+    const { subscriber } = this;
+    this.looping = true;
+    do {
+      this.completed = false;
+      if (subscriber.closed) break;
+      let turn$: Observable<T> | undefined;
+      try {
+        turn$ = this.next();
+      } catch (error) {
+        this.failed(error);
+        break;
+      }
+      if (turn$ === undefined) {
+        subscriber.complete();
+        break;
+      }
+      // The reader is the turn's subscriber itself, a child of ours: leaving the sequence ends the
+      // turn at once, even while the turn is still being subscribed.
+      const reader = new TurnReader(this);
+      subscriber.add(reader);
+      turn$.subscribe(reader);
+    } while (this.completed);
+    this.looping = false;
+  }
+
+  /** @internal The turn read now completed (its reader torn down already): on to the next. */
+  turnEnded(): void {
+    if (this.looping) this.completed = true;
+    else this.loop();
+  }
+
+  /** @internal A turn failed: `failed`'s value ends the sequence, or the error does. */
+  failed(error: unknown): void {
+    const { subscriber, onFailure } = this;
+    if (onFailure === undefined) return subscriber.error(error);
+    let last: T | undefined;
+    try {
+      last = onFailure(error);
+    } catch (thrown) {
+      return subscriber.error(thrown);
+    }
+    if (last !== undefined) subscriber.next(last);
+    subscriber.complete();
+  }
+}
+
+// Reads one turn. Handed to subscribe, a Subscription that is an Observer is taken by RxJS as the
+// subscriber itself, as an operator's is: one object per turn, and unsubscribing it reaches
+// whatever the turn subscribed, however far its subscribe has got.
+class TurnReader<T> extends Subscription implements Observer<T> {
+  constructor(private readonly turns: Turns<T>) {
+    super();
+  }
+
+  next(value: T): void {
+    if (!this.closed) this.turns.subscriber.next(value);
+  }
+
+  error(error: unknown): void {
+    if (this.closed) return;
+    this.unsubscribe();
+    this.turns.failed(error);
+  }
+
+  complete(): void {
+    if (this.closed) return;
+    // The turn's own teardown runs before the next turn starts.
+    this.unsubscribe();
+    this.turns.turnEnded();
+  }
+}
