@@ -72,3 +72,17 @@ export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): U
   observer.answered(produced as T);
   return undefined;
 }
+
+/**
+ * True when `answer` is a Promise (or thenable) or an Observable, whose answer is still to come;
+ * false for a plain value, taken as it is with nothing made for it. A value that cannot be asked
+ * (a getter or a Proxy that throws) counts as pending: `takeAnswer` then fails it.
+ */
+export function isPending(answer: unknown): boolean {
+  if (answer === null || (typeof answer !== 'object' && typeof answer !== 'function')) return false;
+  try {
+    return isObservable(answer) || isPromiseLike(answer);
+  } catch {
+    return true;
+  }
+}

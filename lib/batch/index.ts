@@ -5,7 +5,7 @@ export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { cancelled, cancelledWhy, errorOutcome, failedBy, givenReason, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';
-export { takeAnswer, type AnswerObserver } from './answer.js';
+export { isPending, takeAnswer, type AnswerObserver } from './answer.js';
 export type {
   ActivitySink,
   BatchCall,

@@ -12,7 +12,9 @@ import { inCallOrder } from './operators/inCallOrder.js';
 import { inLanes } from './operators/inLanes.js';
 import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
+import { Stage } from './operators/stage.js';
 import { untilStopped } from './operators/untilStopped.js';
+import type { CallRecord } from './records.js';
 import type { BatchCall, BatchOptions, Outcome } from './types.js';
 
 /**
@@ -68,12 +70,15 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
         inCallOrder(),
         settle(options.settle),
       )
-      .subscribe({
-        next: (record) => subscriber.next(record.outcome!),
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      });
+      .subscribe(new Outcomes(subscriber));
     // A subscriber that already left ends these at once.
     return stages;
   });
+}
+
+// The batch's outcomes as its subscriber takes them, from the records of the last stage.
+class Outcomes extends Stage<CallRecord, Outcome> {
+  protected take(record: CallRecord): void {
+    this.out.next(record.outcome!);
+  }
 }

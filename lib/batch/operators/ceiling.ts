@@ -4,11 +4,12 @@
 // queue (they expire in the order they were armed), so a ceiling is three array slots, not a
 // timer per call; the queues end with the subscription. On the batch's scheduler, so ceilings
 // run in virtual time under TestScheduler.
-import { identity, Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { identity, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { own } from '../../config/index.js';
 import { DeadlineExceededError, toErrorInfo } from '../../errors.js';
 import { Ceilings } from '../ceilings.js';
 import { CallRecord } from '../records.js';
+import { Stage, staged } from './stage.js';
 
 /** The durations calls are timed by, in seconds. */
 export interface CeilingLimits {
@@ -49,35 +50,43 @@ function overdue(record: CallRecord): void {
 export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<CallRecord> {
   const { perToolSeconds = {}, toolCallSeconds } = limits;
   if (Object.keys(perToolSeconds).length === 0 && toolCallSeconds === undefined) return identity;
-  return (source) =>
-    new Observable<CallRecord>((subscriber) => {
-      // The queues, one per duration; made with the first record that needs one.
-      let ceilings: Ceilings<CallRecord> | undefined;
-      subscriber.add(() => ceilings?.close());
-      return source.subscribe({
-        next(record) {
-          if (record.state === 'running' && record.ceilingOf === undefined) {
-            const queues = (ceilings ??= new Ceilings<CallRecord>(record.batch.scheduler, CallRecord.stale));
-            record.ceilingOf = perToolSeconds;
-            const seconds = own(perToolSeconds, record.call.tool);
-            if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
-            // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at
-            // the same instant, and then its own ceiling wins: it is the more specific declaration,
-            // and the call never ran longer than toolCallSeconds. So its deadline is not armed at
-            // all, and which of two timers due together a scheduler runs first cannot change that.
-            if (toolCallSeconds !== undefined && !(seconds !== undefined && seconds <= toolCallSeconds)) {
-              record.deadlineOf = toolCallSeconds;
-              queues.arm(toolCallSeconds * 1000, overdue, record);
-            }
-          }
-          subscriber.next(record);
-        },
-        error(error: unknown) {
-          subscriber.error(error);
-        },
-        complete() {
-          subscriber.complete();
-        },
-      });
-    });
+  return staged((out) => new Ceiling(out, perToolSeconds, toolCallSeconds));
+}
+
+// One subscription of ceiling: the batch's timer queues, one per duration, made with the first record that needs one.
+class Ceiling extends Stage<CallRecord> {
+  private ceilings: Ceilings<CallRecord> | undefined = undefined;
+
+  constructor(
+    out: Subscriber<CallRecord>,
+    private readonly perToolSeconds: Readonly<Record<string, number>>,
+    private readonly toolCallSeconds: number | undefined,
+  ) {
+    super(out);
+  }
+
+  protected take(record: CallRecord): void {
+    if (record.state === 'running' && record.ceilingOf === undefined) {
+      const { perToolSeconds, toolCallSeconds } = this;
+      const queues = (this.ceilings ??= new Ceilings<CallRecord>(record.batch.scheduler, CallRecord.stale));
+      record.ceilingOf = perToolSeconds;
+      const seconds = own(perToolSeconds, record.call.tool);
+      if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
+      // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at
+      // the same instant, and then its own ceiling wins: it is the more specific declaration,
+      // and the call never ran longer than toolCallSeconds. So its deadline is not armed at
+      // all, and which of two timers due together a scheduler runs first cannot change that.
+      if (toolCallSeconds !== undefined && !(seconds !== undefined && seconds <= toolCallSeconds)) {
+        record.deadlineOf = toolCallSeconds;
+        queues.arm(toolCallSeconds * 1000, overdue, record);
+      }
+    }
+    this.out.next(record);
+  }
+
+  override unsubscribe(): void {
+    this.ceilings?.close();
+    this.ceilings = undefined;
+    super.unsubscribe();
+  }
 }

@@ -4,8 +4,8 @@
 // and ends as a failure without taking its lanes.
 import { identity, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { toErrorInfo, type ErrorInfo } from '../../errors.js';
-import { takeAnswer } from '../answer.js';
-import { serial } from './serial.js';
+import { isPending, takeAnswer } from '../answer.js';
+import { serial, type Serial } from './serial.js';
 import type { CallRecord } from '../records.js';
 import type { BatchCall, GateVerdict } from '../types.js';
 
@@ -36,46 +36,46 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
  */
 export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
   if (step === undefined) return identity;
-  return (source) =>
-    serial(source, {
-      // A stopped batch asks nobody about calls it will not dispatch: they wait to be classified.
-      holds: (record) => record.batch.stopped !== undefined || record.batch.closed,
-      step(record, next, subscriber) {
-        const pass = (refused: ErrorInfo | undefined): void => {
-          if (refused !== undefined) record.refused = refused;
-          subscriber.next(record);
-          next();
-        };
-        // Calls refused already (bad arguments), or decided, are not asked.
-        if (record.call.rejected !== undefined || record.refused !== undefined || record.state === 'ended') {
-          pass(undefined);
-          return undefined;
-        }
-        let answer: unknown;
-        try {
-          answer = step(record.call, record.index);
-        } catch (error) {
-          pass(toErrorInfo(error));
-          return undefined;
-        }
-        // Set once the verdict is in (or the gate was torn down): later answers change nothing.
-        let done = false;
-        const take = (refused: ErrorInfo | undefined): void => {
-          if (done) return;
+  return serial({
+    // A stopped batch asks nobody about calls it will not dispatch: they wait to be classified.
+    holds: (record) => record.batch.stopped !== undefined || record.batch.closed,
+    step(record, serial) {
+      // Calls refused already (bad arguments), or decided, are not asked.
+      if (record.call.rejected !== undefined || record.refused !== undefined || record.state === 'ended') return letThrough(record, serial, undefined);
+      let answer: unknown;
+      try {
+        answer = step(record.call, record.index);
+        // A verdict given at once goes through at once, with nothing made for it.
+        if (!isPending(answer)) return letThrough(record, serial, verdictError(answer));
+      } catch (error) {
+        return letThrough(record, serial, toErrorInfo(error));
+      }
+      // Set once the verdict is in (or the gate was torn down): later answers change nothing.
+      let done = false;
+      const take = (refused: ErrorInfo | undefined): void => {
+        if (done) return;
+        done = true;
+        letThrough(record, serial, refused);
+      };
+      const pending = takeAnswer<GateVerdict>(answer, {
+        answered: (verdict) => take(verdictError(verdict)),
+        failed: (error) => take(toErrorInfo(error)),
+        unanswered: () => take(undefined),
+      });
+      return {
+        unsubscribe: () => {
           done = true;
-          pass(refused);
-        };
-        const pending = takeAnswer<GateVerdict>(answer, {
-          answered: (verdict) => take(verdictError(verdict)),
-          failed: (error) => take(toErrorInfo(error)),
-          unanswered: () => take(undefined),
-        });
-        return {
-          unsubscribe: () => {
-            done = true;
-            pending?.unsubscribe();
-          },
-        };
-      },
-    });
+          pending?.unsubscribe();
+        },
+      };
+    },
+  });
+}
+
+// The record goes on (refused, if the gate said so), and the next call may be asked.
+function letThrough(record: CallRecord, serial: Serial, refused: ErrorInfo | undefined): undefined {
+  if (refused !== undefined) record.refused = refused;
+  serial.pass(record);
+  serial.through();
+  return undefined;
 }

@@ -2,9 +2,51 @@
 // record whose outcome is decided waits here until every call before it has one; then the whole
 // settled prefix goes out at once. Records passing for other reasons (a body that started) are
 // not outcomes, and stay here.
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import type { MonoTypeOperatorFunction } from 'rxjs';
 import type { CallRecord } from '../records.js';
+import { Stage, staged } from './stage.js';
 
+// One subscription of inCallOrder.
+class InCallOrder extends Stage<CallRecord> {
+  // Decided records waiting for an earlier call, by index.
+  private waiting: Array<CallRecord | undefined> = [];
+  // The index of the next call to emit.
+  private following = 0;
+  // The batch, known from the first record.
+  private seen: CallRecord | undefined = undefined;
+
+  protected take(record: CallRecord): void {
+    if (record.state !== 'ended') return;
+    this.seen ??= record;
+    const { out, waiting } = this;
+    if (record.index !== this.following) {
+      waiting[record.index] = record;
+      return;
+    }
+    out.next(record);
+    this.following++;
+    // The prefix this record completed goes out with it.
+    let later: CallRecord | undefined;
+    while ((later = waiting[this.following]) !== undefined && !out.closed) {
+      waiting[this.following] = undefined;
+      out.next(later);
+      this.following++;
+    }
+  }
+
+  protected override sourceCompleted(): void {
+    const expected = this.seen?.batch.size ?? this.following;
+    // Every call has its outcome by now; one missing is a bug, and it must not pass silently.
+    if (this.following >= expected) this.out.complete();
+    else this.out.error(new Error(`internal: the batch ended with call #${this.following} unsettled`));
+  }
+
+  override unsubscribe(): void {
+    this.waiting = [];
+    this.seen = undefined;
+    super.unsubscribe();
+  }
+}
 /**
  * Emits each record once its outcome is decided and every earlier call's has been emitted:
  * call order, whatever order the calls finished in, and as early as call order allows (a
@@ -19,45 +61,5 @@ import type { CallRecord } from '../records.js';
  * ```
  */
 export function inCallOrder(): MonoTypeOperatorFunction<CallRecord> {
-  return (source) =>
-    new Observable<CallRecord>((subscriber) => {
-      // Decided records waiting for an earlier call, by index.
-      let waiting: Array<CallRecord | undefined> = [];
-      // The index of the next call to emit.
-      let next = 0;
-      // The batch, known from the first record.
-      let seen: CallRecord | undefined;
-      subscriber.add(() => {
-        waiting = [];
-        seen = undefined;
-      });
-      return source.subscribe({
-        next(record) {
-          if (record.state !== 'ended') return;
-          seen ??= record;
-          if (record.index !== next) {
-            waiting[record.index] = record;
-            return;
-          }
-          subscriber.next(record);
-          next++;
-          // The prefix this record completed goes out with it.
-          let later: CallRecord | undefined;
-          while ((later = waiting[next]) !== undefined && !subscriber.closed) {
-            waiting[next] = undefined;
-            subscriber.next(later);
-            next++;
-          }
-        },
-        error(error: unknown) {
-          subscriber.error(error);
-        },
-        complete() {
-          const expected = seen?.batch.size ?? next;
-          // Every call has its outcome by now; one missing is a bug, and it must not pass silently.
-          if (next >= expected) subscriber.complete();
-          else subscriber.error(new Error(`internal: the batch ended with call #${next} unsettled`));
-        },
-      });
-    });
+  return staged((out) => new InCallOrder(out));
 }

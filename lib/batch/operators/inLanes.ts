@@ -3,13 +3,14 @@
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
-import { Observable, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
+import type { MonoTypeOperatorFunction, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
+import { Stage, staged } from './stage.js';
 
 /** The lanes calls are dispatched in, and what else a dispatch needs: the batch options of the same names. */
 export type LanePlan = Pick<BatchOptions, 'concurrency' | 'shared' | 'tenant' | 'lent' | 'monitor'>;
@@ -31,7 +32,7 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
 
 // One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
-class FanOut implements Dispatcher {
+class FanOut extends Stage<CallRecord> implements Dispatcher {
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
@@ -55,10 +56,9 @@ class FanOut implements Dispatcher {
   // Every record dispatched here and not yet over (for the teardown).
   readonly records = new Set<CallRecord>();
 
-  constructor(
-    plan: LanePlan,
-    private readonly subscriber: Subscriber<CallRecord>,
-  ) {
+  constructor(plan: LanePlan, out: Subscriber<CallRecord>) {
+    super(out);
+    out.add(() => this.teardown());
     const turn = plan.concurrency ?? new ConcurrencyConfig();
     this.turn = turn;
     this.shared = plan.shared;
@@ -74,17 +74,17 @@ class FanOut implements Dispatcher {
   }
 
   started(record: CallRecord): void {
-    this.subscriber.next(record);
+    this.out.next(record);
   }
 
   ended(record: CallRecord): void {
-    this.subscriber.next(record);
+    this.out.next(record);
   }
 
   over(record: CallRecord): void {
     if (!this.records.delete(record)) return;
     this.open--;
-    if (this.open === 0 && this.sourceDone) this.subscriber.complete();
+    if (this.open === 0 && this.sourceDone) this.out.complete();
   }
 
   dispatch(record: CallRecord): void {
@@ -100,7 +100,19 @@ class FanOut implements Dispatcher {
   }
 
   /** Every record still dispatched here ends where it stands. */
-  teardown(): void {
+  protected take(record: CallRecord): void {
+    // Decided before it got here (a cache stage, say): it passes on as it is.
+    if (record.state === 'ended') this.out.next(record);
+    else this.dispatch(record);
+  }
+
+  protected override sourceCompleted(): void {
+    this.sourceDone = true;
+    if (this.open === 0) this.out.complete();
+  }
+
+  // Ends the calls still dispatched: when `out` leaves, which may be long after the phase ended.
+  private teardown(): void {
     // Set before any record gives its permits back, which could grant them to another record here.
     this.closing = true;
     const records = [...this.records];
@@ -180,26 +192,5 @@ export function inLanes(plan: LanePlan = {}): MonoTypeOperatorFunction<CallRecor
   if (plan.concurrency !== undefined && !(plan.concurrency instanceof ConcurrencyConfig)) {
     throw new TypeError('inLanes: plan.concurrency must be a ConcurrencyConfig');
   }
-  return (source) =>
-    new Observable<CallRecord>((subscriber) => {
-      const fanOut = new FanOut(plan, subscriber);
-      subscriber.add(() => fanOut.teardown());
-      return source.subscribe({
-        next(record) {
-          // Decided before it got here (a cache stage, say): it passes on as it is.
-          if (record.state === 'ended') {
-            subscriber.next(record);
-            return;
-          }
-          fanOut.dispatch(record);
-        },
-        error(error: unknown) {
-          subscriber.error(error);
-        },
-        complete() {
-          fanOut.sourceDone = true;
-          if (fanOut.open === 0) subscriber.complete();
-        },
-      });
-    });
+  return staged((out) => new FanOut(plan, out));
 }

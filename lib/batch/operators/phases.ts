@@ -6,6 +6,7 @@ import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
 import type { BatchCall } from '../types.js';
 import { BatchScope, type BatchScopeOptions } from '../batchScope.js';
 import { CallRecord } from '../records.js';
+import { Stage } from './stage.js';
 
 // One phase: its records, held until `concatMap` subscribes (the phase before it may still run),
 // then passed on as they come. One of these per phase, never per call.
@@ -76,44 +77,54 @@ class Phase {
  */
 export function phases(options: BatchScopeOptions | (() => BatchScope) = {}): OperatorFunction<BatchCall | CallRecord, Observable<CallRecord>> {
   return (source) =>
-    new Observable<Observable<CallRecord>>((subscriber) => {
-      const batch = typeof options === 'function' ? options() : new BatchScope(options);
-      // The phase receiving calls now.
-      let current: Phase | undefined;
-      // The next call's index.
-      let index = 0;
-      const open = (parallelSafe: boolean): Phase => {
-        current?.close();
-        const phase = new Phase(parallelSafe);
-        current = phase;
-        subscriber.next(new Observable<CallRecord>((reader) => phase.read(reader)));
-        return phase;
-      };
-      subscriber.add(() => {
-        current = undefined;
-      });
-      return source.subscribe({
-        next(value) {
-          const record = value instanceof CallRecord ? value : batch.record(value, index);
-          index++;
-          const safe = record.parallelSafe;
-          const phase = current !== undefined && safe && current.parallelSafe ? current : open(safe);
-          phase.push(record);
-          // A call that is not parallel-safe is alone in its phase: the next call opens another.
-          if (!safe) {
-            phase.close();
-            current = undefined;
-          }
-        },
-        error(error: unknown) {
-          subscriber.error(error);
-        },
-        complete() {
-          batch.arrived(index);
-          current?.close();
-          current = undefined;
-          subscriber.complete();
-        },
-      });
+    new Observable<Observable<CallRecord>>((out) => {
+      source.subscribe(new Phasing(out, typeof options === 'function' ? options() : new BatchScope(options)));
     });
+}
+
+// One subscription of phases: the phase receiving calls now, and the next call's index.
+class Phasing extends Stage<BatchCall | CallRecord, Observable<CallRecord>> {
+  private current: Phase | undefined = undefined;
+  private index = 0;
+
+  constructor(
+    out: Subscriber<Observable<CallRecord>>,
+    private readonly batch: BatchScope,
+  ) {
+    super(out);
+  }
+
+  protected take(value: BatchCall | CallRecord): void {
+    const record = value instanceof CallRecord ? value : this.batch.record(value, this.index);
+    this.index++;
+    const safe = record.parallelSafe;
+    const { current } = this;
+    const phase = current !== undefined && safe && current.parallelSafe ? current : this.open(safe);
+    phase.push(record);
+    // A call that is not parallel-safe is alone in its phase: the next call opens another.
+    if (!safe) {
+      phase.close();
+      this.current = undefined;
+    }
+  }
+
+  protected override sourceCompleted(): void {
+    this.batch.arrived(this.index);
+    this.current?.close();
+    this.current = undefined;
+    this.out.complete();
+  }
+
+  override unsubscribe(): void {
+    this.current = undefined;
+    super.unsubscribe();
+  }
+
+  private open(parallelSafe: boolean): Phase {
+    this.current?.close();
+    const phase = new Phase(parallelSafe);
+    this.current = phase;
+    this.out.next(new Observable<CallRecord>((reader) => phase.read(reader)));
+    return phase;
+  }
 }

@@ -1,8 +1,11 @@
 // The one-at-a-time engine the gate and settling share, as RxJS's concatMap is mergeMap with a
 // concurrency of one: records queue in arrival order, and each is handed to its step only once
-// the one before it is through. Plain state (a queue and a few flags), no Subscriber per record.
-import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
+// the one before it is through. Plain state (a queue and a few flags), no Subscriber and no
+// closure per record: only one record is in its step at a time, so whether it is through is
+// the engine's to keep.
+import { Observable, type MonoTypeOperatorFunction, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { CallRecord } from '../records.js';
+import { Stage } from './stage.js';
 
 /** What a serial stage does with one record. */
 export interface SerialStage {
@@ -11,79 +14,116 @@ export interface SerialStage {
   /** True when the queue must wait where it is (a stopped batch asks nobody): the record stays first. */
   holds?(record: CallRecord): boolean;
   /**
-   * Handles `record` and calls `next()` once it is through, at once or later (or errors the
-   * stage through `subscriber`). Returns what ends an answer still awaited, if any.
+   * Handles `record`, passing it on with `serial.pass` (or failing the stage with
+   * `serial.fail`) and saying `serial.through()` once the next may go: at once, or later,
+   * returning what ends the pending answer if the stage is left meanwhile.
    */
-  step(record: CallRecord, next: () => void, subscriber: Subscriber<CallRecord>): Unsubscribable | undefined;
+  step(record: CallRecord, serial: Serial): Unsubscribable | undefined;
 }
 
-/** The source's records through `stage`, one at a time, in the order they came. */
-export function serial(source: Observable<CallRecord>, stage: SerialStage): Observable<CallRecord> {
-  return new Observable<CallRecord>((subscriber) => {
-    // Records waiting for their turn, from `head` on.
-    let queue: Array<CallRecord | undefined> = [];
-    let head = 0;
-    // The record being handled: what ends its awaited answer (or a mark that one is awaited).
-    let busy: Unsubscribable | undefined;
-    // True once the source completed.
-    let sourceDone = false;
-    // True while the queue is being worked through: a re-entered drain returns.
-    let draining = false;
-    const idle: Unsubscribable = { unsubscribe: () => undefined };
+const idle: Unsubscribable = { unsubscribe: () => undefined };
 
-    const drain = (): void => {
-      if (draining) return;
-      draining = true;
-      try {
-        while (busy === undefined && head < queue.length && !subscriber.closed) {
-          const record = queue[head]!;
-          if (stage.holds?.(record) === true) return;
-          queue[head++] = undefined;
-          // Set once this record is through: the next may go.
-          let through = false;
-          let sync = true;
-          const next = (): void => {
-            if (through) return;
-            through = true;
-            if (sync) return;
-            busy = undefined;
-            drain();
-          };
-          const pending = stage.step(record, next, subscriber);
-          sync = false;
-          if (!through) {
-            busy = pending ?? idle;
-            return;
-          }
+/** One subscription of a serial stage. */
+export class Serial extends Stage<CallRecord> {
+  // Records waiting for their turn, from `head` on.
+  private queue: Array<CallRecord | undefined> = [];
+  private head = 0;
+  // The record in its step: what ends its awaited answer (or a mark that one is awaited).
+  private busy: Unsubscribable | undefined = undefined;
+  // True once the source completed.
+  private sourceDone = false;
+  // True while the queue is being worked through: a re-entered drain returns.
+  private draining = false;
+  // True while a step runs, and whether it said its record is through before returning.
+  private stepping = false;
+  private passed = false;
+
+  constructor(
+    out: Subscriber<CallRecord>,
+    private readonly stage: SerialStage,
+  ) {
+    super(out);
+    // A record still in its step when the source ends is waited for; leaving ends its answer.
+    out.add(() => this.leave());
+  }
+
+  /** Passes `record` on. */
+  pass(record: CallRecord): void {
+    this.out.next(record);
+  }
+
+  /** Fails the stage: the step could not do its work. */
+  fail(error: unknown): void {
+    this.out.error(error);
+  }
+
+  /** The record in its step is through: the next may go. */
+  through(): void {
+    if (this.stepping) {
+      this.passed = true;
+      return;
+    }
+    if (this.busy === undefined) return;
+    this.busy = undefined;
+    this.drain();
+  }
+
+  protected take(record: CallRecord): void {
+    const { takes } = this.stage;
+    if (takes !== undefined && !takes(record)) return;
+    this.queue.push(record);
+    this.drain();
+  }
+
+  protected override sourceCompleted(): void {
+    this.sourceDone = true;
+    this.drain();
+  }
+
+  private drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    const { out, stage } = this;
+    try {
+      while (this.busy === undefined && this.head < this.queue.length && !out.closed) {
+        const record = this.queue[this.head]!;
+        if (stage.holds?.(record) === true) return;
+        this.queue[this.head++] = undefined;
+        this.stepping = true;
+        this.passed = false;
+        let pending: Unsubscribable | undefined;
+        try {
+          pending = stage.step(record, this);
+        } finally {
+          this.stepping = false;
         }
-        if (head === queue.length) {
-          queue = [];
-          head = 0;
-          if (sourceDone && busy === undefined && !subscriber.closed) subscriber.complete();
+        if (!this.passed) {
+          this.busy = pending ?? idle;
+          return;
         }
-      } finally {
-        draining = false;
       }
-    };
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+        if (this.sourceDone && this.busy === undefined && !out.closed) out.complete();
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
 
-    subscriber.add(() => {
-      busy?.unsubscribe();
-      busy = undefined;
-      queue = [];
+  private leave(): void {
+    const { busy } = this;
+    this.busy = undefined;
+    this.queue = [];
+    busy?.unsubscribe();
+  }
+}
+
+/** The operator whose subscriptions run `stage` one record at a time, in arrival order. */
+export function serial(stage: SerialStage): MonoTypeOperatorFunction<CallRecord> {
+  return (source) =>
+    new Observable<CallRecord>((out) => {
+      source.subscribe(new Serial(out, stage));
     });
-    return source.subscribe({
-      next(record) {
-        if (stage.takes !== undefined && !stage.takes(record)) return;
-        queue.push(record);
-        drain();
-      },
-      error(error: unknown) {
-        subscriber.error(error);
-      },
-      complete() {
-        sourceDone = true;
-        drain();
-      },
-    });
-  });
 }

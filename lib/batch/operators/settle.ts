@@ -3,8 +3,8 @@
 // (a refused result becomes an error). The outcome a record leaves with is its final one: the
 // `settled` activity is told here, so watchers see what the transcript says.
 import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
-import { takeAnswer } from '../answer.js';
-import { serial } from './serial.js';
+import { isPending, takeAnswer } from '../answer.js';
+import { serial, type Serial } from './serial.js';
 import type { CallRecord } from '../records.js';
 import { failedBy } from '../stops.js';
 import type { BatchCall, Outcome } from '../types.js';
@@ -31,49 +31,51 @@ export type SettleStep = (outcome: Outcome, call: BatchCall) => SettleAnswer;
  * ```
  */
 export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> {
-  return (source) =>
-    serial(source, {
-      // Outcomes only: a record passing because its body started is not one.
-      takes: (record) => record.state === 'ended',
-      step(record, next, subscriber) {
-        const out = (outcome: Outcome): void => {
-          record.settled(outcome);
-          subscriber.next(record);
-          const { batch } = record;
-          if (batch.failFast && outcome.kind === 'error' && outcome.stopped === undefined) batch.stop(failedBy(outcome, outcome.error));
-          next();
-        };
-        const outcome = record.outcome!;
-        if (step === undefined) {
-          out(outcome);
-          return undefined;
-        }
-        let answer: SettleAnswer;
-        try {
-          answer = step(outcome, record.call);
-        } catch (error) {
-          subscriber.error(error);
-          return undefined;
-        }
-        // Set once the step answered (or the stage was torn down): later answers change nothing.
-        let done = false;
-        const take = (settled: Outcome): void => {
-          if (done) return;
+  return serial({
+    // Outcomes only: a record passing because its body started is not one.
+    takes: (record) => record.state === 'ended',
+    step(record, serial) {
+      const outcome = record.outcome!;
+      if (step === undefined) return settled(record, serial, outcome);
+      let answer: SettleAnswer;
+      try {
+        answer = step(outcome, record.call);
+        // An outcome given at once goes out at once, with nothing made for it.
+        if (!isPending(answer)) return settled(record, serial, answer as Outcome);
+      } catch (error) {
+        serial.fail(error);
+        return undefined;
+      }
+      // Set once the step answered (or the stage was torn down): later answers change nothing.
+      let done = false;
+      const take = (final: Outcome): void => {
+        if (done) return;
+        done = true;
+        settled(record, serial, final);
+      };
+      const pending = takeAnswer<Outcome>(answer, {
+        answered: take,
+        failed: (error) => serial.fail(error),
+        // A step that ends without an outcome leaves the one it was given.
+        unanswered: () => take(outcome),
+      });
+      return {
+        unsubscribe: () => {
           done = true;
-          out(settled);
-        };
-        const pending = takeAnswer<Outcome>(answer, {
-          answered: take,
-          failed: (error) => subscriber.error(error),
-          // A step that ends without an outcome leaves the one it was given.
-          unanswered: () => take(outcome),
-        });
-        return {
-          unsubscribe: () => {
-            done = true;
-            pending?.unsubscribe();
-          },
-        };
-      },
-    });
+          pending?.unsubscribe();
+        },
+      };
+    },
+  });
+}
+
+// The record goes out with its final outcome, and the next may settle. Under FAIL_RUN, a
+// failure stops the batch once its own outcome has gone out.
+function settled(record: CallRecord, serial: Serial, outcome: Outcome): undefined {
+  record.settled(outcome);
+  serial.pass(record);
+  const { batch } = record;
+  if (batch.failFast && outcome.kind === 'error' && outcome.stopped === undefined) batch.stop(failedBy(outcome, outcome.error));
+  serial.through();
+  return undefined;
 }

@@ -1,0 +1,65 @@
+// How the batch's operators subscribe: as RxJS's own operators do, with one subscriber object per
+// stage and subscription that is both the observer of what comes in and a child of what it
+// passes on to, not an observer literal with its closures wrapped twice by RxJS.
+import { Observable, Subscription, type Observer, type OperatorFunction, type Subscriber } from 'rxjs';
+
+/**
+ * A stage's subscription: the observer of its source, and a Subscription added to the subscriber
+ * it passes things on to (`out`). Handed to `source.subscribe`, a Subscription that is an
+ * Observer is taken by RxJS as the subscriber itself, as an operator's is: the source's teardown
+ * is added to it, and `out` leaving reaches the source at once, even while the source is still
+ * being subscribed (calls that answer synchronously). What the stage does with each value is
+ * `take`; a throw there is the stage's error, passed on, as in RxJS's operators. Once closed (its
+ * source ended, or `out` left), a stage hears nothing more; a stage with work that outlives its
+ * source (calls still running) hangs that work's teardown on `out`.
+ */
+export abstract class Stage<In, Out = In> extends Subscription implements Observer<In> {
+  constructor(protected readonly out: Subscriber<Out>) {
+    super();
+    out.add(this);
+  }
+
+  next(value: In): void {
+    if (this.closed) return;
+    try {
+      this.take(value);
+    } catch (error) {
+      this.out.error(error);
+    }
+  }
+
+  error(error: unknown): void {
+    if (this.closed) return;
+    this.out.error(error);
+    this.unsubscribe();
+  }
+
+  // As an RxJS subscriber does, the stage lets go of a source that completed (what it still has
+  // to finish, calls in flight say, it keeps on `out`).
+  complete(): void {
+    if (this.closed) return;
+    try {
+      this.sourceCompleted();
+    } catch (error) {
+      this.out.error(error);
+    } finally {
+      this.unsubscribe();
+    }
+  }
+
+  /** A value from the source. */
+  protected abstract take(value: In): void;
+
+  /** The source completed: by default, so does the stage. */
+  protected sourceCompleted(): void {
+    this.out.complete();
+  }
+}
+
+/** The operator each of whose subscriptions is a stage made for its subscriber. */
+export function staged<In, Out = In>(stage: (out: Subscriber<Out>) => Stage<In, Out>): OperatorFunction<In, Out> {
+  return (source) =>
+    new Observable<Out>((out) => {
+      source.subscribe(stage(out));
+    });
+}
