@@ -4,7 +4,7 @@
 // Observable, a Subscriber and a dozen closures per call: a batch of thousands is mostly these
 // (docs/performance.md).
 import { isObservable, type Subscription, type Unsubscribable } from 'rxjs';
-import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+import { toErrorInfo, ToolTimedOutError, type ErrorInfo, type EventLoopStalledError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
@@ -86,15 +86,19 @@ function unsubscribeBody(running: Unsubscribable): void {
 // that a spread copy keeps them, costs about 0.1 µs per property per call; the runner's
 // ToolContext, which tool bodies get, does that for `signal`, and builds on this one.)
 class CallContext implements InvokeContext {
-  readonly record: (delta: Delta) => void;
+  #record: ((delta: Delta) => void) | undefined = undefined;
   #controller: AbortController | undefined = undefined;
   // Why the call was stopped, once it was: a signal first asked for afterwards is born aborted.
   #stopped: Error | undefined = undefined;
   readonly #run: CallRecord;
 
-  constructor(record: (delta: Delta) => void, run: CallRecord) {
-    this.record = record;
+  constructor(run: CallRecord) {
     this.#run = run;
+  }
+
+  /** Records what the call changed; a function of its own (made when first read), so it can be passed on alone. */
+  get record(): (delta: Delta) => void {
+    return (this.#record ??= (delta: Delta) => this.#run.recorded(delta));
   }
 
   get signal(): AbortSignal {
@@ -280,7 +284,7 @@ export class CallRecord {
     // On to the ceilings, which time the call from here.
     this.dispatcher!.started(this);
     if (batch.stopped !== undefined || batch.closed || this.closed) return;
-    const context = (this.invoked = new CallContext((patch) => this.record(patch), this));
+    const context = (this.invoked = new CallContext(this));
     let produced: unknown;
     // While the body's synchronous part runs, whatever ends the call (a stall, a stop the body
     // set off itself) leaves the permits where they are: only the body's answer says whether
@@ -291,7 +295,7 @@ export class CallRecord {
       if (monitor === undefined) produced = call.invoke?.(context);
       else {
         // Known before the body runs, so a synchronous stall's failure (halt) ends the watch too.
-        this.watch = monitor.open(call.tool, (error: unknown) => this.fail(error));
+        this.watch = monitor.open(call.tool, this);
         produced = monitor.run(this.watch, CallRecord.invoke, this);
       }
     } catch (error) {
@@ -327,6 +331,11 @@ export class CallRecord {
     this.succeed(result);
   }
 
+  /** @internal The loop monitor saw the body hold the event loop past loopStallMs: the call fails. */
+  loopStalled(error: EventLoopStalledError): void {
+    this.fail(error);
+  }
+
   /** @internal The body failed: it threw, rejected or errored (or its answer could not be read). */
   failed(error: unknown): void {
     if (this.bodyRunning) this.bodyEnded();
@@ -343,7 +352,8 @@ export class CallRecord {
     this.bodyRunning = true;
   }
 
-  private record(patch: Delta): void {
+  /** @internal What the body recorded (through its context's `record`). */
+  recorded(patch: Delta): void {
     if (this.done) return; // too late: the call has its outcome
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
       throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);

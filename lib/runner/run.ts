@@ -385,15 +385,16 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       return;
     }
     const { run, n, subscriber } = this;
-    this.heard();
     try {
       if (isStreamPart(value)) {
         this.streaming = true;
+        this.heard();
         // The stream's events go to the turn's subscriber as they are; the request stays open
         // for the parts after this one until the stream is no longer read.
         streamed(run, n, value, new Observable<unknown>((rest) => this.restOf(rest))).subscribe(subscriber);
         return;
       }
+      this.heard();
       const answer = answerOf(n, value);
       if ('failure' in answer) return this.end(answer.failure);
       const { response, malformed } = answer.reply;
@@ -425,9 +426,11 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     this.end(providerFailure(this.n, undefined));
   }
 
-  // The answer came: the stop now reaches the batch, which classifies its calls.
+  // The answer came: the stop now reaches the batch, which classifies its calls. A whole
+  // answer's request is over, and let go (its AbortSignal is some 500 bytes).
   private heard(): void {
     this.answered = true;
+    if (!this.streaming) this.asked = undefined;
     this.stopping?.unsubscribe();
     this.stopping = undefined;
   }

@@ -7,6 +7,11 @@ import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks'
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
 
+/** Who hears that a watched body held the loop too long (a call's record: no closure per call). */
+export interface StallListener {
+  loopStalled(error: EventLoopStalledError): void;
+}
+
 /** One watched call: who to tell of a stall, and whether it was told or is over. */
 export class Watch {
   // Set once a stall was reported, so a call is failed once at most.
@@ -16,7 +21,7 @@ export class Watch {
   constructor(
     readonly monitor: LoopMonitor,
     readonly tool: string,
-    readonly onStall: (error: EventLoopStalledError) => void,
+    readonly listener: StallListener,
   ) {}
 
   /** Ends the watch; later callbacks of the body are not charged. Safe to call twice. */
@@ -74,7 +79,7 @@ const hook: AsyncHook = createHook({
 function check(watched: Watch, elapsed: number): void {
   if (elapsed <= watched.monitor.limitMs || watched.stalled || watched.released) return;
   watched.stalled = true;
-  watched.onStall(new EventLoopStalledError(watched.tool, elapsed, watched.monitor.limitMs));
+  watched.listener.loopStalled(new EventLoopStalledError(watched.tool, elapsed, watched.monitor.limitMs));
 }
 
 export class LoopMonitor {
@@ -97,14 +102,14 @@ export class LoopMonitor {
   }
 
   /** @internal A watch for one call, not yet running anything: `run` runs its body, `release` ends it. */
-  open(tool: string, onStall: (error: EventLoopStalledError) => void): Watch {
+  open(tool: string, listener: StallListener): Watch {
     this.active++;
     active++;
     if (!enabled) {
       enabled = true;
       hook.enable();
     }
-    return new Watch(this, tool, onStall);
+    return new Watch(this, tool, listener);
   }
 
   /** @internal Runs `body(arg)` inside `watch`, timing its synchronous part; a throw releases the watch and is rethrown. */

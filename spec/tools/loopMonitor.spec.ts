@@ -20,7 +20,7 @@ import {
 // A body run as a call of `tool` under `monitor`: timed now and in every callback it schedules;
 // what the engine does for each call (open, run, release), in one step for these specs.
 function watch<T>(monitor: LoopMonitor, tool: string, body: () => T, onStall: (error: EventLoopStalledError) => void): { value: T; release: () => void } {
-  const opened = monitor.open(tool, onStall);
+  const opened = monitor.open(tool, { loopStalled: onStall });
   const value = monitor.run(opened, body, undefined);
   return { value, release: () => opened.release() };
 }
