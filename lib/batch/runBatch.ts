@@ -41,15 +41,17 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   if (!(turn instanceof ConcurrencyConfig)) throw new TypeError('runBatch: options.concurrency must be a ConcurrencyConfig');
   const given = isObservable(calls);
   if (!given && !Array.isArray(calls)) throw new TypeError('runBatch: calls must be an array or an Observable of calls');
-  const limits = { perToolSeconds: turn.perToolSeconds, ...(options.deadline?.toolCallSeconds !== undefined ? { toolCallSeconds: options.deadline.toolCallSeconds } : {}) };
+  const limits = { perToolSeconds: turn.perToolSeconds, toolCallSeconds: options.deadline?.toolCallSeconds };
+  // The stages that keep nothing of their own between subscriptions are made once per batch Observable.
+  const gated = gate(options.gate);
+  const laned = inLanes(options);
+  const inPhase = (phase$: Observable<CallRecord>): Observable<CallRecord> => phase$.pipe(gated, laned);
+  const timed = ceiling(limits);
+  const ordered = inCallOrder();
+  const settled = settle(options.settle);
   return new Observable<Outcome>((subscriber) => {
     // One batch per subscription: its records, clock, activity and stop, shared by every stage.
-    const batch = new BatchScope({
-      ...(options.scheduler ? { scheduler: options.scheduler } : {}),
-      ...(options.onActivity ? { onActivity: options.onActivity } : {}),
-      ...(options.failFast ? { failFast: true } : {}),
-      ...(options.stop$ ? { stop$: options.stop$ } : {}),
-    });
+    const batch = new BatchScope(options);
     // A turn given whole says how many calls it has: lanes that cannot bind are not taken.
     if (!given) batch.whole(calls as readonly BatchCall[]);
     // Registered before the stages are subscribed: a subscriber that leaves while they are still
@@ -62,14 +64,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     subscriber.add(() => batch.close(() => stages?.unsubscribe()));
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
     stages = calls$
-      .pipe(
-        phases(() => batch),
-        concatMap((phase$) => phase$.pipe(gate(options.gate), inLanes(options))),
-        ceiling(limits),
-        untilStopped(batch),
-        inCallOrder(),
-        settle(options.settle),
-      )
+      .pipe(phases(() => batch), concatMap(inPhase), timed, untilStopped(batch), ordered, settled)
       .subscribe(new Outcomes(subscriber));
     // A subscriber that already left ends these at once.
     return stages;

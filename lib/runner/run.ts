@@ -293,18 +293,19 @@ class Run implements NestedRuns {
       if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
+    // One shape for every turn's options (a field it does not use is undefined): no object spread per turn.
     return runBatch(calls, {
       concurrency: plan.turnConcurrency,
       shared: parts.shared,
       tenant,
-      ...(plan.nesting ? { lent: plan.nesting.lent } : {}),
+      lent: plan.nesting?.lent,
       deadline: parts.deadline,
       failFast: this.failFast,
-      ...(gate ? { gate } : {}),
+      gate,
       settle,
       stop$,
       scheduler: parts.scheduler,
-      ...(parts.monitor ? { monitor: parts.monitor } : {}),
+      monitor: parts.monitor,
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
     });
   }

@@ -14,8 +14,13 @@ import { Observable, Subscription, type Observer, type OperatorFunction, type Su
  * source (calls still running) hangs that work's teardown on `out`.
  */
 export abstract class Stage<In, Out = In> extends Subscription implements Observer<In> {
-  constructor(protected readonly out: Subscriber<Out>) {
+  // Assigned, not defined as a class field: every stage class shares this constructor, and a
+  // field defined on instances of many shapes at one site is the slow path of property definition.
+  declare protected out: Subscriber<Out>;
+
+  constructor(out: Subscriber<Out>) {
     super();
+    this.out = out;
     out.add(this);
   }
 
