@@ -4,7 +4,7 @@
 // model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
-import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, merge, Subject, Subscription, type Observable, type Observer, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
@@ -270,15 +270,8 @@ export class AgentRunner {
   // run() is run$ folded: the same Observable, its events collected into the RunResult.
   private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
     return new Promise<RunResult>((resolve, reject) => {
-      const final: { state: RunState; messages: readonly Message[] } = { state: emptyState, messages: [] };
-      const events: RunEvent[] = [];
-      const plan = this.plan(agent, input, options, nesting, { finish: (ended) => Object.assign(final, ended) });
-      runEvents(this.parts, plan).subscribe({
-        next: (event) => events.push(event),
-        // The run turns every failure into RUN_FAILED; an error here is the library's own bug.
-        error: reject,
-        complete: () => resolve(resultOf(events, final)),
-      });
+      const collector = new Collector(resolve, reject);
+      runEvents(this.parts, this.plan(agent, input, options, nesting, collector)).subscribe(collector);
     });
   }
 
@@ -311,5 +304,41 @@ export class AgentRunner {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
     return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
+  }
+}
+
+// A run's events as run() collects them, and the state and messages the run hands over as it
+// ends, folded into its RunResult. One object per run: its subscriber (a Subscription that is an
+// Observer, which RxJS takes as the subscriber itself) and what the run tells as it finishes.
+class Collector extends Subscription implements Observer<RunEvent>, RunFinish {
+  private readonly events: RunEvent[] = [];
+  private final: { state: RunState; messages: readonly Message[] } = { state: emptyState, messages: [] };
+
+  constructor(
+    private readonly resolve: (result: RunResult) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    super();
+  }
+
+  finish(final: { state: RunState; messages: readonly Message[] }): void {
+    this.final = final;
+  }
+
+  next(event: RunEvent): void {
+    if (!this.closed) this.events.push(event);
+  }
+
+  // The run turns every failure into RUN_FAILED; an error here is the library's own bug.
+  error(error: unknown): void {
+    if (this.closed) return;
+    this.unsubscribe();
+    this.reject(error);
+  }
+
+  complete(): void {
+    if (this.closed) return;
+    this.unsubscribe();
+    this.resolve(resultOf(this.events, this.final));
   }
 }

@@ -38,7 +38,7 @@ import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } f
 import { OnToolError, type Agent } from './Agent.js';
 import { failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { answerOf, ask, providerFailure, type ReplyObserver } from './ask.js';
-import { turnByTurn } from './turnByTurn.js';
+import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import type { Message, ModelRequest, ModelResponse, ToolCall } from './model.js';
 import { isStreamPart, WrittenTurn } from './modelStream.js';
 import { policySteps, type PolicyTarget } from './policies.js';
@@ -75,7 +75,7 @@ function aborted(signal: AbortSignal): Observable<StopReason> {
 
 // One whole answer of the model: decoded, or the run's failure.
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
-class Run implements NestedRuns {
+class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly runId = flat(randomUUID());
   readonly parent: RunParent | undefined;
   readonly failFast: boolean;
@@ -150,6 +150,18 @@ class Run implements NestedRuns {
     const n = this.upcoming;
     this.upcoming = undefined;
     return n === undefined || this.ended ? undefined : turn(this, n);
+  }
+
+  /** Anything unforeseen thrown along the way ends the run with RUN_FAILED, never the process. */
+  turnFailed(error: unknown): RunEvent | undefined {
+    return this.end(failed(error));
+  }
+
+  /** The run's subscriber is gone (it ended, or left): the stop's sources end, and watchers of a run that was left see it end. */
+  unsubscribe(): void {
+    this.stopping?.unsubscribe();
+    // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
+    if (!this.ended) this.activityEnded('cancelled');
   }
 
   /** The model's response, in the conversation and as its event. */
@@ -327,6 +339,9 @@ function turn(run: Run, n: number): Observable<RunEvent> {
   return new Observable<RunEvent>((subscriber) => new Turn(run, n, subscriber).start());
 }
 
+const noContents: Array<string | undefined> = [];
+const noOutcomes: Outcome[] = [];
+
 // One turn as it runs: the request, then its batch (or a streamed turn's reading). A record per
 // turn that is their observer, with no operator chain of its own: it hears the provider's
 // answer, and it is its batch's subscriber itself (a Subscription that is an Observer, taken by
@@ -345,9 +360,11 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
   private answered = false;
   // True once the request was left: a request still being made when it was is left once it is.
   private left = false;
-  // Each result's JSON, by call index, as the settle step made it; the outcomes so far.
-  private readonly contents: Array<string | undefined> = [];
-  private readonly outcomes: Outcome[] = [];
+  // Each result's JSON, by call index, as the settle step made it; the outcomes so far (they
+  // come in call order). Sized when the calls are known.
+  private contents: Array<string | undefined> = noContents;
+  private outcomes: Outcome[] = noOutcomes;
+  private taken = 0;
 
   constructor(
     private readonly run: Run,
@@ -403,6 +420,8 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       const { toolCalls = [] } = response;
       if (toolCalls.length === 0) return this.end(run.finalAnswer(response.text));
       if (this.closed) return;
+      this.contents = new Array<string | undefined>(toolCalls.length);
+      this.outcomes = new Array<Outcome>(toolCalls.length);
       run.batchOf(n, run.callsOf(toolCalls, malformed, run.scope()), this.contents).subscribe(this);
     } catch (error) {
       subscriber.error(error);
@@ -449,7 +468,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
   next(outcome: Outcome): void {
     if (this.closed) return;
     try {
-      this.outcomes.push(outcome);
+      this.outcomes[this.taken++] = outcome;
       this.subscriber.next(this.run.tookOutcome(this.n, outcome, this.contents));
     } catch (error) {
       this.error(error);
@@ -619,14 +638,7 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   subscriber.next({ type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input });
-  turnByTurn(
-    () => run.nextTurn(),
-    (error) => run.end(failed(error)),
-  ).subscribe(subscriber);
+  turnByTurn(run).subscribe(subscriber);
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
-  subscriber.add(() => {
-    run.stopping?.unsubscribe();
-    // Watchers of activity$ (a live view, a recorder) still see a run that was left end.
-    if (!run.ended) run.activityEnded('cancelled');
-  });
+  subscriber.add(run);
 }

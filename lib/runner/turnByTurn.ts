@@ -3,22 +3,31 @@
 // model answered and how the batch went decide whether there is one).
 import { Observable, Subscription, type Observer, type Subscriber } from 'rxjs';
 
+/** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
+export interface TurnSource<T> {
+  /** The next turn, or undefined when there is none. */
+  nextTurn(): Observable<T> | undefined;
+  /** The last value of a sequence whose turn failed (undefined for none); without it, the error goes on. */
+  turnFailed?(error: unknown): T | undefined;
+}
+
 /**
- * An Observable of turns: subscribes to the turn `next()` gives, passes its values on, and once
- * it completes asks `next()` for the following one; completes when `next()` gives none. A turn
- * that fails is handed to `failed`, whose value (if any) ends the sequence, as `catchError` would.
+ * An Observable of turns: subscribes to the turn `source.nextTurn()` gives, passes its values on,
+ * and once it completes asks for the following one; completes when there is none. A turn that
+ * fails is handed to `source.turnFailed`, whose value (if any) ends the sequence, as `catchError`
+ * would.
  * A turn's values reach the subscriber through one reader, not one layer per turn gone by, and
  * turns that complete synchronously are taken in a loop, not by recursion.
  *
  * ## Example
  * ```ts
  * let n = 0;
- * turnByTurn(() => (n < 3 ? of(`turn ${++n}`) : undefined)).subscribe(console.log);
+ * turnByTurn({ nextTurn: () => (n < 3 ? of(`turn ${++n}`) : undefined) }).subscribe(console.log);
  * // turn 1, turn 2, turn 3
  * ```
  */
-export function turnByTurn<T>(next: () => Observable<T> | undefined, failed?: (error: unknown) => T | undefined): Observable<T> {
-  return new Observable<T>((subscriber) => new Turns(subscriber, next, failed).loop());
+export function turnByTurn<T>(source: TurnSource<T>): Observable<T> {
+  return new Observable<T>((subscriber) => new Turns(subscriber, source).loop());
 }
 
 // One subscription of turnByTurn.
@@ -29,8 +38,7 @@ class Turns<T> {
 
   constructor(
     readonly subscriber: Subscriber<T>,
-    private readonly next: () => Observable<T> | undefined,
-    private readonly onFailure: ((error: unknown) => T | undefined) | undefined,
+    private readonly source: TurnSource<T>,
   ) {}
 
   loop(): void {
@@ -41,7 +49,7 @@ class Turns<T> {
       if (subscriber.closed) break;
       let turn$: Observable<T> | undefined;
       try {
-        turn$ = this.next();
+        turn$ = this.source.nextTurn();
       } catch (error) {
         this.failed(error);
         break;
@@ -67,11 +75,11 @@ class Turns<T> {
 
   /** @internal A turn failed: `failed`'s value ends the sequence, or the error does. */
   failed(error: unknown): void {
-    const { subscriber, onFailure } = this;
-    if (onFailure === undefined) return subscriber.error(error);
+    const { subscriber, source } = this;
+    if (source.turnFailed === undefined) return subscriber.error(error);
     let last: T | undefined;
     try {
-      last = onFailure(error);
+      last = source.turnFailed(error);
     } catch (thrown) {
       return subscriber.error(thrown);
     }

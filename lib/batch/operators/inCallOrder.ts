@@ -8,8 +8,8 @@ import { Stage, staged } from './stage.js';
 
 // One subscription of inCallOrder.
 class InCallOrder extends Stage<CallRecord> {
-  // Decided records waiting for an earlier call, by index.
-  private waiting: Array<CallRecord | undefined> = [];
+  // Decided records waiting for an earlier call, by index; made when the first one waits.
+  private waiting: Array<CallRecord | undefined> | undefined = undefined;
   // The index of the next call to emit.
   private following = 0;
   // The batch, known from the first record.
@@ -18,13 +18,15 @@ class InCallOrder extends Stage<CallRecord> {
   protected take(record: CallRecord): void {
     if (record.state !== 'ended') return;
     this.seen ??= record;
-    const { out, waiting } = this;
+    const { out } = this;
     if (record.index !== this.following) {
-      waiting[record.index] = record;
+      (this.waiting ??= [])[record.index] = record;
       return;
     }
     out.next(record);
     this.following++;
+    const { waiting } = this;
+    if (waiting === undefined) return;
     // The prefix this record completed goes out with it.
     let later: CallRecord | undefined;
     while ((later = waiting[this.following]) !== undefined && !out.closed) {
@@ -42,7 +44,7 @@ class InCallOrder extends Stage<CallRecord> {
   }
 
   override unsubscribe(): void {
-    this.waiting = [];
+    this.waiting = undefined;
     this.seen = undefined;
     super.unsubscribe();
   }

@@ -71,8 +71,35 @@ export class Serial extends Stage<CallRecord> {
   protected take(record: CallRecord): void {
     const { takes } = this.stage;
     if (takes !== undefined && !takes(record)) return;
+    // Nothing ahead of it: straight to its step, without a queue (none is made for a stage whose
+    // steps all answer at once).
+    if (this.head === this.queue.length && this.busy === undefined && !this.draining && this.stage.holds?.(record) !== true) {
+      this.draining = true;
+      try {
+        this.handle(record);
+      } finally {
+        this.draining = false;
+      }
+      if (this.busy === undefined && this.head < this.queue.length) this.drain();
+      return;
+    }
     this.queue.push(record);
     this.drain();
+  }
+
+  // Hands `record` to its step; false when the next record must wait for its answer.
+  private handle(record: CallRecord): boolean {
+    this.stepping = true;
+    this.passed = false;
+    let pending: Unsubscribable | undefined;
+    try {
+      pending = this.stage.step(record, this);
+    } finally {
+      this.stepping = false;
+    }
+    if (this.passed) return true;
+    this.busy = pending ?? idle;
+    return false;
   }
 
   protected override sourceCompleted(): void {
@@ -89,22 +116,13 @@ export class Serial extends Stage<CallRecord> {
         const record = this.queue[this.head]!;
         if (stage.holds?.(record) === true) return;
         this.queue[this.head++] = undefined;
-        this.stepping = true;
-        this.passed = false;
-        let pending: Unsubscribable | undefined;
-        try {
-          pending = stage.step(record, this);
-        } finally {
-          this.stepping = false;
-        }
-        if (!this.passed) {
-          this.busy = pending ?? idle;
-          return;
-        }
+        if (!this.handle(record)) return;
       }
       if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
+        if (this.head > 0) {
+          this.queue = [];
+          this.head = 0;
+        }
         if (this.sourceDone && this.busy === undefined && !out.closed) out.complete();
       }
     } finally {

@@ -2,10 +2,11 @@
 // (every body in flight aborted, every permit not held by a running body given back), then
 // every call of the batch that had no outcome gets exactly one, by what it had done: never
 // dispatched, or stopped in flight (safe to call again if idempotent, else indeterminate).
-import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Unsubscribable } from 'rxjs';
+import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
 import type { CallRecord } from '../records.js';
 import { failedBy, stoppedOutcome } from '../stops.js';
+import { Stage } from './stage.js';
 import type { StopReason } from '../types.js';
 
 /**
@@ -26,107 +27,118 @@ import type { StopReason } from '../types.js';
  */
 export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperatorFunction<CallRecord> {
   return (source) =>
-    new Observable<CallRecord>((subscriber) => {
-      // The batch, known from the first record, or at once when the stop given is the batch's own.
-      let batch: BatchScope | undefined;
-      // The source's subscription, ended by the stop.
-      let upstream: Unsubscribable | undefined;
-      // The stop, once it came.
-      let stopped: StopReason | undefined;
-      // The outside stop's subscription.
-      let listening: Unsubscribable | undefined;
-      // True until the source is subscribed: a stop then waits for the records it must classify.
-      let starting = true;
-      // True once the stop took effect.
-      let classified = false;
-
-      const classify = (reason: StopReason): void => {
-        if (classified) return;
-        classified = true;
-        // Everything upstream ends first: bodies aborted, permits back, no call starts after this.
-        upstream?.unsubscribe();
-        upstream = undefined;
-        listening?.unsubscribe();
-        listening = undefined;
-        const open = batch === undefined ? [] : batch.unsettled();
-        // Every outcome is decided (and told as ended) before any goes on, as in one step.
-        // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
-        for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
-        for (const record of open) {
-          if (subscriber.closed) return;
-          subscriber.next(record);
-        }
-        subscriber.complete();
-      };
-
-      // A stop from outside: through the batch, which holds it while a call is mid-bookkeeping.
-      const stop = (reason: StopReason): void => {
-        stopped ??= reason;
-        if (batch !== undefined) batch.stop(reason);
-        else if (!starting) classify(reason);
-      };
-
-      const meet = (scope: BatchScope): void => {
-        if (batch !== undefined) return;
-        batch = scope;
-        scope.onStop((reason) => {
-          stopped ??= reason;
-          if (!starting) classify(reason);
-          // Stopped while its source is being subscribed (a body that stops its own batch, say):
-          // the calls still arriving are classified once they all have, but the calls dispatched
-          // end now, as the unsubscription would end them, so an answer after the stop is ignored.
-          else scope.tearDownDispatched();
-        });
-        if (stopped !== undefined) scope.stop(stopped);
-      };
-
-      subscriber.add(() => {
-        upstream?.unsubscribe();
-        listening?.unsubscribe();
-        upstream = listening = undefined;
-      });
-      if (isBatchScope(stop$)) meet(stop$);
-      else if (stop$ !== undefined) {
-        const subscription = stop$.subscribe({ next: stop });
-        if (stopped !== undefined) subscription.unsubscribe();
-        else listening = subscription;
-      }
-      const subscription = source.subscribe({
-        next(record) {
-          meet(record.batch);
-          subscriber.next(record);
-          // FAIL_RUN: a failure stops the batch once its own outcome has gone on.
-          const { outcome } = record;
-          if (record.state === 'ended' && record.batch.failFast && outcome?.kind === 'error' && outcome.stopped === undefined) {
-            record.batch.stop(failedBy(outcome, outcome.error));
-          }
-        },
-        error(error: unknown) {
-          subscriber.error(error);
-        },
-        complete() {
-          // Calls a stop kept from their dispatch end here, classified.
-          const reason = stopped ?? batch?.stopped;
-          if (reason !== undefined) {
-            if (!starting) classify(reason);
-            return;
-          }
-          // Every call had its outcome: a stop can come no more.
-          listening?.unsubscribe();
-          listening = undefined;
-          subscriber.complete();
-        },
-      });
-      starting = false;
-      if (classified || subscriber.closed) subscription.unsubscribe();
-      else {
-        upstream = subscription;
-        // A stop that came while the batch started (or before): its calls are all known now.
-        const reason = batch?.stopped ?? stopped;
-        if (reason !== undefined) classify(reason);
-      }
-      return undefined;
+    new Observable<CallRecord>((out) => {
+      const stage = new UntilStopped(out);
+      stage.listen(stop$);
+      source.subscribe(stage);
+      stage.started();
     });
+}
+
+// One subscription of untilStopped. The stage is its source's subscriber: a stop unsubscribes it
+// (everything upstream ends), and the classified records go straight on to `out`.
+class UntilStopped extends Stage<CallRecord> {
+  // The batch, known from the first record, or at once when the stop given is the batch's own.
+  private batch: BatchScope | undefined = undefined;
+  // The stop, once it came.
+  private stopped: StopReason | undefined = undefined;
+  // The outside stop's subscription.
+  private listening: Unsubscribable | undefined = undefined;
+  // True until the source is subscribed: a stop then waits for the records it must classify.
+  private starting = true;
+  // True once the stop took effect.
+  private classified = false;
+
+  constructor(out: Subscriber<CallRecord>) {
+    super(out);
+    // The outside stop is heard for as long as `out` is there, not only while the source is.
+    out.add(() => this.unlisten());
+  }
+
+  /** Hears `stop$`: the batch's own (through the batch), or a stop from outside. */
+  listen(stop$: Subscribable<StopReason> | undefined): void {
+    if (isBatchScope(stop$)) this.meet(stop$);
+    else if (stop$ !== undefined) {
+      const subscription = stop$.subscribe({ next: (reason) => this.stop(reason) });
+      if (this.stopped !== undefined) subscription.unsubscribe();
+      else this.listening = subscription;
+    }
+  }
+
+  /** The source is subscribed: a stop that came meanwhile (or before) takes effect now, its calls all known. */
+  started(): void {
+    this.starting = false;
+    if (this.classified || this.out.closed) return;
+    const reason = this.batch?.stopped ?? this.stopped;
+    if (reason !== undefined) this.classify(reason);
+  }
+
+  protected take(record: CallRecord): void {
+    this.meet(record.batch);
+    this.out.next(record);
+    // FAIL_RUN: a failure stops the batch once its own outcome has gone on.
+    const { outcome } = record;
+    if (record.state === 'ended' && record.batch.failFast && outcome?.kind === 'error' && outcome.stopped === undefined) {
+      record.batch.stop(failedBy(outcome, outcome.error));
+    }
+  }
+
+  protected override sourceCompleted(): void {
+    // Calls a stop kept from their dispatch end here, classified.
+    const reason = this.stopped ?? this.batch?.stopped;
+    if (reason !== undefined) {
+      if (!this.starting) this.classify(reason);
+      return;
+    }
+    // Every call had its outcome: a stop can come no more.
+    this.unlisten();
+    this.out.complete();
+  }
+
+  // A stop from outside: through the batch, which holds it while a call is mid-bookkeeping.
+  private stop(reason: StopReason): void {
+    this.stopped ??= reason;
+    if (this.batch !== undefined) this.batch.stop(reason);
+    else if (!this.starting) this.classify(reason);
+  }
+
+  private meet(scope: BatchScope): void {
+    if (this.batch !== undefined) return;
+    this.batch = scope;
+    scope.onStop((reason) => {
+      this.stopped ??= reason;
+      if (!this.starting) this.classify(reason);
+      // Stopped while its source is being subscribed (a body that stops its own batch, say):
+      // the calls still arriving are classified once they all have, but the calls dispatched
+      // end now, as the unsubscription would end them, so an answer after the stop is ignored.
+      else scope.tearDownDispatched();
+    });
+    if (this.stopped !== undefined) scope.stop(this.stopped);
+  }
+
+  private classify(reason: StopReason): void {
+    if (this.classified) return;
+    this.classified = true;
+    const { out, batch } = this;
+    // Everything upstream ends first: bodies aborted, permits back, no call starts after this.
+    this.unsubscribe();
+    this.unlisten();
+    const open = batch === undefined ? [] : batch.unsettled();
+    // Every outcome is decided (and told as ended) before any goes on, as in one step.
+    // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
+    for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
+    for (const record of open) {
+      if (out.closed) return;
+      out.next(record);
+    }
+    out.complete();
+  }
+
+  private unlisten(): void {
+    const { listening } = this;
+    this.listening = undefined;
+    listening?.unsubscribe();
+  }
 }
 
 function isBatchScope(value: unknown): value is BatchScope {
