@@ -120,6 +120,11 @@ export function statusOf(event: RunCompletedEvent | RunFailedEvent | RunCancelle
  */
 export function toResponseEvent(turn: number, response: ModelResponse): ModelResponseEvent {
   const { text, toolCalls = [], usage, finishReason } = response;
+  // The usual turns as literals of their own (no object spread per turn); the field order is the
+  // transcript's either way.
+  if (usage === undefined && finishReason === undefined) {
+    return text === undefined ? { type: 'MODEL_RESPONSE', turn, toolCalls } : { type: 'MODEL_RESPONSE', turn, text, toolCalls };
+  }
   return {
     type: 'MODEL_RESPONSE',
     turn,
