@@ -89,7 +89,11 @@ class DurationQueue<T> {
 
 /** The ceilings of one batch, one queue per duration, over targets of type `T` (a call's record). */
 export class Ceilings<T> {
-  private readonly queues = new Map<number, DurationQueue<T>>();
+  // Most batches time their calls by one duration: its queue is kept in two fields, and a map
+  // is made for a second.
+  private firstMs: number | undefined = undefined;
+  private first: DurationQueue<T> | undefined = undefined;
+  private queues: Map<number, DurationQueue<T>> | undefined = undefined;
 
   /** @param stale says of a target that it no longer cares (its expiry would do nothing): it is passed over */
   constructor(
@@ -99,17 +103,30 @@ export class Ceilings<T> {
 
   /** Calls `expire(target)` after `ms`; `expire` decides whether `target` still cares. */
   arm(ms: number, expire: (target: T) => void, target: T): void {
-    let queue = this.queues.get(ms);
-    if (queue === undefined) {
-      queue = new DurationQueue<T>(this.scheduler, ms, this.stale);
-      this.queues.set(ms, queue);
-    }
-    queue.arm(expire, target);
+    this.queueOf(ms).arm(expire, target);
   }
 
   /** Ends every timer; called when the batch ends, however it ends. */
   close(): void {
+    this.first?.close();
+    this.first = this.firstMs = undefined;
+    if (this.queues === undefined) return;
     for (const queue of this.queues.values()) queue.close();
-    this.queues.clear();
+    this.queues = undefined;
+  }
+
+  private queueOf(ms: number): DurationQueue<T> {
+    if (ms === this.firstMs) return this.first!;
+    if (this.first === undefined) {
+      this.firstMs = ms;
+      return (this.first = new DurationQueue<T>(this.scheduler, ms, this.stale));
+    }
+    const queues = (this.queues ??= new Map<number, DurationQueue<T>>());
+    let queue = queues.get(ms);
+    if (queue === undefined) {
+      queue = new DurationQueue<T>(this.scheduler, ms, this.stale);
+      queues.set(ms, queue);
+    }
+    return queue;
   }
 }

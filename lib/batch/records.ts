@@ -45,6 +45,8 @@ export interface Dispatcher {
   ended(record: CallRecord): void;
   /** The record is done with its bookkeeping (permits back): its phase may end. */
   over(record: CallRecord): void;
+  /** The lanes the record takes, in order (worked out when it is dispatched). */
+  lanesOf(record: CallRecord): readonly LaneStep[];
 }
 
 const noSteps: readonly LaneStep[] = [];
@@ -166,6 +168,11 @@ export class CallRecord {
   private watch: Watch | undefined = undefined;
   // Set once the call has its outcome (or was torn down): later answers are ignored.
   private done = false;
+  /** @internal True while `dispatcher` dispatched this call and its bookkeeping is not over. */
+  inFlightFor(dispatcher: Dispatcher): boolean {
+    return this.dispatcher === dispatcher && !this.closed;
+  }
+
   /** @internal True once the call has its outcome or was torn down. */
   get isDone(): boolean {
     return this.done;
@@ -206,17 +213,17 @@ export class CallRecord {
   }
 
   /**
-   * Dispatches the call: a refused call ends at once, never dispatched; the others take `steps`
-   * in order, then run. `dispatcher` hears when the body starts and when the call ends.
+   * Dispatches the call: a refused call ends at once, never dispatched; the others take the
+   * lanes `dispatcher.lanesOf` gives, in order, then run. `dispatcher` hears when the body starts and when the call ends.
    */
-  dispatch(dispatcher: Dispatcher, steps: () => readonly LaneStep[]): void {
+  dispatch(dispatcher: Dispatcher): void {
     this.dispatcher = dispatcher;
     const refused = this.call.rejected ?? this.refused;
     if (refused !== undefined) {
       this.finish(this.failure(false, refused));
       return;
     }
-    const lanes = (this.steps = steps());
+    const lanes = (this.steps = dispatcher.lanesOf(this));
     if (lanes.length > 0) this.permits = new Array<Permit | undefined>(lanes.length);
     this.state = 'queued';
     this.acquire(0);

@@ -95,7 +95,7 @@ export class Lane {
   // Requests waiting for a permit, over all parties.
   private waiterCount = 0;
   // Each party's queue, kept while the party has waiters.
-  private readonly parties = new Map<string, PartyQueue>();
+  private parties: Map<string, PartyQueue> | undefined = undefined;
   // The rotation of parties with waiters; `first` is served next.
   private first: PartyQueue | undefined = undefined;
   private last: PartyQueue | undefined = undefined;
@@ -147,10 +147,12 @@ export class Lane {
       grant(onGrant);
       return ticket;
     }
-    let queue = this.parties.get(party);
+    // Made when the lane first queues someone: a lane whose permits are always free has none.
+    const parties = (this.parties ??= new Map<string, PartyQueue>());
+    let queue = parties.get(party);
     if (queue === undefined) {
       queue = new PartyQueue(party);
-      this.parties.set(party, queue);
+      parties.set(party, queue);
     }
     const ticket = new QueuedTicket(this, party, onGrant);
     ticket.queue = queue;
@@ -219,7 +221,7 @@ export class Lane {
     ticket.queue = undefined;
     if (queue.head === undefined) {
       this.rotateOut(queue);
-      this.parties.delete(queue.party);
+      this.parties?.delete(queue.party);
     }
   }
 

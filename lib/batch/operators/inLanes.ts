@@ -8,6 +8,7 @@ import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
+import type { BatchScope } from '../batchScope.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
@@ -48,13 +49,14 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
   // How many of the batch's calls go to each tool (counted once, when first asked).
   private perTool: Map<string, number> | undefined = undefined;
 
-  // Records dispatched and not yet over, and whether the source is done.
+  // How many records dispatched here are not yet over, and whether the source is done. (Which
+  // ones, the batch's records say: a teardown with some still open looks them up there.)
   open = 0;
   sourceDone = false;
   // Set once the teardown began: no record of this fan-out starts any more.
   closing = false;
-  // Every record dispatched here and not yet over (for the teardown).
-  readonly records = new Set<CallRecord>();
+  // The batch, known from the first record.
+  private batch: BatchScope | undefined = undefined;
 
   constructor(plan: LanePlan, out: Subscriber<CallRecord>) {
     super(out);
@@ -81,8 +83,7 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
     this.out.next(record);
   }
 
-  over(record: CallRecord): void {
-    if (!this.records.delete(record)) return;
+  over(_record: CallRecord): void {
     this.open--;
     if (this.open === 0 && this.sourceDone) this.out.complete();
   }
@@ -94,9 +95,9 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
     // subscribe goes on after its subscriber left (from a watcher of a grant), and nothing would
     // give back what the call took.
     if (record.batch.stopped !== undefined || record.batch.closed || this.closing) return;
-    this.records.add(record);
+    this.batch ??= record.batch;
     this.open++;
-    record.dispatch(this, () => this.lanesOf(record));
+    record.dispatch(this);
   }
 
   /** Every record still dispatched here ends where it stands. */
@@ -115,13 +116,13 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
   private teardown(): void {
     // Set before any record gives its permits back, which could grant them to another record here.
     this.closing = true;
-    const records = [...this.records];
-    this.records.clear();
+    if (this.open === 0 || this.batch === undefined) return;
+    const records = this.batch.records.filter((record) => record.inFlightFor(this));
     // Together: a permit given back by one must not start another (its body would run after the subscriber left).
     CallRecord.teardownAll(records);
   }
 
-  private lanesOf(record: CallRecord): readonly LaneStep[] {
+  lanesOf(record: CallRecord): readonly LaneStep[] {
     const { call, parallelSafe: safe, batch } = record;
     if (safe && call.tool === this.firstTool) return this.firstSteps;
     const known = safe ? this.stepsByTool?.get(call.tool) : undefined;
