@@ -22,8 +22,11 @@ import {
   Agent,
   AgentRunner,
   ConcurrencyConfig,
+  LaneTable,
+  runBatch,
   ScriptedProvider,
   ToolRegistry,
+  type BatchCall,
   type ModelRequest,
   type ModelResponse,
   type ModelStreamPart,
@@ -210,7 +213,44 @@ async function floors(n: number): Promise<void> {
   row({ workload: `W2 floor, N=${n}`, figure: 'bare mergeMap per call', value: (merged * 1000) / n, unit: 'us' });
 }
 
+/**
+ * Bytes a 4-call batch allocates, all lanes, bodies that answer at once: runBatch on its own,
+ * subscribed and run to its end synchronously, 300 at a time between two readings of the heap,
+ * in rounds where no collection ran (a collection would hide what it freed). The calls' own
+ * objects, measured alone the same way, are taken off.
+ */
+async function allocationPerBatch(): Promise<number> {
+  const shared = { lanes: new LaneTable(), concurrency: everything };
+  const callsOf = (): BatchCall[] => [0, 1, 2, 3].map((i) => ({ callId: `c${i}`, tool: 'work', invoke: () => i }));
+  const batch = (): void => {
+    let outcomes = 0;
+    runBatch(callsOf(), { concurrency: everything, shared }).subscribe(() => outcomes++);
+    if (outcomes !== 4) throw new Error(`bench batch gave ${outcomes} outcomes`);
+  };
+  for (let i = 0; i < WARM_CALLS; i++) batch();
+  const bytesPer = async (work: () => unknown): Promise<number> => {
+    const samples: number[] = [];
+    for (let round = 0; round < 9; round++) {
+      gc();
+      let collections = 0;
+      const observer = new PerformanceObserver((list) => (collections += list.getEntries().length));
+      observer.observe({ entryTypes: ['gc'] });
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 300; i++) work();
+      const after = process.memoryUsage().heapUsed;
+      // The observer hears of a collection a moment after it.
+      await sleep(5);
+      observer.disconnect();
+      if (collections === 0) samples.push((after - before) / 300);
+    }
+    if (samples.length === 0) throw new Error('bench: every allocation round had a collection');
+    return median(samples);
+  };
+  return (await bytesPer(batch)) - (await bytesPer(callsOf));
+}
+
 async function w2(): Promise<void> {
+  row({ workload: 'W2 allocation, 4 calls, all lanes', figure: 'bytes allocated per batch', value: await allocationPerBatch(), unit: 'bytes', note: 'runBatch alone, bodies answering at once; the calls themselves not counted' });
   for (const n of [1_000, 10_000]) {
     await floors(n);
     const sync = await perCall(n, { concurrency: everything }, () => 1);
@@ -314,8 +354,21 @@ async function w3Fresh(): Promise<void> {
     times.push(await timed(go));
   }
   const wall = median(times);
-  row({ workload: 'W3 fresh service, 500 x 4 calls', figure: 'calls per second', value: (runs * 4) / (wall / 1000), unit: 'calls/s', note: '2 warm-ups, gc() before each of 5 rounds (median), async respond, io-ts args' });
-  row({ workload: 'W3 fresh service, 500 x 4 calls', figure: 'wall time', value: wall, unit: 'ms' });
+  const workload = noOpt ? 'W3 fresh, optimizing compiler off' : 'W3 fresh service, 500 x 4 calls';
+  row({ workload, figure: 'calls per second', value: (runs * 4) / (wall / 1000), unit: 'calls/s', note: '2 warm-ups, gc() before each of 5 rounds (median), async respond, io-ts args' });
+  if (noOpt) return;
+  row({ workload, figure: 'wall time', value: wall, unit: 'ms' });
+  // The same rounds, on, without the collection before each: what the collection costs.
+  const kept: number[] = [];
+  for (let i = 0; i < 5; i++) kept.push(await timed(round()));
+  row({ workload, figure: 'the next 5 rounds, no gc() before', value: (runs * 4) / (median(kept) / 1000), unit: 'calls/s', note: 'median; the process still warming' });
+}
+
+// W3 fresh in a process whose optimizing compiler is off (node --no-opt): the floor a round runs
+// at when the collection before it has thrown the optimized code away (docs/performance.md).
+const noOpt = process.execArgv.includes('--no-opt');
+async function w3FreshNoOpt(): Promise<void> {
+  await w3Fresh();
 }
 
 /** Heap per run while `runs` runs are held (by a model or a lane) until `release`. */
@@ -593,7 +646,9 @@ async function fleet(): Promise<void> {
 
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w4, scaling, w5, fleet };
+const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, fleet };
+// The node flags a workload's process runs with, besides --expose-gc.
+const flags: Record<string, string[]> = { w3FreshNoOpt: ['--no-opt'] };
 const only = process.argv.indexOf('--only');
 if (only !== -1) {
   await workloads[process.argv[only + 1]!]!();
@@ -603,7 +658,7 @@ if (only !== -1) {
   const all: Row[] = [];
   for (const name of Object.keys(workloads)) {
     const extra = quick ? ['--quick'] : [];
-    const child = spawnSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--only', name, ...extra], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const child = spawnSync(process.execPath, ['--expose-gc', ...(flags[name] ?? []), fileURLToPath(import.meta.url), '--only', name, ...extra], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (child.status !== 0) throw new Error(`workload ${name} failed:\n${child.stderr}`);
     const lines = child.stdout.trim().split('\n');
     const got = JSON.parse(lines[lines.length - 1]!) as Row[];
