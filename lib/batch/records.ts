@@ -431,8 +431,17 @@ export class CallRecord {
       this.outcome = outcome;
       this.state = 'ended';
       if (batch.watched) this.endedActivity(outcome, this.bodyRunning);
-      this.dispatcher?.ended(this);
-      this.letGo();
+      // The permits go back before the outcome travels on, so the next waiter starts without
+      // waiting for what the outcome sets off downstream (the settle steps, the transcript, a
+      // run's next turn). Not a failure under FAIL_RUN: it stops the batch on its way, before any
+      // sibling may start in its permits.
+      if (batch.failFast && outcome.kind === 'error') {
+        this.dispatcher?.ended(this);
+        this.letGo();
+      } else {
+        this.letGo();
+        this.dispatcher?.ended(this);
+      }
     } finally {
       batch.letGo();
     }

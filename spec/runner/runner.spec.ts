@@ -341,8 +341,9 @@ describe('AgentRunner', () => {
         '0 started c1',
         '0 queued c2 on turn',
         '2 ended c1 result',
-        '2 settled c1 result',
+        // c1's permit goes back before its outcome goes on: c2 starts before c1 is settled.
         '2 started c2',
+        '2 settled c1 result',
         '4 ended c2 result',
         '4 settled c2 result',
         '4 run-ended completed',

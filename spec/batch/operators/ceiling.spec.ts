@@ -20,11 +20,12 @@ describe('ceiling', () => {
     testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       const bodies = { a: cold('-----(a|)'), b: cold('-----(b|)') };
       const { records } = recordsOf([call('a', bodies.a, { tool: 'slow' }), call('b', bodies.b)]);
-      // b waits three frames for the turn lane: timed from then, its six frames are not up when it ends.
+      // b waits three frames for the turn lane (it starts in a's permit before a's failure goes
+      // on): timed from then, its six frames are not up when it ends.
       const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });
       const limits = { perToolSeconds: { slow: 0.003, lookup: 0.006 } };
       const source = cold('  (ab|)', byId(records));
-      const expected = '     a--(Ab)-(B|)';
+      const expected = '     a--(bA)-(B|)';
       expectObservable(source.pipe(inLanes({ concurrency }), ceiling(limits), labelled)).toBe(expected, {
         a: 'a>',
         A: 'a!ToolTimedOutError',

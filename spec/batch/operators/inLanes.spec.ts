@@ -36,7 +36,9 @@ describe('inLanes', () => {
   });
 
   // Three calls of one batch, each five frames long, where a lane of the plan holds c back
-  // until a ends: its permit goes straight to c, before b (which ends in the same frame) is heard.
+  // until a ends: its permit goes straight to c, which starts before a's outcome goes on (a
+  // call's permits go back before its outcome travels downstream) and before b, which ends in
+  // the same frame, is heard.
   const lanes: Array<{ title: string; plan: (lanes: LaneTable) => LanePlan; calls: BatchCall[]; lane: string }> = [
     {
       title: 'the turn lane (maxConcurrentTools)',
@@ -77,7 +79,7 @@ describe('inLanes', () => {
         const onActivity = (activity: CallActivity) => activity.type === 'queued' && queued.push(`${activity.callId}@${activity.lane}`);
         const { records } = recordsOf(calls, { onActivity });
         const source = cold('  (abc|)', byId(records));
-        const expected = '     (ab)-(AcB)(C|)';
+        const expected = '     (ab)-(cAB)(C|)';
         expectObservable(source.pipe(inLanes(lane.plan(table)), labelled)).toBe(expected, values('a', 'b', 'c'));
         expectSubscriptions(bodies.a.subscriptions).toBe('^----!     ');
         expectSubscriptions(bodies.b.subscriptions).toBe('^----!     ');
@@ -101,7 +103,7 @@ describe('inLanes', () => {
         cold('(b|)', byId(acme2)).pipe(inLanes({ shared, tenant: 'acme' })),
         cold('(c|)', byId(zenith)).pipe(inLanes({ shared, tenant: 'zenith' })),
       );
-      expectObservable(result.pipe(labelled)).toBe('(ac)-(AbC)(B|)', values('a', 'b', 'c'));
+      expectObservable(result.pipe(labelled)).toBe('(ac)-(bAC)(B|)', values('a', 'b', 'c'));
       expectSubscriptions(bodies.b.subscriptions).toBe('-----^----!');
       expectSubscriptions(bodies.c.subscriptions).toBe('^----!     ');
     });
