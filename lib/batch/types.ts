@@ -10,9 +10,10 @@ import type { LoopMonitor } from '../tools/index.js';
 export type Delta = Readonly<Record<string, unknown>>;
 
 /**
- * What the batch hands a call's body when it dispatches it. `signal` and `lent` are getters
- * (made only when read), so read them from the context itself: a spread copy does not carry
- * them. (The runner's ToolContext, which tool bodies get, does keep `signal` in a spread.)
+ * What the batch hands a call's body when it dispatches it. `signal`, `lent` and `record` are
+ * getters (made only when read), so read them from the context itself: a spread copy does not
+ * carry them (`record` read once and passed on alone works). The runner's ToolContext, which
+ * tool bodies get, does keep them in a spread.
  */
 export interface InvokeContext {
   /**

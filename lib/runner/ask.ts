@@ -2,8 +2,8 @@
 // parts of a streamed turn), under an AbortController of the request's own, and what the run
 // makes of a reply that fails or does not decode.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Subscription, type Observable, type ObservableInput, type Observer, type Unsubscribable } from 'rxjs';
-import { isPromiseLike } from '../batch/index.js';
+import { from, isObservable, Subscription, type Observable, type ObservableInput, type Observer } from 'rxjs';
+import { isPromiseLike, reportUnhandled } from '../batch/index.js';
 import { describeValue } from '../config/index.js';
 import { ProviderError, toErrorInfo } from '../errors.js';
 import { failed, type RunEvent } from './events.js';
@@ -51,55 +51,23 @@ export interface ReplyObserver {
 }
 
 /**
- * Asks the provider and hands `observer` its answer, value by value: a whole response (nothing
- * after it is read), or the parts of a streamed turn until the stream ends. What the provider
- * returned may be a Promise (followed with `then`, no Observable made), an Observable, or
- * anything RxJS can read. Each request has its own AbortController, whose signal the provider
- * is handed: a provider that keeps a signal sees only this request's abort, and one that leaves
- * its listeners behind leaves them on a signal nobody keeps. The returned handle leaves the
- * request, aborted only if its answer was not complete by then. Every value, failure and ending the
- * provider sends after the answer is complete, or after the request was left, is ignored.
+ * One request to the model: it asks the provider (`send`) and hands `observer` its answer, value
+ * by value: a whole response (nothing after it is read), or the parts of a streamed turn until
+ * the stream ends. What the provider returned may be a Promise (followed with `then`, no
+ * Observable made), an Observable, or anything RxJS can read. Each request has its own
+ * AbortController, whose signal the provider is handed: a provider that keeps a signal sees only
+ * this request's abort, and one that leaves its listeners behind leaves them on a signal nobody
+ * keeps. Unsubscribing leaves the request, aborted only if its answer was not complete by then;
+ * made before it is sent, it can be left while the provider is still being asked (a provider
+ * that stops its own run). Every value, failure and ending the provider sends after the answer
+ * is complete, or after the request was left, is ignored.
+ *
+ * A Subscription that is an Observer, so RxJS takes it as the subscriber of the provider's
+ * Observable itself (no wrapper, and no copy of it, whatever RxJS's config says): leaving the
+ * request reaches the provider's subscription however far its subscribe has got.
  */
-export function ask(parts: RunnerParts, request: ModelRequest, observer: ReplyObserver): Unsubscribable {
-  const asked = new Request(observer);
-  let produced: unknown;
-  try {
-    produced = parts.provider.respond(request, asked.controller.signal);
-  } catch (error) {
-    asked.fail(error);
-    return asked;
-  }
-  if (isPromiseLike(produced)) {
-    try {
-      produced.then(
-        (value) => asked.value(value),
-        (error: unknown) => asked.fail(error),
-      );
-    } catch (error) {
-      // A thenable whose `then` throws is the provider's failure too.
-      asked.fail(error);
-    }
-    return asked;
-  }
-  // An Observable, as the contract says; anything else RxJS can read (an async iterable, say)
-  // is taken as it always was, and the rest is the provider's failure.
-  let reply$: Observable<unknown>;
-  try {
-    reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
-  } catch {
-    asked.fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
-    return asked;
-  }
-  asked.follow(reply$);
-  return asked;
-}
-
-// One request in flight: whether its answer is complete, and the provider's Observable, if it
-// answered with one. A Subscription that is an Observer, so RxJS takes it as the subscriber of
-// that Observable itself (no wrapper, and no copy of it, whatever RxJS's config says): leaving
-// the request reaches the provider's subscription however far its subscribe has got.
-class Request extends Subscription implements Observer<unknown> {
-  readonly controller = new AbortController();
+export class Request extends Subscription implements Observer<unknown> {
+  private readonly controller = new AbortController();
   // Set once the answer is complete or failed, or the request was left: later values are ignored.
   private done = false;
 
@@ -107,26 +75,48 @@ class Request extends Subscription implements Observer<unknown> {
     super();
   }
 
-  follow(reply$: Observable<unknown>): void {
+  /** Asks the provider. */
+  send(parts: RunnerParts, request: ModelRequest): void {
+    let produced: unknown;
+    try {
+      produced = parts.provider.respond(request, this.controller.signal);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (isPromiseLike(produced)) {
+      try {
+        // Followed even if the request was left meanwhile: a rejection must not go unhandled.
+        produced.then(
+          (value) => {
+            this.value(value);
+            // A Promise gives one value: a stream part alone is a stream that ended.
+            if (isStreamPart(value)) this.complete();
+          },
+          (error: unknown) => this.fail(error),
+        );
+      } catch (error) {
+        // A thenable whose `then` throws is the provider's failure too.
+        this.fail(error);
+      }
+      return;
+    }
+    // An Observable, as the contract says; anything else RxJS can read (an async iterable, say)
+    // is taken as it always was, and the rest is the provider's failure.
+    let reply$: Observable<unknown>;
+    try {
+      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
+    } catch {
+      this.fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
+      return;
+    }
+    // A request left while the provider was asked does not subscribe what it returned.
+    if (this.done) return;
     try {
       reply$.subscribe(this);
     } catch (error) {
       this.fail(error);
     }
-  }
-
-  value(value: unknown): void {
-    if (this.done) return;
-    if (isStreamPart(value)) return this.observer.reply(value);
-    // A whole response: the answer is complete, whatever else the provider would send.
-    this.end();
-    this.observer.reply(value);
-  }
-
-  fail(error: unknown): void {
-    if (this.done) return;
-    this.end();
-    this.observer.replyFailed(error);
   }
 
   // Observer of the provider's Observable.
@@ -140,8 +130,9 @@ class Request extends Subscription implements Observer<unknown> {
 
   complete(): void {
     if (this.done) return;
-    this.end();
+    this.done = true;
     this.observer.replyEnded();
+    this.release();
   }
 
   // Left by the run: the request is aborted unless its answer was complete, then let go.
@@ -153,8 +144,30 @@ class Request extends Subscription implements Observer<unknown> {
     super.unsubscribe();
   }
 
-  private end(): void {
+  private value(value: unknown): void {
+    if (this.done) return;
+    if (isStreamPart(value)) return this.observer.reply(value);
+    // A whole response: the answer is complete, whatever else the provider would send. It is
+    // handed on first, then the provider's subscription let go.
     this.done = true;
-    super.unsubscribe();
+    this.observer.reply(value);
+    this.release();
+  }
+
+  private fail(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.observer.replyFailed(error);
+    this.release();
+  }
+
+  // The answer is complete: the provider's subscription is let go. A teardown of the provider's
+  // that throws cannot take the answer back: it is reported as RxJS reports one nobody can receive.
+  private release(): void {
+    try {
+      super.unsubscribe();
+    } catch (error) {
+      reportUnhandled(error);
+    }
   }
 }

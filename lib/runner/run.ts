@@ -37,7 +37,7 @@ import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { answerOf, ask, providerFailure, type ReplyObserver } from './ask.js';
+import { answerOf, providerFailure, Request, type ReplyObserver } from './ask.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import type { Message, ModelRequest, ModelResponse, ToolCall } from './model.js';
 import { isStreamPart, WrittenTurn } from './modelStream.js';
@@ -358,8 +358,6 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
   private streaming = false;
   // True once the answer came (the batch, or the stream, took over) or the request was left.
   private answered = false;
-  // True once the request was left: a request still being made when it was is left once it is.
-  private left = false;
   // Each result's JSON, by call index, as the settle step made it; the outcomes so far (they
   // come in call order). Sized when the calls are known.
   private contents: Array<string | undefined> = noContents;
@@ -384,10 +382,9 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
     // A run nothing outside can stop hears nothing while it asks.
     if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
-    const asked = ask(run.parts, request, this);
-    // Left while it was being asked (a provider that stops the run itself, say): left now.
-    if (this.closed || this.left) asked.unsubscribe();
-    else this.asked = asked;
+    // Known before it is sent: a stop while the provider is still being asked leaves it then.
+    const asked = (this.asked = new Request(this));
+    asked.send(run.parts, request);
   }
 
   // The run stopped while the model was asked: the request is left (aborted) and the run ends.
@@ -402,6 +399,8 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       this.rest?.next(value);
       return;
     }
+    // A turn left (its run's subscriber gone) takes no answer.
+    if (this.closed) return;
     const { run, n, subscriber } = this;
     try {
       if (isStreamPart(value)) {
@@ -433,6 +432,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       this.rest?.error(error);
       return;
     }
+    if (this.closed) return;
     this.heard();
     this.end(providerFailure(this.n, error));
   }
@@ -442,6 +442,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       this.rest?.complete();
       return;
     }
+    if (this.closed) return;
     this.heard();
     this.end(providerFailure(this.n, undefined));
   }
@@ -486,7 +487,10 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     if (this.closed) return;
     this.unsubscribe();
     try {
-      const last = this.run.after(this.n, this.outcomes);
+      // Every call has its outcome by now (the reorder errs otherwise); the array is cut to those
+      // that came all the same, so a hole can never reach the run.
+      const { outcomes, taken } = this;
+      const last = this.run.after(this.n, taken === outcomes.length ? outcomes : outcomes.slice(0, taken));
       if (last !== undefined) this.subscriber.next(last);
       this.subscriber.complete();
     } catch (error) {
@@ -494,8 +498,11 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     }
   }
 
-  // The run's final event, if it has not ended already, and the turn is over.
+  // The run's final event, if it has not ended already, and the turn is over. A turn left
+  // meanwhile (its subscriber gone while it emitted MODEL_RESPONSE, say) ends nothing: the run
+  // was left, and its own teardown says so.
   private end(event: RunEvent): void {
+    if (this.closed) return;
     const last = this.run.end(event);
     if (last !== undefined) this.subscriber.next(last);
     this.subscriber.complete();
@@ -503,7 +510,6 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
 
   // Leaves the request, if it is still in flight (it is then aborted).
   private leave(): void {
-    this.left = true;
     const { asked } = this;
     this.asked = undefined;
     asked?.unsubscribe();

@@ -1,7 +1,7 @@
 // The run's turns, one after another: `concatMap` over turns as `expand` with a concurrency of
 // one would give them, the next turn known only once the one before it completes (what the
 // model answered and how the batch went decide whether there is one).
-import { Observable, Subscription, type Observer, type Subscriber } from 'rxjs';
+import { Observable, Subscription, type Observer, type Subscriber, type Unsubscribable } from 'rxjs';
 
 /** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
 export interface TurnSource<T> {
@@ -27,19 +27,33 @@ export interface TurnSource<T> {
  * ```
  */
 export function turnByTurn<T>(source: TurnSource<T>): Observable<T> {
-  return new Observable<T>((subscriber) => new Turns(subscriber, source).loop());
+  return new Observable<T>((subscriber) => {
+    const turns = new Turns(subscriber, source);
+    // One teardown for every turn, added before the first: whatever the subscriber adds after
+    // subscribing (a run's own teardown) runs after the turn being read has ended.
+    subscriber.add(turns);
+    turns.loop();
+  });
 }
 
-// One subscription of turnByTurn.
-class Turns<T> {
+// One subscription of turnByTurn: the turn being read, ended with it.
+class Turns<T> implements Unsubscribable {
   // True while the loop runs, and whether a turn completed inside it (the loop then goes on).
   private looping = false;
   private completed = false;
+  // The reader of the turn now read.
+  private reading: TurnReader<T> | undefined = undefined;
 
   constructor(
     readonly subscriber: Subscriber<T>,
     private readonly source: TurnSource<T>,
   ) {}
+
+  unsubscribe(): void {
+    const { reading } = this;
+    this.reading = undefined;
+    reading?.unsubscribe();
+  }
 
   loop(): void {
     const { subscriber } = this;
@@ -58,23 +72,24 @@ class Turns<T> {
         subscriber.complete();
         break;
       }
-      // The reader is the turn's subscriber itself, a child of ours: leaving the sequence ends the
-      // turn at once, even while the turn is still being subscribed.
-      const reader = new TurnReader(this);
-      subscriber.add(reader);
+      // The reader is the turn's subscriber itself, known before the turn is subscribed: leaving
+      // the sequence ends the turn at once, even while the turn is still being subscribed.
+      const reader = (this.reading = new TurnReader(this));
       turn$.subscribe(reader);
     } while (this.completed);
     this.looping = false;
   }
 
   /** @internal The turn read now completed (its reader torn down already): on to the next. */
-  turnEnded(): void {
+  turnEnded(reader: TurnReader<T>): void {
+    if (this.reading === reader) this.reading = undefined;
     if (this.looping) this.completed = true;
     else this.loop();
   }
 
   /** @internal A turn failed: `failed`'s value ends the sequence, or the error does. */
   failed(error: unknown): void {
+    this.reading = undefined;
     const { subscriber, source } = this;
     if (source.turnFailed === undefined) return subscriber.error(error);
     let last: T | undefined;
@@ -110,6 +125,6 @@ class TurnReader<T> extends Subscription implements Observer<T> {
     if (this.closed) return;
     // The turn's own teardown runs before the next turn starts.
     this.unsubscribe();
-    this.turns.turnEnded();
+    this.turns.turnEnded(this);
   }
 }

@@ -45,11 +45,11 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
       let answer: unknown;
       try {
         answer = step(record.call, record.index);
-        // A verdict given at once goes through at once, with nothing made for it.
-        if (!isPending(answer)) return letThrough(record, serial, verdictError(answer));
       } catch (error) {
         return letThrough(record, serial, toErrorInfo(error));
       }
+      // A verdict given at once goes through at once, with nothing made for it.
+      if (!isPending(answer)) return letThrough(record, serial, verdictError(answer));
       // Set once the verdict is in (or the gate was torn down): later answers change nothing.
       let done = false;
       const take = (refused: ErrorInfo | undefined): void => {

@@ -89,7 +89,6 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
   }
 
   dispatch(record: CallRecord): void {
-    // A stopped batch dispatches nothing more: the call waits to be classified, never dispatched.
     // A stopped or closed batch dispatches nothing more: the call waits to be classified, never
     // dispatched. Nor does a fan-out torn down: a phase handing over its calls from inside its
     // subscribe goes on after its subscriber left (from a watcher of a grant), and nothing would

@@ -80,7 +80,8 @@ export class Serial extends Stage<CallRecord> {
       } finally {
         this.draining = false;
       }
-      if (this.busy === undefined && this.head < this.queue.length) this.drain();
+      // Records that came, or the source's end, while it was in its step are seen to now.
+      if (this.busy === undefined && (this.head < this.queue.length || this.sourceDone)) this.drain();
       return;
     }
     this.queue.push(record);

@@ -40,12 +40,12 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
       let answer: SettleAnswer;
       try {
         answer = step(outcome, record.call);
-        // An outcome given at once goes out at once, with nothing made for it.
-        if (!isPending(answer)) return settled(record, serial, answer as Outcome);
       } catch (error) {
         serial.fail(error);
         return undefined;
       }
+      // An outcome given at once goes out at once, with nothing made for it.
+      if (!isPending(answer)) return settled(record, serial, answer as Outcome);
       // Set once the step answered (or the stage was torn down): later answers change nothing.
       let done = false;
       const take = (final: Outcome): void => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { EMPTY, lastValueFrom, mergeMap, of, throwError, toArray } from 'rxjs';
+import { EMPTY, lastValueFrom, mergeMap, of, Subject, takeUntil, throwError, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { settle, type CallActivity, type Outcome, type SettleAnswer, type SettleStep, type StopReason } from '../../../lib/batch/index.js';
+import { settle, type CallActivity, type CallRecord, type Outcome, type SettleAnswer, type SettleStep, type StopReason } from '../../../lib/batch/index.js';
 import { call } from '../helpers.js';
 import { byId, decided, labelled, recordsOf, resultOf } from './records.js';
 
@@ -209,4 +209,27 @@ describe('settle', () => {
       expectSubscriptions(answer.subscriptions).toBe(['-^-!', '---^!']);
     });
   });
+
+  it('completes when its source completes while a record is in its step (a consumer that ends the source on an outcome)', () => {
+    const { records } = decided('ab');
+    const source = new Subject<CallRecord>();
+    const stop = new Subject<void>();
+    const seen: string[] = [];
+    source
+      .pipe(
+        takeUntil(stop),
+        settle((outcome) => outcome),
+      )
+      .subscribe({
+        next: (record) => {
+          seen.push(record.call.callId);
+          // Still inside the step of the record just out: the source ends here.
+          stop.next();
+        },
+        complete: () => seen.push('complete'),
+      });
+    source.next(records[0]!);
+    expect(seen).to.deep.equal(['a', 'complete']);
+  });
 });
+
