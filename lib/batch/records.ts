@@ -10,10 +10,11 @@ import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
+import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
 import { errorOutcome, lostOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
-import type { BatchCall, Delta, InvokeContext, Outcome } from './types.js';
+import type { BatchCall, Delta, Outcome } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
 export type CallState = 'waiting' | 'queued' | 'running' | 'ended';
@@ -79,56 +80,6 @@ function unsubscribeBody(running: Unsubscribable): void {
     running.unsubscribe();
   } catch (error) {
     reportUnhandled(error);
-  }
-}
-
-// What a body is handed. Its signal and lent lanes are getters on the prototype: the
-// AbortController and the loans are made only if the body asks, and a class whose instances all
-// share one hidden class costs a few nanoseconds to make. (Defining them on each instance, so
-// that a spread copy keeps them, costs about 0.1 µs per property per call; the runner's
-// ToolContext, which tool bodies get, does that for `signal`, and builds on this one.)
-class CallContext implements InvokeContext {
-  #record: ((delta: Delta) => void) | undefined = undefined;
-  #controller: AbortController | undefined = undefined;
-  // Why the call was stopped, once it was: a signal first asked for afterwards is born aborted.
-  #stopped: Error | undefined = undefined;
-  readonly #run: CallRecord;
-
-  constructor(run: CallRecord) {
-    this.#run = run;
-  }
-
-  /** Records what the call changed; a function of its own (made when first read), so it can be passed on alone. */
-  get record(): (delta: Delta) => void {
-    return (this.#record ??= (delta: Delta) => this.#run.recorded(delta));
-  }
-
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new AbortController();
-      if (this.#stopped !== undefined) this.#controller.abort(this.#stopped);
-    }
-    return this.#controller.signal;
-  }
-
-  /** The shared lanes this call stands in, its callers' included, each lent to nested work. */
-  get lent(): ReadonlyMap<string, Loan> {
-    return this.#run.lend();
-  }
-
-  get ended(): boolean {
-    return this.#run.isDone;
-  }
-
-  get fence(): string | undefined {
-    return this.#run.fence();
-  }
-
-  /** Aborts the body's signal (now, or when it is first asked for). */
-  abort(reason: Error): void {
-    if (this.#stopped !== undefined) return;
-    this.#stopped = reason;
-    this.#controller?.abort(reason);
   }
 }
 

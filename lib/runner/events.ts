@@ -1,6 +1,7 @@
 // RunEvent: the transcript of a run. For the same script it is the same sequence of
 // events whatever order the calls finished in: no times, and tool events in call order.
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
+import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { FinishReason, ModelResponse, ToolCall, Usage } from './model.js';
 
@@ -133,6 +134,11 @@ export function toResponseEvent(turn: number, response: ModelResponse): ModelRes
     ...(usage !== undefined ? { usage } : {}),
     ...(finishReason !== undefined ? { finishReason } : {}),
   };
+}
+
+/** The run's final event for a stop: RUN_CANCELLED for a cancel, RUN_FAILED for a deadline or a failure under FAIL_RUN. */
+export function ending(reason: StopReason): RunEvent {
+  return reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
 }
 
 /** RUN_FAILED for `error`, read as the transcript carries errors. */

@@ -4,46 +4,23 @@
 // answers without calls or the run stops. `run$()` is this Observable, and `run()` is it
 // folded: one engine path. The run's stop is a composition of what can stop it (the caller's
 // signal, runSeconds), replayed to every turn; a failure under FAIL_RUN is the batch's own.
-// A streamed turn hands each call to its batch as soon as the stream completes it, and holds
-// the outcomes until the response is complete, so its transcript is the whole turn's.
+// A turn is in turn.ts, a streamed one in streamedTurn.ts: this file is the run they share.
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import {
-  catchError,
-  concat,
-  connectable,
-  defer,
-  EMPTY,
-  finalize,
-  ignoreElements,
-  map,
-  merge,
-  Observable,
-  of,
-  ReplaySubject,
-  Subject,
-  take,
-  takeUntil,
-  tap,
-  type Observer,
-  type Subscriber,
-  Subscription,
-  type Unsubscribable,
-} from 'rxjs';
+import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures } from '../config/index.js';
 import { DeadlineExceededError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
-import { failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { answerOf, providerFailure, Request, type ReplyObserver } from './ask.js';
+import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
-import type { Message, ModelRequest, ModelResponse, ToolCall } from './model.js';
-import { isStreamPart, WrittenTurn } from './modelStream.js';
+import type { Message, ModelResponse, ToolCall } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
+import { turn } from './turn.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
@@ -54,11 +31,6 @@ function flat(text: string): string {
   text.charCodeAt(0);
   return text;
 }
-
-function ending(reason: StopReason): RunEvent {
-  return reason.kind === 'cancelled' ? { type: 'RUN_CANCELLED', reason: reason.why } : { type: 'RUN_FAILED', error: reason.error };
-}
-
 
 // The caller's signal as a stop: at once if it is aborted already.
 function aborted(signal: AbortSignal): Observable<StopReason> {
@@ -73,9 +45,8 @@ function aborted(signal: AbortSignal): Observable<StopReason> {
   });
 }
 
-// One whole answer of the model: decoded, or the run's failure.
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
-class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
+export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly runId = flat(randomUUID());
   readonly parent: RunParent | undefined;
   readonly failFast: boolean;
@@ -327,294 +298,6 @@ class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     const { activity, scheduler } = this.parts;
     if (activity.observed) activity.next({ type: 'text-delta', runId: this.runId, turn, delta, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
   }
-}
-
-/**
- * Turn `n` of a run, as an Observable of its events: the model asked (unless the run stopped or
- * ran out of turns; a stop while it is asked ends the run at once, the request aborted), then
- * MODEL_RESPONSE, then the outcomes of its calls' batch in call order, or the run's final
- * event. What comes next (another turn, or nothing) is left on the run for `turnByTurn`.
- */
-function turn(run: Run, n: number): Observable<RunEvent> {
-  return new Observable<RunEvent>((subscriber) => new Turn(run, n, subscriber).start());
-}
-
-const noContents: Array<string | undefined> = [];
-const noOutcomes: Outcome[] = [];
-
-// One turn as it runs: the request, then its batch (or a streamed turn's reading). A record per
-// turn that is their observer, with no operator chain of its own: it hears the provider's
-// answer, and it is its batch's subscriber itself (a Subscription that is an Observer, taken by
-// RxJS as it takes an operator's), so a turn left while its batch is being subscribed (its
-// calls answering synchronously) ends that batch at once. Anything unforeseen thrown in its
-// callbacks fails the turn, and the run with RUN_FAILED (turnByTurn's `failed`).
-class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
-  // The request in flight, until answered or left.
-  private asked: Unsubscribable | undefined = undefined;
-  // The run's stop, heard while the model is asked.
-  private stopping: Unsubscribable | undefined = undefined;
-  // A streamed turn's later parts, and who reads them.
-  private rest: Subscriber<unknown> | undefined = undefined;
-  private streaming = false;
-  // True once the answer came (the batch, or the stream, took over) or the request was left.
-  private answered = false;
-  // Each result's JSON, by call index, as the settle step made it; the outcomes so far (they
-  // come in call order). Sized when the calls are known.
-  private contents: Array<string | undefined> = noContents;
-  private outcomes: Outcome[] = noOutcomes;
-  private taken = 0;
-
-  constructor(
-    private readonly run: Run,
-    private readonly n: number,
-    private readonly subscriber: Subscriber<RunEvent>,
-  ) {
-    super();
-  }
-
-  start(): void {
-    const { run, n, subscriber } = this;
-    const { plan } = run;
-    if (n > plan.maxTurns) return this.end(failed(new RunError(`${plan.agent.name} reached maxTurns (${plan.maxTurns}) without a final answer`)));
-    // A run stopped before this turn does not take even a synchronous reply.
-    if (run.stopped !== undefined) return this.end(ending(run.stopped));
-    subscriber.add(this);
-    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: plan.specs };
-    // A run nothing outside can stop hears nothing while it asks.
-    if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
-    // Known before it is sent: a stop while the provider is still being asked leaves it then.
-    const asked = (this.asked = new Request(this));
-    asked.send(run.parts, request);
-  }
-
-  // The run stopped while the model was asked: the request is left (aborted) and the run ends.
-  private stopped(reason: StopReason): void {
-    if (this.answered) return;
-    this.leave();
-    this.end(ending(reason));
-  }
-
-  reply(value: unknown): void {
-    if (this.streaming) {
-      this.rest?.next(value);
-      return;
-    }
-    // A turn left (its run's subscriber gone) takes no answer.
-    if (this.closed) return;
-    const { run, n, subscriber } = this;
-    try {
-      if (isStreamPart(value)) {
-        this.streaming = true;
-        this.heard();
-        // The stream's events go to the turn's subscriber as they are; the request stays open
-        // for the parts after this one until the stream is no longer read.
-        streamed(run, n, value, new Observable<unknown>((rest) => this.restOf(rest))).subscribe(subscriber);
-        return;
-      }
-      this.heard();
-      const answer = answerOf(n, value);
-      if ('failure' in answer) return this.end(answer.failure);
-      const { response, malformed } = answer.reply;
-      subscriber.next(run.responded(n, response));
-      const { toolCalls = [] } = response;
-      if (toolCalls.length === 0) return this.end(run.finalAnswer(response.text));
-      if (this.closed) return;
-      this.contents = new Array<string | undefined>(toolCalls.length);
-      this.outcomes = new Array<Outcome>(toolCalls.length);
-      run.batchOf(n, run.callsOf(toolCalls, malformed, run.scope()), this.contents).subscribe(this);
-    } catch (error) {
-      subscriber.error(error);
-    }
-  }
-
-  replyFailed(error: unknown): void {
-    if (this.streaming) {
-      this.rest?.error(error);
-      return;
-    }
-    if (this.closed) return;
-    this.heard();
-    this.end(providerFailure(this.n, error));
-  }
-
-  replyEnded(): void {
-    if (this.streaming) {
-      this.rest?.complete();
-      return;
-    }
-    if (this.closed) return;
-    this.heard();
-    this.end(providerFailure(this.n, undefined));
-  }
-
-  // The answer came: the stop now reaches the batch, which classifies its calls. A whole
-  // answer's request is over, and let go (its AbortSignal is some 500 bytes).
-  private heard(): void {
-    this.answered = true;
-    if (!this.streaming) this.asked = undefined;
-    this.stopping?.unsubscribe();
-    this.stopping = undefined;
-  }
-
-  // A streamed turn reads the parts after its first: the request stays open until it leaves.
-  private restOf(reader: Subscriber<unknown>): () => void {
-    this.rest = reader;
-    return () => {
-      this.rest = undefined;
-      this.leave();
-    };
-  }
-
-  // The batch's outcomes, in call order, each into the conversation and out as its event.
-  next(outcome: Outcome): void {
-    if (this.closed) return;
-    try {
-      this.outcomes[this.taken++] = outcome;
-      this.subscriber.next(this.run.tookOutcome(this.n, outcome, this.contents));
-    } catch (error) {
-      this.error(error);
-    }
-  }
-
-  error(error: unknown): void {
-    if (this.closed) return;
-    this.unsubscribe();
-    this.subscriber.error(error);
-  }
-
-  // The batch is over (its teardown runs first): the run ends, or goes on to its next turn.
-  complete(): void {
-    if (this.closed) return;
-    this.unsubscribe();
-    try {
-      // Every call has its outcome by now (the reorder errs otherwise); the array is cut to those
-      // that came all the same, so a hole can never reach the run.
-      const { outcomes, taken } = this;
-      const last = this.run.after(this.n, taken === outcomes.length ? outcomes : outcomes.slice(0, taken));
-      if (last !== undefined) this.subscriber.next(last);
-      this.subscriber.complete();
-    } catch (error) {
-      this.subscriber.error(error);
-    }
-  }
-
-  // The run's final event, if it has not ended already, and the turn is over. A turn left
-  // meanwhile (its subscriber gone while it emitted MODEL_RESPONSE, say) ends nothing: the run
-  // was left, and its own teardown says so.
-  private end(event: RunEvent): void {
-    if (this.closed) return;
-    const last = this.run.end(event);
-    if (last !== undefined) this.subscriber.next(last);
-    this.subscriber.complete();
-  }
-
-  // Leaves the request, if it is still in flight (it is then aborted).
-  private leave(): void {
-    const { asked } = this;
-    this.asked = undefined;
-    asked?.unsubscribe();
-  }
-
-  override unsubscribe(): void {
-    if (this.closed) return;
-    this.stopping?.unsubscribe();
-    this.stopping = undefined;
-    this.leave();
-    super.unsubscribe();
-  }
-}
-
-/**
- * A streamed turn. Its batch starts at once and takes each call as soon as the stream completes
- * it, so the call is gated and dispatched inside its lanes while the model writes the next one.
- * The transcript is the whole turn's: MODEL_RESPONSE (every call) once the stream has ended,
- * then the outcomes in call order, those that settled before it held until then. The model's
- * text goes to activity$ as it is written.
- *
- * A stop (the run's, or the batch's own: FAIL_RUN, toolCallSeconds) ends the reading, the
- * request aborted: the response is what had come, and the batch classifies its calls. A stream
- * that fails, or sends a part that does not decode, stops the batch likewise, and the run then
- * fails with it. A turn cut short before any call came has no MODEL_RESPONSE, as a turn stopped
- * while it was asked has none.
- */
-function streamed(run: Run, n: number, first: unknown, rest$: Observable<unknown>): Observable<RunEvent> {
-  return defer(() => {
-    const writing = new WrittenTurn();
-    const scope = run.scope();
-    // The turn's call ids so far, for duplicates.
-    const seen = new Set<string>();
-    // The calls, to the batch, one by one.
-    const calls = new Subject<RunnerCall>();
-    // The stream's failure, as a stop of the batch.
-    const broken = new Subject<StopReason>();
-    let failure: RunEvent | undefined;
-    // Fires when the batch ends: before the stream does, only a stop ends it.
-    const batchEnded = new Subject<void>();
-    const contents: Array<string | undefined> = [];
-    // The batch runs from now on; its outcomes are kept until the response is out.
-    const batch = connectable(run.batchOf(n, calls, contents, run.stop$ === undefined ? broken : merge(run.stop$, broken)).pipe(finalize(() => batchEnded.next())), {
-      connector: () => new ReplaySubject<Outcome>(),
-      resetOnDisconnect: false,
-    });
-    const reading$ = concat(of(first), rest$).pipe(
-      takeUntil(batchEnded),
-      tap((part) => {
-        const call = writing.read(part);
-        if (call !== undefined) {
-          const position = writing.calls - 1;
-          calls.next(run.callOf(call, position, writing.problemAt(position), seen, scope));
-        } else if ((part as { type: string }).type === 'text-delta') run.activityText(n, (part as { delta: string }).delta);
-      }),
-      catchError((error: unknown) => {
-        failure = providerFailure(n, error);
-        const { message } = toErrorInfo(error);
-        broken.next({ kind: 'cancelled', why: `the model's reply failed mid-stream (${message})` });
-        return EMPTY;
-      }),
-      tap({ complete: () => calls.complete() }),
-      ignoreElements(),
-    );
-    const connection = batch.connect();
-    return concat(
-      reading$,
-      defer(() => {
-        const { response } = writing.response();
-        // Cut short before any call came: the run ends as a turn stopped while asked does.
-        if (response.toolCalls === undefined && (failure !== undefined || run.stopped !== undefined)) return finishing(run, failure ?? ending(run.stopped!));
-        return respond(run, n, response, contents, batch, failure);
-      }),
-    ).pipe(finalize(() => connection.unsubscribe()));
-  });
-}
-
-// A streamed turn's response, then the final answer, or the outcomes in call order from
-// `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and what
-// comes after them. `failure` is the run's ending once they are out (a broken stream).
-function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure: RunEvent | undefined): Observable<RunEvent> {
-  const event = run.responded(n, response);
-  if ((response.toolCalls ?? []).length === 0) return concat(of(event), finishing(run, run.finalAnswer(response.text)));
-  const outcomes: Outcome[] = [];
-  return concat(
-    of(event),
-    outcomes$.pipe(
-      map((outcome) => {
-        outcomes.push(outcome);
-        return run.tookOutcome(n, outcome, contents);
-      }),
-    ),
-    defer(() => {
-      const last = run.after(n, outcomes, failure);
-      return last === undefined ? EMPTY : of(last);
-    }),
-  );
-}
-
-// The run's final event, if it has not ended already.
-function finishing(run: Run, event: RunEvent): Observable<RunEvent> {
-  return defer(() => {
-    const last = run.end(event);
-    return last === undefined ? EMPTY : of(last);
-  });
 }
 
 /**
