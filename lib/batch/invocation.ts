@@ -1,6 +1,5 @@
 // What the batch needs around a body's invocation: telling a Promise from a value, the
 // reason a body's signal aborts with, and reporting an error nobody can receive.
-import { config } from 'rxjs';
 
 /**
  * True for anything with a `then` method: a Promise, or a thenable. It reads `then`, which a
@@ -16,16 +15,4 @@ export class InvocationAbortedError extends Error {
   override readonly name = 'AbortError';
 }
 
-/**
- * Reports an error nobody can receive (a watcher or a hook that threw where the batch must go
- * on) the way RxJS reports one a subscriber threw: to `config.onUnhandledError` if set, else
- * thrown later, outside the batch.
- */
-export function reportUnhandled(error: unknown): void {
-  const handler = config.onUnhandledError;
-  if (handler !== null) handler(error);
-  else
-    setTimeout(() => {
-      throw error;
-    });
-}
+export { reportUnhandled } from '../unhandled.js';

@@ -6,11 +6,12 @@
 // the leases also catches a missed wake-up. A dead process's permits and places come back within
 // one lease. Here is the process's side: its requests, what it tells the engine, and when.
 import { createHash, randomBytes } from 'node:crypto';
-import { config, Subject, type Observable } from 'rxjs';
+import { Subject, type Observable } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { ConfigError, LaneLostError, toErrorInfo } from '../../errors.js';
-import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
+import { grant, type LaneChange, type LaneOccupancy, type OnGrant } from '../Lane.js';
 import { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from '../LaneTable.js';
+import { reportUnhandled } from '../../unhandled.js';
 import { redisConnection, type RedisConnection, type RedisLaneClient, type RedisSubscriber } from './connection.js';
 import { acquireScript, leaveScript, refreshScript, snapshotScript, type Script } from './scripts.js';
 
@@ -136,8 +137,7 @@ class Op {
 // What a request's caller is told. A caller's own exception must not cut the store's work short.
 function tell(onGrant: OnGrant): void {
   try {
-    if (typeof onGrant === 'function') onGrant();
-    else onGrant.granted();
+    grant(onGrant);
   } catch (error) {
     reportUnhandled(error);
   }
@@ -152,16 +152,6 @@ function tellLost(onGrant: OnGrant, error: Error): void {
   } catch (thrown) {
     reportUnhandled(thrown);
   }
-}
-
-// An error nobody can receive goes where RxJS sends one: config.onUnhandledError, or thrown later.
-function reportUnhandled(error: unknown): void {
-  const handler = config.onUnhandledError;
-  if (handler !== null) handler(error);
-  else
-    setTimeout(() => {
-      throw error;
-    });
 }
 
 // Redis's error replies that mean "not now" rather than "never": counted as unreachable.
