@@ -9,10 +9,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { ConfigError, LaneLostError, toErrorInfo } from '../../errors.js';
-import { grant, type LaneChange, type LaneOccupancy, type OnGrant } from '../Lane.js';
+import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from '../LaneTable.js';
-import { reportUnhandled } from '../../unhandled.js';
 import { redisConnection, type RedisConnection, type RedisLaneClient, type RedisSubscriber } from './connection.js';
+import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, PROBE, REFRESH, refused, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, refreshScript, snapshotScript, type Script } from './scripts.js';
 
 export interface RedisLaneStoreOptions {
@@ -44,115 +44,8 @@ export interface FleetLaneOccupancy extends LaneOccupancy {
 
 const optionFields = ['client', 'prefix', 'leaseSeconds', 'timeoutSeconds', 'whenUnreachable'];
 
-// Where a request stands. PENDING: sent, Redis has not answered (it counts as waiting).
-const PENDING = 0;
-const WAITING = 1;
-const HOLDING = 2;
-const LEFT = 3;
-const LOST = 4;
-// Moved to the in-process lanes while Redis was unreachable (whenUnreachable: 'in-process').
-const LOCAL = 5;
-
-// What a script sent to Redis was for.
-const ACQUIRE = 0;
-const LEAVE = 1;
-const REFRESH = 2;
-const PROBE = 3;
-
 // A subscription asked for and not yet confirmed.
 const ASKING = -1;
-
-/** A request for a permit of a fleet lane: `leave()` gives the permit back, or withdraws the request. */
-class FleetTicket implements Permit {
-  state = PENDING;
-  /** Redis answered the request: its lease may be refreshed, and its leave be sent. */
-  confirmed = false;
-  /** The fencing token of its grant. */
-  fence: string | undefined = undefined;
-  /** Until when (performance.now()) its lease is known to run. */
-  validUntil: number;
-  /** Its permit in the in-process lanes, once it moved there, and whether they granted it. */
-  local: Permit | undefined = undefined;
-  localGranted = false;
-
-  constructor(
-    private readonly store: RedisLaneStore,
-    readonly lane: FleetLane,
-    readonly id: string,
-    readonly party: string,
-    readonly onGrant: OnGrant,
-    validUntil: number,
-  ) {
-    this.validUntil = validUntil;
-  }
-
-  get holding(): boolean {
-    return this.state === HOLDING || (this.state === LOCAL && this.localGranted);
-  }
-
-  leave(): void {
-    this.store.leave(this);
-  }
-
-  /** @internal The in-process lane it moved to granted it. */
-  granted(): void {
-    this.localGranted = true;
-    tell(this.onGrant);
-  }
-}
-
-/** A lane this process has requests on: its keys, its requests, its wake-ups. */
-class FleetLane {
-  /** The live requests (pending, waiting, holding) of this process, by id. */
-  readonly tickets = new Map<string, FleetTicket>();
-  holders = 0;
-  waiters = 0;
-  // The timer that runs a refresh when the earliest holder's lease ends (a dead holder's permit
-  // comes back then), while this process has someone waiting; and when it is due.
-  reclaimTimer: ReturnType<typeof setTimeout> | undefined = undefined;
-  reclaimAt = Infinity;
-  // A sync (a refresh that catches grants missed before the subscription) is on its way.
-  syncing = false;
-
-  constructor(
-    readonly key: string,
-    readonly limit: number,
-    readonly keys: readonly string[],
-    readonly channel: string,
-  ) {}
-}
-
-/** A script sent to Redis and not yet answered. */
-class Op {
-  settled = false;
-  constructor(
-    readonly kind: number,
-    readonly lane: FleetLane,
-    readonly subject: FleetTicket | readonly FleetTicket[] | undefined,
-    readonly sentAt: number,
-    readonly seq: number,
-  ) {}
-}
-
-// What a request's caller is told. A caller's own exception must not cut the store's work short.
-function tell(onGrant: OnGrant): void {
-  try {
-    grant(onGrant);
-  } catch (error) {
-    reportUnhandled(error);
-  }
-}
-
-// An object's lost(), or a function's lost property: a caller without one is not told.
-function tellLost(onGrant: OnGrant, error: Error): void {
-  const { lost } = onGrant as { lost?: unknown };
-  if (typeof lost !== 'function') return;
-  try {
-    lost.call(onGrant, error);
-  } catch (thrown) {
-    reportUnhandled(thrown);
-  }
-}
 
 // Redis's error replies that mean "not now" rather than "never": counted as unreachable.
 const unavailableReply = /^(BUSY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
@@ -840,16 +733,6 @@ export class RedisLaneStore implements LaneStore {
     this.down = undefined;
     this.notices.next({ type: 'lane-store', status: 'restored', reason: `Redis answers again (it was unreachable: ${was})`, at: Date.now() });
   }
-}
-
-// The permit of a request refused at once (Redis unreachable, the store closed): never holding,
-// nothing to give back. The caller is told on the next microtask, as a grant would come: never
-// before enter returns.
-const lostPermit: Permit = { holding: false, leave: () => undefined };
-
-function refused(onGrant: OnGrant, error: LaneLostError): Permit {
-  queueMicrotask(() => tellLost(onGrant, error));
-  return lostPermit;
 }
 
 // Timers of the store never keep a process alive by themselves: its connections do, while they are open.

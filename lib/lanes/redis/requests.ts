@@ -1,0 +1,125 @@
+// A process's requests on fleet lanes, as RedisLaneStore keeps them: each request (its ticket),
+// the lanes it has requests on, the scripts sent and not yet answered, and how a request's
+// caller is told of a grant or a loss.
+import type { LaneLostError } from '../../errors.js';
+import { reportUnhandled } from '../../unhandled.js';
+import { grant, type OnGrant } from '../Lane.js';
+import type { Permit } from '../LaneTable.js';
+import type { RedisLaneStore } from './RedisLaneStore.js';
+
+// Where a request stands. PENDING: sent, Redis has not answered (it counts as waiting).
+export const PENDING = 0;
+export const WAITING = 1;
+export const HOLDING = 2;
+export const LEFT = 3;
+export const LOST = 4;
+// Moved to the in-process lanes while Redis was unreachable (whenUnreachable: 'in-process').
+export const LOCAL = 5;
+
+// What a script sent to Redis was for.
+export const ACQUIRE = 0;
+export const LEAVE = 1;
+export const REFRESH = 2;
+export const PROBE = 3;
+
+/** A request for a permit of a fleet lane: `leave()` gives the permit back, or withdraws the request. */
+export class FleetTicket implements Permit {
+  state = PENDING;
+  /** Redis answered the request: its lease may be refreshed, and its leave be sent. */
+  confirmed = false;
+  /** The fencing token of its grant. */
+  fence: string | undefined = undefined;
+  /** Until when (performance.now()) its lease is known to run. */
+  validUntil: number;
+  /** Its permit in the in-process lanes, once it moved there, and whether they granted it. */
+  local: Permit | undefined = undefined;
+  localGranted = false;
+
+  constructor(
+    private readonly store: RedisLaneStore,
+    readonly lane: FleetLane,
+    readonly id: string,
+    readonly party: string,
+    readonly onGrant: OnGrant,
+    validUntil: number,
+  ) {
+    this.validUntil = validUntil;
+  }
+
+  get holding(): boolean {
+    return this.state === HOLDING || (this.state === LOCAL && this.localGranted);
+  }
+
+  leave(): void {
+    this.store.leave(this);
+  }
+
+  /** @internal The in-process lane it moved to granted it. */
+  granted(): void {
+    this.localGranted = true;
+    tell(this.onGrant);
+  }
+}
+
+/** A lane this process has requests on: its keys, its requests, its wake-ups. */
+export class FleetLane {
+  /** The live requests (pending, waiting, holding) of this process, by id. */
+  readonly tickets = new Map<string, FleetTicket>();
+  holders = 0;
+  waiters = 0;
+  // The timer that runs a refresh when the earliest holder's lease ends (a dead holder's permit
+  // comes back then), while this process has someone waiting; and when it is due.
+  reclaimTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  reclaimAt = Infinity;
+  // A sync (a refresh that catches grants missed before the subscription) is on its way.
+  syncing = false;
+
+  constructor(
+    readonly key: string,
+    readonly limit: number,
+    readonly keys: readonly string[],
+    readonly channel: string,
+  ) {}
+}
+
+/** A script sent to Redis and not yet answered. */
+export class Op {
+  settled = false;
+  constructor(
+    readonly kind: number,
+    readonly lane: FleetLane,
+    readonly subject: FleetTicket | readonly FleetTicket[] | undefined,
+    readonly sentAt: number,
+    readonly seq: number,
+  ) {}
+}
+
+// What a request's caller is told. A caller's own exception must not cut the store's work short.
+export function tell(onGrant: OnGrant): void {
+  try {
+    grant(onGrant);
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
+// An object's lost(), or a function's lost property: a caller without one is not told.
+export function tellLost(onGrant: OnGrant, error: Error): void {
+  const { lost } = onGrant as { lost?: unknown };
+  if (typeof lost !== 'function') return;
+  try {
+    lost.call(onGrant, error);
+  } catch (thrown) {
+    reportUnhandled(thrown);
+  }
+}
+
+// The permit of a request refused at once (Redis unreachable, the store closed): never holding,
+// nothing to give back. The caller is told on the next microtask, as a grant would come: never
+// before enter returns.
+const lostPermit: Permit = { holding: false, leave: () => undefined };
+
+export function refused(onGrant: OnGrant, error: LaneLostError): Permit {
+  queueMicrotask(() => tellLost(onGrant, error));
+  return lostPermit;
+}
