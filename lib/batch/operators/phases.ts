@@ -6,7 +6,7 @@ import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
 import type { BatchCall } from '../types.js';
 import { BatchScope, type BatchScopeOptions } from '../batchScope.js';
 import { CallRecord } from '../records.js';
-import { Stage } from './stage.js';
+import { Stage, staged } from './stage.js';
 
 // One phase: its records, held until `concatMap` subscribes (the phase before it may still run),
 // then passed on as they come. One of these per phase, never per call.
@@ -76,10 +76,7 @@ class Phase {
  *   with: the clock, an activity sink, the stop from outside. One batch per subscription.
  */
 export function phases(options: BatchScopeOptions | (() => BatchScope) = {}): OperatorFunction<BatchCall | CallRecord, Observable<CallRecord>> {
-  return (source) =>
-    new Observable<Observable<CallRecord>>((out) => {
-      source.subscribe(new Phasing(out, typeof options === 'function' ? options() : new BatchScope(options)));
-    });
+  return staged((out) => new Phasing(out, typeof options === 'function' ? options() : new BatchScope(options)));
 }
 
 // One subscription of phases: the phase receiving calls now, and the next call's index.

@@ -3,9 +3,9 @@
 // the one before it is through. Plain state (a queue and a few flags), no Subscriber and no
 // closure per record: only one record is in its step at a time, so whether it is through is
 // the engine's to keep.
-import { Observable, type MonoTypeOperatorFunction, type Subscriber, type Unsubscribable } from 'rxjs';
+import type { MonoTypeOperatorFunction, Subscriber, Unsubscribable } from 'rxjs';
 import type { CallRecord } from '../records.js';
-import { Stage } from './stage.js';
+import { Stage, staged } from './stage.js';
 
 /** What a serial stage does with one record. */
 export interface SerialStage {
@@ -141,8 +141,5 @@ export class Serial extends Stage<CallRecord> {
 
 /** The operator whose subscriptions run `stage` one record at a time, in arrival order. */
 export function serial(stage: SerialStage): MonoTypeOperatorFunction<CallRecord> {
-  return (source) =>
-    new Observable<CallRecord>((out) => {
-      source.subscribe(new Serial(out, stage));
-    });
+  return staged((out) => new Serial(out, stage));
 }

@@ -4,7 +4,8 @@
 // Every change is one Lua script (scripts.ts); waiters live in Redis with leases of their own;
 // grants wake waiters by pub/sub (sharded where the server has it), and a heartbeat that keeps
 // the leases also catches a missed wake-up. A dead process's permits and places come back within
-// one lease. Here is the process's side: its requests, what it tells the engine, and when.
+// one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
+// when (its requests, as it keeps them, are in requests.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import { describeValue } from '../../config/index.js';
