@@ -26,6 +26,8 @@ export { jsonForm, jsonText, type JsonValue } from './json.js';
 export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type LaneStoreNotice, type Permit } from './lanes/index.js';
 export {
   RedisLaneStore,
+  LaneMetricNames,
+  type LaneMeter,
   ioredisConnection,
   nodeRedisConnection,
   redisConnection,

@@ -4,6 +4,8 @@ export { inLane, type InLaneOptions } from './inLane.js';
 export { Loan, enterWithLoan } from './Loan.js';
 export {
   RedisLaneStore,
+  LaneMetricNames,
+  type LaneMeter,
   ioredisConnection,
   nodeRedisConnection,
   redisConnection,

@@ -5,16 +5,21 @@
 // grants wake waiters by pub/sub (sharded where the server has it), and a heartbeat that keeps
 // the leases also catches a missed wake-up. A dead process's permits and places come back within
 // one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
-// when (its requests, as it keeps them, are in requests.ts).
+// when (its requests, as it keeps them, are in requests.ts; how scripts reach Redis, and are sent
+// again after a failed attempt, in transport.ts; what explains a lost lease in epoch.ts; the
+// metrics in metrics.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import { describeValue } from '../../config/index.js';
-import { ConfigError, LaneLostError, toErrorInfo } from '../../errors.js';
+import { ConfigError, LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from '../LaneTable.js';
 import { redisConnection, type RedisConnection, type RedisLaneClient, type RedisSubscriber } from './connection.js';
+import { RedisEpoch } from './epoch.js';
+import { LaneMetrics, type LaneLossReason, type LaneMeter } from './metrics.js';
 import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, PROBE, REFRESH, refused, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, refreshScript, snapshotScript, type Script } from './scripts.js';
+import { isUnreachable, messageOf, ScriptTransport, unref } from './transport.js';
 
 export interface RedisLaneStoreOptions {
   /** A node-redis client (recommended) or an ioredis client, connected; or a RedisConnection. The store never closes it. */
@@ -35,6 +40,12 @@ export interface RedisLaneStoreOptions {
    * lanes, with the same limits per process, until Redis answers again (reported on `activity$`).
    */
   readonly whenUnreachable?: 'fail' | 'in-process';
+  /**
+   * An OpenTelemetry meter (`metrics.getMeter(...)` from `@opentelemetry/api`): the lanes' waits,
+   * holders, waiters, grants, losses, retries and time unreachable (docs/fleet.md). A meter that
+   * throws is switched off for the store.
+   */
+  readonly meter?: LaneMeter;
 }
 
 /** One lane as the whole fleet holds it (`RedisLaneStore.snapshot()`). */
@@ -43,31 +54,10 @@ export interface FleetLaneOccupancy extends LaneOccupancy {
   readonly parties: readonly string[];
 }
 
-const optionFields = ['client', 'prefix', 'leaseSeconds', 'timeoutSeconds', 'whenUnreachable'];
+const optionFields = ['client', 'prefix', 'leaseSeconds', 'timeoutSeconds', 'whenUnreachable', 'meter'];
 
 // A subscription asked for and not yet confirmed.
 const ASKING = -1;
-
-// Redis's error replies that mean "not now" rather than "never": counted as unreachable.
-const unavailableReply = /^(BUSY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
-
-function messageOf(error: unknown): string {
-  return toErrorInfo(error).message;
-}
-
-// True when Redis could not be reached or cannot serve now; false for an answer that is an error
-// (a script's own failure), which fails the request it was for and says nothing of Redis.
-function isUnreachable(error: unknown): boolean {
-  if (error instanceof RedisTimeoutError) return true;
-  const { name } = toErrorInfo(error);
-  const message = messageOf(error);
-  const isReply = name === 'ErrorReply' || name === 'ReplyError' || /^[A-Z]{3,}\b/.test(message);
-  return !isReply || unavailableReply.test(message);
-}
-
-class RedisTimeoutError extends Error {
-  override readonly name = 'RedisTimeoutError';
-}
 
 // A lane's name as a hash tag: the characters that would end the tag (or be read as an escape)
 // are escaped, and a very long name (an identical-arguments lane) is hashed.
@@ -77,7 +67,7 @@ function tagOf(key: string): string {
 }
 
 function keysOf(base: string): string[] {
-  return [`${base}:h`, `${base}:w`, `${base}:q`, `${base}:p`, `${base}:r`, `${base}:m`];
+  return [`${base}:h`, `${base}:w`, `${base}:q`, `${base}:p`, `${base}:r`, `${base}:m`, `${base}:d`, `${base}:e`];
 }
 
 function globEscape(text: string): string {
@@ -136,15 +126,15 @@ export class RedisLaneStore implements LaneStore {
   private subscriber: RedisSubscriber | undefined = undefined;
   // '1' while sharded pub/sub works (Redis 7); '0' once the server refused it.
   private sharded = '1';
-  // Scripts sent and not answered, oldest first, and how many were ever sent.
-  private readonly pending = new Set<Op>();
+  // How scripts reach Redis, and how many were ever sent.
+  private readonly transport: ScriptTransport;
   private sent = 0;
-  private sweep: ReturnType<typeof setTimeout> | undefined = undefined;
+  private readonly epoch: RedisEpoch;
+  private readonly metrics: LaneMetrics;
   private heartbeat: ReturnType<typeof setInterval> | undefined = undefined;
-  // Who waits for every answer to be in (idle()).
-  private idlers: Array<() => void> = [];
-  // Why Redis counts as unreachable, while it does.
+  // Why Redis counts as unreachable, while it does, and since when (performance.now()).
   private down: string | undefined = undefined;
+  private downSince = 0;
   // The in-process lanes used while Redis is unreachable (whenUnreachable: 'in-process').
   private local: LaneTable | undefined = undefined;
   private changes: Subject<LaneChange> | undefined = undefined;
@@ -187,6 +177,9 @@ export class RedisLaneStore implements LaneStore {
     this.beatMs = Math.max(1, Math.floor(this.leaseMs / 3));
     const base = `${prefix}{probe}`;
     this.probeLane = new FleetLane('probe', 1, keysOf(base), `${base}:g`);
+    this.transport = new ScriptTransport(this.connection, this.timeoutMs, timeoutSeconds, this);
+    this.epoch = new RedisEpoch(prefix, (script, keys, args) => this.transport.ask(script, keys, args));
+    this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -208,9 +201,10 @@ export class RedisLaneStore implements LaneStore {
       if (this.whenUnreachable === 'in-process') return this.localLanes().enter(key, limit, onGrant, party);
       return refused(onGrant, new LaneLostError(key, this.unreachableWhy(key, this.down)));
     }
+    this.epoch.firstContact();
     const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
     const now = performance.now();
-    const ticket = new FleetTicket(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now + this.leaseMs);
+    const ticket = new FleetTicket(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now, now + this.leaseMs);
     lane.tickets.set(ticket.id, ticket);
     lane.waiters++;
     this.changed(lane, 'queued', party);
@@ -244,7 +238,7 @@ export class RedisLaneStore implements LaneStore {
       if (scan === undefined) throw new TypeError('RedisLaneStore.snapshot() without lane keys needs SCAN, which this client cannot do across a Cluster: name the lane keys');
       for await (const name of scan.call(this.connection, `${globEscape(this.prefix)}{*}:m`)) bases.push(name.slice(0, -2));
     }
-    const answers = await Promise.all(bases.map((base) => this.ask(snapshotScript, keysOf(base), [])));
+    const answers = await Promise.all(bases.map((base) => this.transport.ask(snapshotScript, keysOf(base), [])));
     const lanes: FleetLaneOccupancy[] = [];
     for (const answer of answers) {
       const [key, limit, holders, waiters, ...parties] = (answer as unknown[]).map(String);
@@ -265,18 +259,19 @@ export class RedisLaneStore implements LaneStore {
     this.closed = true;
     if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+    this.transport.close();
     for (const lane of [...this.lanes.values()]) {
       for (const ticket of [...lane.tickets.values()]) {
         const what = ticket.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
-        this.lose(ticket, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true);
+        this.lose(ticket, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true, 'closed');
       }
     }
+    if (this.down !== undefined) this.metrics.unreachableFor(performance.now() - this.downSince);
+    this.metrics.close();
     const subscriber = this.subscriber;
     this.closing = this.idle().then(async () => {
       if (subscriber !== undefined) await subscriber.close().catch(() => undefined);
       this.subscriptions.clear();
-      if (this.sweep !== undefined) clearTimeout(this.sweep);
-      this.sweep = undefined;
       this.notices.complete();
       this.changes?.complete();
     });
@@ -285,8 +280,7 @@ export class RedisLaneStore implements LaneStore {
 
   /** @internal Resolves once every script sent to Redis has its answer (or timed out). */
   idle(): Promise<void> {
-    if (this.pending.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idlers.push(resolve));
+    return this.transport.idle();
   }
 
   /** @internal use `permit.leave()` */
@@ -356,87 +350,24 @@ export class RedisLaneStore implements LaneStore {
   // Sending scripts, and their answers.
 
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
-    const op = new Op(kind, lane, subject, performance.now(), ++this.sent);
-    this.pending.add(op);
-    this.sweep ??= unref(setTimeout(this.sweepSoon, this.timeoutMs));
-    const { keys } = lane;
-    this.run(script, keys, args).then(
-      (answer) => this.answered(op, answer),
-      (error: unknown) => this.failed(op, error),
-    );
+    const seq = ++this.sent;
+    // The request id (safe to repeat), and how long Redis keeps its answer: a lease, far longer
+    // than the timeout within which it may be sent again.
+    args.unshift(`${this.processId}:r${seq.toString(36)}`, this.leaseText);
+    this.transport.send(new Op(kind, lane, subject, script, args, performance.now(), seq));
   }
 
-  // EVALSHA, and the whole script if Redis no longer has it (a restart, SCRIPT FLUSH).
-  private run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    let answer: Promise<unknown>;
-    try {
-      answer = this.connection.evalsha(script.sha1, keys, args);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return answer.catch((error: unknown) => {
-      if (!/^NOSCRIPT\b/.test(messageOf(error))) throw error;
-      return this.connection.eval(script.source, keys, args);
-    });
+  /** @internal An attempt failed on the way; the transport sends it again. */
+  retried(op: Op): void {
+    this.metrics.retried(op.lane.key);
   }
 
-  // A script run outside the store's requests (a snapshot), bounded by the timeout.
-  private ask(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      // Decided after the loop has read its sockets (setImmediate): an answer that came while
-      // this process was busy is not taken for a missing one.
-      const timer = setTimeout(() => setImmediate(() => reject(new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`))), this.timeoutMs);
-      this.run(script, keys, args).then(
-        (answer) => {
-          clearTimeout(timer);
-          resolve(answer);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  // Scripts unanswered for longer than the timeout fail: Redis counts as unreachable. The verdict
-  // waits for the loop to read its sockets (timers run before I/O in Node's loop): a process that
-  // was busy past the timeout must not take answers waiting in its own socket for missing ones.
-  private readonly sweepSoon = (): void => {
-    setImmediate(this.sweepNow);
-  };
-
-  private readonly sweepNow = (): void => {
-    this.sweep = undefined;
-    const now = performance.now();
-    const cutoff = now - this.timeoutMs;
-    for (const op of this.pending) {
-      if (op.sentAt > cutoff) break;
-      this.failed(op, new RedisTimeoutError(`Redis did not answer within ${this.timeoutSeconds} s`));
-    }
-    const oldest = this.pending.values().next().value;
-    if (oldest !== undefined) this.sweep = unref(setTimeout(this.sweepSoon, Math.max(1, oldest.sentAt + this.timeoutMs - now)));
-  };
-
-  private settle(op: Op): void {
-    op.settled = true;
-    this.pending.delete(op);
-    if (this.pending.size > 0 || this.idlers.length === 0) return;
-    const idlers = this.idlers;
-    this.idlers = [];
-    for (const resolve of idlers) resolve();
-  }
-
-  private answered(op: Op, answer: unknown): void {
-    if (op.settled) {
-      this.late(op, answer);
-      return;
-    }
-    this.settle(op);
+  /** @internal The answer to a script. */
+  answered(op: Op, answer: unknown): void {
     if (this.down !== undefined) this.restored();
     if (op.kind === PROBE) return;
     if (!Array.isArray(answer) || answer.length < 3) {
-      this.failed(op, new Error(`Redis answered a lane script with ${describeValue(answer)}`), true);
+      this.failed(op, new Error(`Redis answered a lane script with ${describeValue(answer)}`));
       return;
     }
     const count = Number(answer[2]);
@@ -460,18 +391,20 @@ export class RedisLaneStore implements LaneStore {
       }
       case REFRESH: {
         const tickets = op.subject as readonly FleetTicket[];
+        const gone: FleetTicket[] = [];
         for (let i = 0; i < tickets.length; i++) {
           const ticket = tickets[i]!;
           if (ticket.state !== WAITING && ticket.state !== HOLDING) continue;
           const state = String(answer[out + i]);
           if (state === '') {
-            this.lose(ticket, this.expired(ticket), false);
+            gone.push(ticket);
             continue;
           }
           ticket.validUntil = op.sentAt + this.leaseMs;
           // A grant whose wake-up never came.
           if (state[0] === 'h' && ticket.state === WAITING) this.grant(ticket, state.slice(1));
         }
+        if (gone.length > 0) this.expired(gone);
         this.news(op.lane, answer, count);
         break;
       }
@@ -482,7 +415,8 @@ export class RedisLaneStore implements LaneStore {
 
   // An answer that came after its script was given up for lost: a request Redis took after all
   // is handed back. (Leases would free it within one anyway.)
-  private late(op: Op, answer: unknown): void {
+  /** @internal */
+  late(op: Op, answer: unknown): void {
     if (op.kind !== ACQUIRE || !Array.isArray(answer)) return;
     const ticket = op.subject as FleetTicket;
     const state: unknown = answer[3 + Number(answer[2])];
@@ -490,9 +424,8 @@ export class RedisLaneStore implements LaneStore {
     else if ((state === 'h' || state === 'w') && ticket.state !== PENDING && ticket.state !== WAITING) this.sendLeave(ticket);
   }
 
-  private failed(op: Op, error: unknown, answered = false): void {
-    if (op.settled && !answered) return;
-    if (!answered) this.settle(op);
+  /** @internal A script failed for good: an error answer, or none within the timeout. */
+  failed(op: Op, error: unknown): void {
     if (!this.closed && isUnreachable(error)) this.unreachable(messageOf(error));
     switch (op.kind) {
       case ACQUIRE: {
@@ -500,7 +433,7 @@ export class RedisLaneStore implements LaneStore {
         // Granted by a wake-up before the answer failed: Redis took the request after all.
         if (ticket.state === HOLDING) ticket.confirmed = true;
         else if (ticket.state === PENDING || ticket.state === WAITING) {
-          this.lose(ticket, new LaneLostError(ticket.lane.key, `lane ${ticket.lane.key} could not be asked for a permit (${messageOf(error)})`), false);
+          this.lose(ticket, new LaneLostError(ticket.lane.key, `lane ${ticket.lane.key} could not be asked for a permit (${messageOf(error)})`), false, reasonOf(error));
         }
         break;
       }
@@ -509,9 +442,9 @@ export class RedisLaneStore implements LaneStore {
         const horizon = performance.now() + this.beatMs;
         for (const ticket of op.subject as readonly FleetTicket[]) {
           if (ticket.state === HOLDING && ticket.validUntil <= horizon) {
-            this.lose(ticket, new LaneLostError(ticket.lane.key, `its lease on ${ticket.lane.key} was lost (it could not be refreshed before it ran out: ${messageOf(error)})`), true);
+            this.lose(ticket, new LaneLostError(ticket.lane.key, `its lease on ${ticket.lane.key} was lost (it could not be refreshed before it ran out: ${messageOf(error)})`), true, reasonOf(error));
           } else if (ticket.state === WAITING && !isUnreachable(error)) {
-            this.lose(ticket, new LaneLostError(ticket.lane.key, `its place in the queue of ${ticket.lane.key} was lost (${messageOf(error)})`), true);
+            this.lose(ticket, new LaneLostError(ticket.lane.key, `its place in the queue of ${ticket.lane.key} was lost (${messageOf(error)})`), true, 'error');
           }
         }
         break;
@@ -538,12 +471,13 @@ export class RedisLaneStore implements LaneStore {
     lane.waiters--;
     lane.holders++;
     this.changed(lane, 'granted', ticket.party);
+    this.metrics.granted(lane.key, performance.now() - ticket.askedAt);
     tell(ticket.onGrant);
   }
 
   // A request that is no more: its caller is told (a waiting call fails, never dispatched; a
   // running one learns its lease is gone), and what Redis may still hold for it goes back.
-  private lose(ticket: FleetTicket, error: LaneLostError, handBack: boolean): void {
+  private lose(ticket: FleetTicket, error: LaneLostError, handBack: boolean, reason: LaneLossReason): void {
     const { lane, state } = ticket;
     if (state === HOLDING) lane.holders--;
     else if (state === PENDING || state === WAITING) lane.waiters--;
@@ -551,18 +485,26 @@ export class RedisLaneStore implements LaneStore {
     ticket.state = LOST;
     lane.tickets.delete(ticket.id);
     this.changed(lane, 'lost', ticket.party);
+    this.metrics.lost(lane.key, reason);
     if (handBack && ticket.confirmed) this.sendLeave(ticket);
     this.dropIfIdle(lane);
     tellLost(ticket.onGrant, error);
   }
 
-  private expired(ticket: FleetTicket): LaneLostError {
-    const { key } = ticket.lane;
-    const what = ticket.state === HOLDING ? `its lease on ${key}` : `its place in the queue of ${key}`;
-    return new LaneLostError(
-      key,
-      `${what} was lost (the lease ran out before it was refreshed and went to another request: this process was paused, or could not reach Redis, for longer than the ${this.leaseSeconds} s lease)`,
-    );
+  // Requests a refresh found gone: their lease ran out and went to others (this process was
+  // paused, or cut off, past it), or Redis lost its data; the epoch tells which.
+  private expired(tickets: readonly FleetTicket[]): void {
+    void this.epoch.check().then((verdict) => {
+      for (const ticket of tickets) {
+        const { key } = ticket.lane;
+        const what = ticket.state === HOLDING ? `its lease on ${key}` : `its place in the queue of ${key}`;
+        const why =
+          verdict === 'data-lost'
+            ? 'Redis lost its data (it restarted without persistence, was flushed, or failed over to a replica that had not caught up): every lane in it was gone'
+            : `the lease ran out before it was refreshed and went to another request: this process was paused, or could not reach Redis, for longer than the ${this.leaseSeconds} s lease`;
+        this.lose(ticket, new LaneLostError(key, `${what} was lost (${why})`), false, verdict === 'data-lost' ? 'data_lost' : 'lease_expired');
+      }
+    });
   }
 
   private sendLeave(ticket: FleetTicket): void {
@@ -698,6 +640,7 @@ export class RedisLaneStore implements LaneStore {
     // waits in it (new ones fail at once, or go to the in-process lanes).
     if (this.down !== undefined) return;
     this.down = why;
+    this.downSince = performance.now();
     this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
     const inProcess = this.whenUnreachable === 'in-process';
     this.notices.next({
@@ -711,7 +654,7 @@ export class RedisLaneStore implements LaneStore {
       for (const ticket of [...lane.tickets.values()]) {
         if (ticket.state !== PENDING && ticket.state !== WAITING) continue;
         if (this.whenUnreachable === 'in-process') this.moveLocal(ticket);
-        else this.lose(ticket, new LaneLostError(lane.key, this.unreachableWhy(lane.key, why)), true);
+        else this.lose(ticket, new LaneLostError(lane.key, this.unreachableWhy(lane.key, why)), true, 'unreachable');
       }
     }
   }
@@ -732,12 +675,12 @@ export class RedisLaneStore implements LaneStore {
   private restored(): void {
     const was = this.down;
     this.down = undefined;
+    this.metrics.unreachableFor(performance.now() - this.downSince);
     this.notices.next({ type: 'lane-store', status: 'restored', reason: `Redis answers again (it was unreachable: ${was})`, at: Date.now() });
   }
 }
 
-// Timers of the store never keep a process alive by themselves: its connections do, while they are open.
-function unref<T extends { unref(): unknown }>(timer: T): T {
-  timer.unref();
-  return timer;
+// A loss's reason for the metrics: Redis out of reach, or an error it answered.
+function reasonOf(error: unknown): LaneLossReason {
+  return isUnreachable(error) ? 'unreachable' : 'error';
 }

@@ -9,3 +9,4 @@ export {
   type RedisLaneClient,
   type RedisSubscriber,
 } from './connection.js';
+export { LaneMetricNames, type LaneLossReason, type LaneMeter, type LaneMetricAttributes, type LaneMetricObservation, type LaneMetricOptions } from './metrics.js';

@@ -6,6 +6,7 @@ import { reportUnhandled } from '../../unhandled.js';
 import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
 import type { RedisLaneStore } from './RedisLaneStore.js';
+import type { Script } from './scripts.js';
 
 // Where a request stands. PENDING: sent, Redis has not answered (it counts as waiting).
 export const PENDING = 0;
@@ -34,6 +35,8 @@ export class FleetTicket implements Permit {
   /** Its permit in the in-process lanes, once it moved there, and whether they granted it. */
   local: Permit | undefined = undefined;
   localGranted = false;
+  /** When it was asked for (performance.now()): its wait, for the lane metrics. */
+  readonly askedAt: number;
 
   constructor(
     private readonly store: RedisLaneStore,
@@ -41,8 +44,10 @@ export class FleetTicket implements Permit {
     readonly id: string,
     readonly party: string,
     readonly onGrant: OnGrant,
+    askedAt: number,
     validUntil: number,
   ) {
+    this.askedAt = askedAt;
     this.validUntil = validUntil;
   }
 
@@ -82,13 +87,23 @@ export class FleetLane {
   ) {}
 }
 
-/** A script sent to Redis and not yet answered. */
+/**
+ * A script sent to Redis and not yet answered. Its arguments start with its request id: sent
+ * again after a failed attempt, the script finds its first answer recorded under that id and
+ * gives it back, so a change Redis made once is never made twice (scripts.ts).
+ */
 export class Op {
   settled = false;
+  /** How many times it was sent again after a failed attempt. */
+  retries = 0;
+  /** The timer of its next attempt, while one is due. */
+  retryTimer: ReturnType<typeof setTimeout> | undefined = undefined;
   constructor(
     readonly kind: number,
     readonly lane: FleetLane,
     readonly subject: FleetTicket | readonly FleetTicket[] | undefined,
+    readonly script: Script,
+    readonly args: readonly string[],
     readonly sentAt: number,
     readonly seq: number,
   ) {}

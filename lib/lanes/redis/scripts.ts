@@ -8,6 +8,11 @@
 //   places    hash: id -> its queue entry (waiting) or '#' .. its fencing token (holding)
 //   rotation  sorted set: party -> seq; the lowest is served next (round-robin between parties)
 //   lane      hash: key (the lane's name), limit, seq (the counter behind queue and rotation), fence
+//   answers   hash: request id -> the answer its change gave (JSON), and
+//   answered  sorted set: request id -> until when that answer is kept (Redis ms)
+// A change (request, leave, refresh) carries a request id: sent again after a failed attempt
+// (a reset connection, a restart), it gets the answer recorded for its first run, and changes
+// nothing more. The answers go with the lane when it is idle.
 // The grant rule is the in-process Lane's, step for step (lib/lanes/Lane.ts): granted at once
 // when a permit is free and nobody waits; otherwise queued, and each free permit goes to the
 // head of the first party in the rotation, which then moves to the back if it still waits.
@@ -19,14 +24,44 @@ export interface Script {
   readonly sha1: string;
 }
 
-function script(body: string): Script {
-  const source = prelude + body;
+function script(source: string): Script {
   return { source, sha1: createHash('sha1').update(source).digest('hex') };
+}
+
+// A change safe to repeat. ARGV: request id, how long its answer is kept (ms), then the
+// change's own arguments (argv in its body).
+function change(body: string): Script {
+  return script(`${prelude}
+local requestId, keepMs = ARGV[1], tonumber(ARGV[2])
+local argv = {}
+for i = 3, #ARGV do argv[#argv + 1] = ARGV[i] end
+local seen = redis.call('HGET', D, requestId)
+if seen then return cjson.decode(seen) end
+local function run()
+${body}
+end
+local answer = run()
+if redis.call('EXISTS', M) == 1 then
+  local old = redis.call('ZRANGEBYSCORE', E, '-inf', now, 'LIMIT', 0, 32)
+  if #old > 0 then
+    redis.call('HDEL', D, unpack(old))
+    redis.call('ZREM', E, unpack(old))
+  end
+  redis.call('HSET', D, requestId, cjson.encode(answer))
+  redis.call('ZADD', E, now + keepMs, requestId)
+  local ttl = redis.call('PTTL', M)
+  if ttl > 0 then
+    redis.call('PEXPIRE', D, ttl)
+    redis.call('PEXPIRE', E, ttl)
+  end
+end
+return answer
+`);
 }
 
 // Shared by every script: the keys, Redis's clock, and the steps of the grant rule.
 const prelude = String.raw`
-local H, W, Q, P, R, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local H, W, Q, P, R, M, D, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local nowText = string.format('%.0f', now)
@@ -128,7 +163,7 @@ local function finish(channel, sharded, lease, out)
     publish(channel, sharded, nowText .. ' ' .. first .. ' ' .. table.concat(grants, ' '))
   end
   if first == '' and redis.call('ZCARD', W) == 0 then
-    redis.call('DEL', Q, P, R, M)
+    redis.call('DEL', Q, P, R, M, D, E)
   elseif lease > 0 then
     local lastHeld = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')[2]
     local lastWaiting = redis.call('ZRANGE', W, -1, -1, 'WITHSCORES')[2]
@@ -143,12 +178,12 @@ end
 `;
 
 /**
- * A request for a permit. ARGV: id, party, limit (used if the lane is new), lease ms, channel,
+ * A request for a permit. argv (after the request id and how long its answer is kept): id, party, limit (used if the lane is new), lease ms, channel,
  * sharded ('1'/'0'), the lane's key. Out: 'h' and the fencing token (granted at once), or 'w' and ''.
  */
-export const acquireScript = script(String.raw`
-local id, party, lease = ARGV[1], ARGV[2], tonumber(ARGV[4])
-if not redis.call('HGET', M, 'limit') then redis.call('HSET', M, 'limit', ARGV[3], 'key', ARGV[7]) end
+export const acquireScript = change(String.raw`
+local id, party, lease = argv[1], argv[2], tonumber(argv[4])
+if not redis.call('HGET', M, 'limit') then redis.call('HSET', M, 'limit', argv[3], 'key', argv[7]) end
 reclaim()
 drain()
 local out
@@ -168,16 +203,16 @@ else
   drain()
   out = { 'w', '' }
 end
-return finish(ARGV[5], ARGV[6], lease, out)
+return finish(argv[5], argv[6], lease, out)
 `);
 
 /**
  * A request leaves: its permit goes back (and to the next waiter), or its place in the queue is
- * given up. ARGV: id, channel, sharded. Out: 'h' (it held), 'w' (it waited) or '' (gone).
+ * given up. argv: id, channel, sharded. Out: 'h' (it held), 'w' (it waited) or '' (gone).
  * No lease grows here, so the keys' expiry stands as it is.
  */
-export const leaveScript = script(String.raw`
-local id = ARGV[1]
+export const leaveScript = change(String.raw`
+local id = argv[1]
 local was = ''
 if redis.call('ZREM', H, id) == 1 then
   redis.call('HDEL', P, id)
@@ -188,20 +223,20 @@ elseif redis.call('ZSCORE', W, id) then
 end
 reclaim()
 drain()
-return finish(ARGV[2], ARGV[3], 0, { was })
+return finish(argv[2], argv[3], 0, { was })
 `);
 
 /**
  * The heartbeat: the leases of a process's requests on one lane are extended (before anything
  * is reclaimed, so a lease nobody took yet is still its holder's), then dead ones reclaimed and
- * free permits granted. ARGV: lease ms, channel, sharded, ids... Out, per id: 'h' .. fencing
+ * free permits granted. argv: lease ms, channel, sharded, ids... Out, per id: 'h' .. fencing
  * token (it holds: a grant it missed is caught here), 'w' (it waits) or '' (it was lost).
  */
-export const refreshScript = script(String.raw`
-local lease = tonumber(ARGV[1])
+export const refreshScript = change(String.raw`
+local lease = tonumber(argv[1])
 local out = {}
-for i = 4, #ARGV do
-  local id = ARGV[i]
+for i = 4, #argv do
+  local id = argv[i]
   if redis.call('ZSCORE', H, id) then
     redis.call('ZADD', H, now + lease, id)
     out[#out + 1] = 'h' .. string.sub(redis.call('HGET', P, id) or '#', 2)
@@ -214,14 +249,14 @@ for i = 4, #ARGV do
 end
 reclaim()
 drain()
-return finish(ARGV[2], ARGV[3], lease, out)
+return finish(argv[2], argv[3], lease, out)
 `);
 
 /**
  * What the fleet holds of one lane, read without changing it (expired leases are not counted).
  * Out: key, limit, holders, waiters, then the parties waiting, in the order they will be served.
  */
-export const snapshotScript = script(String.raw`
+export const snapshotScript = script(prelude + String.raw`
 local out = {
   redis.call('HGET', M, 'key') or '',
   redis.call('HGET', M, 'limit') or '',

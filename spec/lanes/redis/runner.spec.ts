@@ -7,7 +7,7 @@ import { createClient } from 'redis';
 import { Agent, AgentRunner, ConcurrencyConfig, LaneTable, ScriptedProvider, ToolRegistry, type RunEvent, type RunnerActivity, type ToolCall } from '../../../lib/index.js';
 import { RedisLaneStore, type LaneStore } from '../../../lib/lanes/index.js';
 import { leaveScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, closedPort, nodeRedis, REDIS_HOST, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { clearPrefix, closedPort, nodeRedis, requestArgs, REDIS_HOST, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 
 const agent = new Agent({ name: 'fleet', instructions: 'work', model: 'scripted' });
 const ask = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ id, name, arguments: args });
@@ -98,9 +98,9 @@ describe('AgentRunner on a RedisLaneStore', function () {
     // them (what its reclaim does: places withdrawn, permits given back) and took the permits.
     for (const tool of ['book', 'look']) {
       const base = `${prefix}{tool:${tool}}`;
-      const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${base}:${k}`);
+      const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${base}:${k}`);
       const ids = [...(await client.zRange(`${base}:w`, 0, -1)), ...(await client.zRange(`${base}:h`, 0, -1))];
-      for (const id of ids) await client.eval(leaveScript.source, { keys, arguments: [id, `${base}:g`, '1'] });
+      for (const id of ids) await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
     }
     const done = await result;
     expect(done.status).to.equal('completed');
@@ -131,8 +131,8 @@ describe('AgentRunner on a RedisLaneStore', function () {
     const result = runner.run(agent, 'go');
     await until(() => started, 'c1 running');
     const base = `${prefix}{tool:wrapped}`;
-    const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${base}:${k}`);
-    for (const id of await client.zRange(`${base}:h`, 0, -1)) await client.eval(leaveScript.source, { keys, arguments: [id, `${base}:g`, '1'] });
+    const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${base}:${k}`);
+    for (const id of await client.zRange(`${base}:h`, 0, -1)) await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
     const lines = outcomes((await result).events);
     expect(lines).to.have.length(1);
     expect(lines[0]).to.match(/^INDET c1 wrapped was in flight when its lease on tool:wrapped was lost \(.+\)\. The side effect may have landed$/);

@@ -3,7 +3,8 @@
 // saying so, rather than waiting on a client that reconnects for ever. Each run gets a key
 // prefix of its own, and clears it afterwards.
 import { randomBytes } from 'node:crypto';
-import { createConnection, createServer } from 'node:net';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { RedisConnection, RedisSubscriber } from '../../../lib/lanes/index.js';
@@ -130,4 +131,143 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
     if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await sleep(5);
   }
+}
+
+let requests = 0;
+/** The arguments a lane change starts with when a spec runs its script by hand: a request id of its own, and how long its answer is kept (ms). */
+export function requestArgs(): [string, string] {
+  return [`spec-request:${process.pid}:${++requests}`, '5000'];
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a Redis: what a flaky network does to a client, on cue.
+ * `hold()` keeps what clients send (a request is then in flight), `swallow()` passes requests on
+ * but drops the answers (Redis acts, the client never hears), `cut()` resets every connection
+ * (clients reconnect through it), `pass()` goes back to forwarding.
+ */
+export class RedisProxy {
+  private readonly server = createServer((client) => this.accept(client));
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket }>();
+  private mode: 'pass' | 'hold' | 'swallow' = 'pass';
+  /** Bytes clients sent while held, and answers dropped while swallowing. */
+  held = 0;
+  swallowed = 0;
+  /** What clients sent while held (the start of it). */
+  heldText = '';
+  port = 0;
+
+  constructor(private readonly upstreamPort = REDIS_PORT) {}
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, REDIS_HOST, () => {
+        const address = this.server.address();
+        this.port = typeof address === 'object' && address !== null ? address.port : 0;
+        resolve(this.port);
+      });
+    });
+  }
+
+  hold(): void {
+    this.mode = 'hold';
+  }
+
+  swallow(): void {
+    this.mode = 'swallow';
+  }
+
+  pass(): void {
+    this.mode = 'pass';
+  }
+
+  /** Resets every connection open now. */
+  cut(): void {
+    for (const { client, upstream } of this.pairs) {
+      client.resetAndDestroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket): void {
+    const upstream = createConnection({ host: REDIS_HOST, port: this.upstreamPort });
+    const pair = { client, upstream };
+    this.pairs.add(pair);
+    const drop = (): void => {
+      this.pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop);
+    upstream.on('error', drop);
+    client.on('close', drop);
+    upstream.on('close', drop);
+    client.on('data', (data) => {
+      if (this.mode === 'hold') {
+        this.held += data.length;
+        if (this.heldText.length < 4096) this.heldText += data.toString('latin1');
+      }
+      else upstream.write(data);
+    });
+    upstream.on('data', (data) => {
+      if (this.mode === 'swallow') this.swallowed += data.length;
+      else client.write(data);
+    });
+  }
+}
+
+/** A redis-server of the spec's own on a free port (no persistence): restart it, flush it, stop it. */
+export class OwnRedis {
+  private child: ChildProcess | undefined = undefined;
+  constructor(readonly port: number) {}
+
+  /** Starts it and resolves once it answers PING. */
+  async start(): Promise<void> {
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', REDIS_HOST, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = child;
+    const end = Date.now() + 5000;
+    for (;;) {
+      if (await pings(this.port)) return;
+      if (Date.now() > end) throw new Error(`redis-server on port ${this.port} did not answer PING within 5 s`);
+      await sleep(20);
+    }
+  }
+
+  /** Stops it (SIGKILL: its data is gone) and resolves once it exited. */
+  stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (child === undefined || child.exitCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  }
+}
+
+/** True once a redis-server is installed here. */
+export function hasRedisServer(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: REDIS_HOST, port });
+    socket.setTimeout(500, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      socket.destroy();
+      resolve(data.toString().startsWith('+PONG'));
+    });
+  });
 }

@@ -8,7 +8,7 @@ import { lastValueFrom, NEVER, of } from 'rxjs';
 import { ConfigError, LaneLostError } from '../../../lib/errors.js';
 import { inLane, Lane, nodeRedisConnection, RedisLaneStore, type LaneChange, type Permit } from '../../../lib/lanes/index.js';
 import { acquireScript, leaveScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, CountingConnection, ioredis, keysUnder, nodeRedis, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { clearPrefix, CountingConnection, ioredis, keysUnder, nodeRedis, requestArgs, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 
 describe('RedisLaneStore', function () {
   this.timeout(30_000);
@@ -151,9 +151,9 @@ describe('RedisLaneStore', function () {
 
     it("gives a dead holder's permit to a waiter when its lease ends, not a heartbeat later", async () => {
       // A process that took the permit and died: its lease ends 400 ms after it asked.
-      const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${prefix}{tool:dead}:${k}`);
+      const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:dead}:${k}`);
       const asked = Date.now();
-      await client.eval(acquireScript.source, { keys, arguments: ['dead:1', '', '1', '400', `${prefix}{tool:dead}:g`, '1', 'tool:dead'] });
+      await client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'dead:1', '', '1', '400', `${prefix}{tool:dead}:g`, '1', 'tool:dead'] });
       // A waiter whose heartbeat comes only every 10 s.
       const waiter = store({ leaseSeconds: 30 });
       let grantedAt = 0;
@@ -175,10 +175,10 @@ describe('RedisLaneStore', function () {
       expect(told).to.deep.equal(['granted']);
       // As if this process had been paused past its leases: another process reclaimed them (what
       // its reclaim does: the waiter's place withdrawn, the holder's permit given back).
-      const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${prefix}{tool:lease}:${k}`);
+      const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:lease}:${k}`);
       for (const permit of [queued, held]) {
         const { id } = permit as unknown as { id: string };
-        await client.eval(leaveScript.source, { keys, arguments: [id, `${prefix}{tool:lease}:g`, '1'] });
+        await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${prefix}{tool:lease}:g`, '1'] });
       }
       const other = store();
       let otherGranted = false;
@@ -239,9 +239,9 @@ describe('RedisLaneStore', function () {
       expect(ran).to.equal('ran');
       const failed = lastValueFrom(NEVER.pipe(inLane(lanes, 'tool:operator', 1))).catch((error: Error) => error);
       await until(async () => ((await lanes.snapshot(['tool:operator']))[0]?.holders ?? 0) === 1, 'the permit held');
-      const keys = ['h', 'w', 'q', 'p', 'r', 'm'].map((k) => `${prefix}{tool:operator}:${k}`);
+      const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:operator}:${k}`);
       const [id] = await client.zRange(keys[0]!, 0, 0);
-      await client.eval(leaveScript.source, { keys, arguments: [id!, `${prefix}{tool:operator}:g`, '1'] });
+      await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id!, `${prefix}{tool:operator}:g`, '1'] });
       const error = await failed;
       expect(error).to.be.instanceOf(LaneLostError);
       expect((error as LaneLostError).lane).to.equal('tool:operator');
@@ -256,7 +256,7 @@ describe('RedisLaneStore', function () {
       const waiting = tagged.enter(key, 1, () => undefined);
       await tagged.idle();
       const keys = await keysUnder(client, `${prefix}{args:book:`);
-      expect(keys).to.have.length(6);
+      expect(keys).to.have.length(8);
       const tags = new Set(keys.map((name) => /\{([^}]*)\}/.exec(name)![1]));
       expect([...tags]).to.deep.equal(['args:book:%7B"room":"%7Ba%7D"%7D']);
       for (const name of keys) expect(await client.pTTL(name), `${name} expires`).to.be.within(1, 3000 * 2);
