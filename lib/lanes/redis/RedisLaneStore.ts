@@ -135,6 +135,9 @@ export class RedisLaneStore implements LaneStore {
   // Why Redis counts as unreachable, while it does, and since when (performance.now()).
   private down: string | undefined = undefined;
   private downSince = 0;
+  // Meanwhile: the timer of the next probe, and whether one is unanswered.
+  private probeTimer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private probing = false;
   // The in-process lanes used while Redis is unreachable (whenUnreachable: 'in-process').
   private local: LaneTable | undefined = undefined;
   private changes: Subject<LaneChange> | undefined = undefined;
@@ -259,6 +262,8 @@ export class RedisLaneStore implements LaneStore {
     this.closed = true;
     if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+    if (this.probeTimer !== undefined) clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     this.transport.close();
     for (const lane of [...this.lanes.values()]) {
       for (const ticket of [...lane.tickets.values()]) {
@@ -365,7 +370,10 @@ export class RedisLaneStore implements LaneStore {
   /** @internal The answer to a script. */
   answered(op: Op, answer: unknown): void {
     if (this.down !== undefined) this.restored();
-    if (op.kind === PROBE) return;
+    if (op.kind === PROBE) {
+      this.probing = false;
+      return;
+    }
     if (!Array.isArray(answer) || answer.length < 3) {
       this.failed(op, new Error(`Redis answered a lane script with ${describeValue(answer)}`));
       return;
@@ -426,6 +434,7 @@ export class RedisLaneStore implements LaneStore {
 
   /** @internal A script failed for good: an error answer, or none within the timeout. */
   failed(op: Op, error: unknown): void {
+    if (op.kind === PROBE) this.probing = false;
     if (!this.closed && isUnreachable(error)) this.unreachable(messageOf(error));
     switch (op.kind) {
       case ACQUIRE: {
@@ -544,7 +553,7 @@ export class RedisLaneStore implements LaneStore {
         this.subscriber?.unsubscribe(channel, this.sharded === '1').catch(() => undefined);
       }
     }
-    if (this.down !== undefined && !asked) this.send(PROBE, snapshotScript, this.probeLane, [], undefined);
+    if (this.down !== undefined && !asked) this.probe();
     if (this.lanes.size === 0 && this.subscriptions.size === 0 && this.down === undefined && this.heartbeat !== undefined) {
       clearInterval(this.heartbeat);
       this.heartbeat = undefined;
@@ -641,6 +650,7 @@ export class RedisLaneStore implements LaneStore {
     if (this.down !== undefined) return;
     this.down = why;
     this.downSince = performance.now();
+    if (!this.closed) this.probeSoon();
     this.heartbeat ??= unref(setInterval(() => this.beat(), this.beatMs));
     const inProcess = this.whenUnreachable === 'in-process';
     this.notices.next({
@@ -672,9 +682,30 @@ export class RedisLaneStore implements LaneStore {
     else local.leave();
   }
 
+  // While Redis is unreachable it is asked every quarter second (one probe at a time), not only
+  // at the heartbeat: calls are refused for no longer than the outage.
+  private probeSoon(): void {
+    this.probeTimer = unref(
+      setTimeout(() => {
+        this.probeTimer = undefined;
+        if (this.down === undefined || this.closed) return;
+        this.probe();
+        this.probeSoon();
+      }, 250),
+    );
+  }
+
+  private probe(): void {
+    if (this.probing) return;
+    this.probing = true;
+    this.send(PROBE, snapshotScript, this.probeLane, [], undefined);
+  }
+
   private restored(): void {
     const was = this.down;
     this.down = undefined;
+    if (this.probeTimer !== undefined) clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     this.metrics.unreachableFor(performance.now() - this.downSince);
     this.notices.next({ type: 'lane-store', status: 'restored', reason: `Redis answers again (it was unreachable: ${was})`, at: Date.now() });
   }

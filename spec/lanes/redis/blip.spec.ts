@@ -170,9 +170,10 @@ describe('RedisLaneStore through a blip', function () {
     expect(await holdersInRedis('tool:killed')).to.equal(0);
   });
 
-  it('still refuses calls once Redis stays away past the timeout (the bound of the retries)', async () => {
+  it('still refuses calls once Redis stays away past the timeout (the bound of the retries), and asks again as soon as it is back, not at the next heartbeat', async () => {
     const { proxy, client } = await throughProxy();
-    const lanes = store(client, { leaseSeconds: 1.2, timeoutSeconds: 0.3 });
+    // A heartbeat every 5 s; probes while unreachable every quarter second.
+    const lanes = store(client, { leaseSeconds: 15, timeoutSeconds: 0.3 });
     const notices = noticesOf(lanes);
     proxy.hold();
     const first = caller();
@@ -182,8 +183,14 @@ describe('RedisLaneStore through a blip', function () {
     expect(notices.map((notice) => notice.status)).to.deep.equal(['unreachable']);
     proxy.pass();
     proxy.cut();
+    const back = performance.now();
     await until(() => notices.length === 2, 'Redis to answer again');
     expect(notices[1]!.status).to.equal('restored');
+    expect(performance.now() - back, 'ms from Redis back to restored').to.be.below(1000);
+    const next = caller();
+    lanes.enter('tool:away', 1, next.onGrant);
+    await lanes.idle();
+    expect(next.seen).to.deep.equal({ granted: 1, lost: [] });
   });
 
   describe('on a redis-server of its own', function () {
