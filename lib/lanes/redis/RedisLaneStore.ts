@@ -6,20 +6,21 @@
 // the leases also catches a missed wake-up. A dead process's permits and places come back within
 // one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
 // when (its requests, as it keeps them, are in requests.ts; how scripts reach Redis, and are sent
-// again after a failed attempt, in transport.ts; what explains a lost lease in epoch.ts; the
-// metrics in metrics.ts).
+// again after a failed attempt, in transport.ts; the wake-ups in wakeUps.ts; what explains a
+// lost lease in epoch.ts; the metrics in metrics.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { ConfigError, LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from '../LaneTable.js';
-import { redisConnection, type RedisConnection, type RedisLaneClient, type RedisSubscriber } from './connection.js';
+import { redisConnection, type RedisConnection, type RedisLaneClient } from './connection.js';
 import { RedisEpoch } from './epoch.js';
 import { LaneMetrics, type LaneLossReason, type LaneMeter } from './metrics.js';
 import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, PROBE, REFRESH, refused, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, refreshScript, snapshotScript, type Script } from './scripts.js';
 import { isUnreachable, messageOf, ScriptTransport, unref } from './transport.js';
+import { WakeUps } from './wakeUps.js';
 
 export interface RedisLaneStoreOptions {
   /** A node-redis client (recommended) or an ioredis client, connected; or a RedisConnection. The store never closes it. */
@@ -55,9 +56,6 @@ export interface FleetLaneOccupancy extends LaneOccupancy {
 }
 
 const optionFields = ['client', 'prefix', 'leaseSeconds', 'timeoutSeconds', 'whenUnreachable', 'meter'];
-
-// A subscription asked for and not yet confirmed.
-const ASKING = -1;
 
 // A lane's name as a hash tag: the characters that would end the tag (or be read as an escape)
 // are escaped, and a very long name (an identical-arguments lane) is hashed.
@@ -120,12 +118,7 @@ export class RedisLaneStore implements LaneStore {
   // Lanes with requests of this process, by key, and by wake-up channel.
   private readonly lanes = new Map<string, FleetLane>();
   private readonly byChannel = new Map<string, FleetLane>();
-  // Subscribed channels: the send count when Redis confirmed (a request sent before then may
-  // have missed its wake-up), or ASKING.
-  private readonly subscriptions = new Map<string, number>();
-  private subscriber: RedisSubscriber | undefined = undefined;
-  // '1' while sharded pub/sub works (Redis 7); '0' once the server refused it.
-  private sharded = '1';
+  private readonly wakeUps: WakeUps;
   // How scripts reach Redis, and how many were ever sent.
   private readonly transport: ScriptTransport;
   private sent = 0;
@@ -183,6 +176,17 @@ export class RedisLaneStore implements LaneStore {
     this.transport = new ScriptTransport(this.connection, this.timeoutMs, timeoutSeconds, this);
     this.epoch = new RedisEpoch(prefix, (script, keys, args) => this.transport.ask(script, keys, args));
     this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
+    this.wakeUps = new WakeUps(this.connection, {
+      laneOn: (channel) => this.byChannel.get(channel),
+      lanes: () => this.lanes.values(),
+      sent: () => this.sent,
+      closed: () => this.closed,
+      grant: (ticket, fence) => this.grant(ticket, fence),
+      watchLeases: (lane, redisNow, firstEnd) => this.watchLeases(lane, redisNow, firstEnd),
+      sync: (lane) => {
+        if (this.lanes.get(lane.key) === lane && lane.waiters > 0) this.refresh(lane, this.confirmedOf(lane));
+      },
+    });
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -212,7 +216,7 @@ export class RedisLaneStore implements LaneStore {
     lane.waiters++;
     this.changed(lane, 'queued', party);
     const limitText = limit === Infinity ? '9007199254740991' : String(limit);
-    this.send(ACQUIRE, acquireScript, lane, [ticket.id, party, limitText, this.leaseText, lane.channel, this.sharded, key], ticket);
+    this.send(ACQUIRE, acquireScript, lane, [ticket.id, party, limitText, this.leaseText, lane.channel, this.wakeUps.sharded, key], ticket);
     return ticket;
   }
 
@@ -273,10 +277,8 @@ export class RedisLaneStore implements LaneStore {
     }
     if (this.down !== undefined) this.metrics.unreachableFor(performance.now() - this.downSince);
     this.metrics.close();
-    const subscriber = this.subscriber;
     this.closing = this.idle().then(async () => {
-      if (subscriber !== undefined) await subscriber.close().catch(() => undefined);
-      this.subscriptions.clear();
+      await this.wakeUps.close();
       this.notices.complete();
       this.changes?.complete();
     });
@@ -392,7 +394,7 @@ export class RedisLaneStore implements LaneStore {
           if (state === 'h') this.grant(ticket, String(answer[out + 1]));
           else if (ticket.state === PENDING) {
             ticket.state = WAITING;
-            this.listen(ticket.lane, op);
+            this.wakeUps.listen(ticket.lane, op);
           }
         } else if (state !== '') this.sendLeave(ticket); // left, lost or moved before Redis answered
         break;
@@ -517,14 +519,14 @@ export class RedisLaneStore implements LaneStore {
   }
 
   private sendLeave(ticket: FleetTicket): void {
-    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.sharded], ticket);
+    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.wakeUps.sharded], ticket);
   }
 
   // One script per lane, and per 500 requests of it: a script holds Redis while it runs.
   private refresh(lane: FleetLane, tickets: readonly FleetTicket[]): void {
     for (let from = 0; from === 0 || from < tickets.length; from += 500) {
       const some = tickets.length <= 500 ? tickets : tickets.slice(from, from + 500);
-      const args = [this.leaseText, lane.channel, this.sharded];
+      const args = [this.leaseText, lane.channel, this.wakeUps.sharded];
       for (const ticket of some) args.push(ticket.id);
       this.send(REFRESH, refreshScript, lane, args, some);
     }
@@ -547,14 +549,9 @@ export class RedisLaneStore implements LaneStore {
       this.refresh(lane, tickets);
       asked = true;
     }
-    for (const [channel, heard] of this.subscriptions) {
-      if (heard !== ASKING && !this.byChannel.has(channel)) {
-        this.subscriptions.delete(channel);
-        this.subscriber?.unsubscribe(channel, this.sharded === '1').catch(() => undefined);
-      }
-    }
+    this.wakeUps.prune();
     if (this.down !== undefined && !asked) this.probe();
-    if (this.lanes.size === 0 && this.subscriptions.size === 0 && this.down === undefined && this.heartbeat !== undefined) {
+    if (this.lanes.size === 0 && !this.wakeUps.active && this.down === undefined && this.heartbeat !== undefined) {
       clearInterval(this.heartbeat);
       this.heartbeat = undefined;
     }
@@ -577,65 +574,6 @@ export class RedisLaneStore implements LaneStore {
         if (this.lanes.get(lane.key) === lane && lane.waiters > 0) this.refresh(lane, this.confirmedOf(lane));
       }, delay),
     );
-  }
-
-  // Wake-ups: a lane's grants reach every process subscribed to its channel.
-
-  private listen(lane: FleetLane, op: Op): void {
-    const heard = this.subscriptions.get(lane.channel);
-    if (heard === undefined) this.subscribe(lane.channel);
-    // Sent before the subscription was confirmed: its wake-up may have gone by unheard.
-    else if (heard !== ASKING && op.seq < heard) this.syncSoon(lane);
-  }
-
-  private subscribe(channel: string): void {
-    if (this.closed) return;
-    this.subscriptions.set(channel, ASKING);
-    const subscriber = (this.subscriber ??= this.connection.subscriber(() => this.resync()));
-    const sharded = this.sharded === '1';
-    subscriber.subscribe(channel, sharded, (message) => this.heard(channel, message)).then(
-      () => {
-        if (this.subscriptions.get(channel) !== ASKING) return;
-        this.subscriptions.set(channel, this.sent);
-        const lane = this.byChannel.get(channel);
-        if (lane !== undefined) this.syncSoon(lane);
-      },
-      (error: unknown) => {
-        this.subscriptions.delete(channel);
-        // A server without sharded pub/sub (before Redis 7): classic channels from now on.
-        if (sharded && /unknown command/i.test(messageOf(error))) {
-          this.sharded = '0';
-          this.subscribe(channel);
-        }
-        // Otherwise wake-ups for the lane come from the heartbeat, and a later wait asks again.
-      },
-    );
-  }
-
-  private heard(channel: string, message: string): void {
-    const lane = this.byChannel.get(channel);
-    if (lane === undefined) return;
-    const fields = message.split(' ');
-    for (let i = 2; i + 1 < fields.length; i += 2) {
-      const ticket = lane.tickets.get(fields[i]!);
-      if (ticket !== undefined) this.grant(ticket, fields[i + 1]!);
-    }
-    this.watchLeases(lane, fields[0]!, fields[1]!);
-  }
-
-  // One refresh soon for a lane, however many requests asked for it.
-  private syncSoon(lane: FleetLane): void {
-    if (lane.syncing) return;
-    lane.syncing = true;
-    queueMicrotask(() => {
-      lane.syncing = false;
-      if (this.lanes.get(lane.key) === lane && lane.waiters > 0) this.refresh(lane, this.confirmedOf(lane));
-    });
-  }
-
-  // The subscriber reconnected: wake-ups sent meanwhile were lost.
-  private resync(): void {
-    for (const lane of this.lanes.values()) if (lane.waiters > 0) this.syncSoon(lane);
   }
 
   // Redis unreachable, and back.
