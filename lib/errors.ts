@@ -261,6 +261,17 @@ export class UnknownToolError extends AgentLanesError {
   }
 }
 
+/** The model called a tool that was taken out of the registry (an MCP server stopped listing it). */
+export class ToolRemovedError extends AgentLanesError {
+  readonly tool: string;
+  readonly why: string;
+  constructor(tool: string, why: string) {
+    super(`${tool} was removed: ${why}; the call was not sent`);
+    this.tool = tool;
+    this.why = why;
+  }
+}
+
 /** A call's arguments were not JSON, or did not decode with its tool's codec. */
 export class ToolArgumentsError extends AgentLanesError {
   readonly tool: string;
@@ -279,6 +290,26 @@ export class CallStoppedError extends AgentLanesError {
   constructor(message: string, dispatched: boolean) {
     super(message);
     this.dispatched = dispatched;
+  }
+}
+
+/**
+ * A call's request went out and was cut off before its answer came: its client's own request
+ * timeout, a gateway's timeout (HTTP 504), a stream that broke while the server stayed up. What
+ * it did on the other side is unknown. A body that throws one ends its call as a call stopped in
+ * flight (alone: the batch goes on): `TOOL_INDETERMINATE` "The side effect may have landed", or
+ * for an idempotent tool `TOOL_ERROR` "Safe to call again". The message is the clause the
+ * outcome is built around: "<tool> was in flight when <message>."
+ */
+export class CallInterruptedError extends AgentLanesError {
+  /** The protocol's or the transport's code (`-32001`, `ECONNRESET`), when there was one. */
+  readonly code: string | number | undefined;
+  /** The HTTP status the request ended with (`504`), when there was one. */
+  readonly status: number | undefined;
+  constructor(message: string, facts: { readonly code?: string | number; readonly status?: number } = {}) {
+    super(message);
+    this.code = facts.code;
+    this.status = facts.status;
   }
 }
 

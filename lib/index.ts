@@ -4,6 +4,7 @@
 
 export { ConcurrencyConfig, DeadlineConfig, type ConcurrencyOptions, type DeadlineOptions } from './config/index.js';
 export {
+  CallInterruptedError,
   CallStoppedError,
   ConfigError,
   DeadlineExceededError,
@@ -16,6 +17,7 @@ export {
   RunError,
   ToolArgumentsError,
   ToolRejectedError,
+  ToolRemovedError,
   ToolTimedOutError,
   UnknownToolError,
   WorkerPoolFullError,
@@ -43,11 +45,13 @@ export {
   LoopMonitor,
   ToolRegistry,
   mcpTools,
+  mcpMetaKeys,
   WorkerPool,
   toJsonSchema,
   type AgentRef,
   type JsonSchema,
   type McpClient,
+  type McpProgress,
   type McpRequestOptions,
   type McpTool,
   type McpToolAnnotations,

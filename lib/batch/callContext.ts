@@ -48,6 +48,18 @@ export class CallContext implements InvokeContext {
     return this.#run.fence();
   }
 
+  get fences(): Readonly<Record<string, string>> {
+    return this.#run.fences();
+  }
+
+  /** Reports how far the body has got, as a `progress` activity; checked, and dropped once the call has ended. */
+  progress(progress: number, total?: number, message?: string): void {
+    if (typeof progress !== 'number' || !Number.isFinite(progress)) throw new TypeError(`progress(progress, total?, message?) expects progress to be a finite number, got ${String(progress)}`);
+    if (total !== undefined && (typeof total !== 'number' || !Number.isFinite(total))) throw new TypeError(`progress(progress, total?, message?) expects total to be a finite number or undefined, got ${String(total)}`);
+    if (message !== undefined && typeof message !== 'string') throw new TypeError(`progress(progress, total?, message?) expects message to be a string or undefined, got ${typeof message}`);
+    this.#run.progressed(progress, total, message);
+  }
+
   /** Aborts the body's signal (now, or when it is first asked for). */
   abort(reason: Error): void {
     if (this.#stopped !== undefined) return;

@@ -12,7 +12,7 @@ import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
 import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
-import { errorOutcome, lostOutcome } from './stops.js';
+import { errorOutcome, interrupted, lostOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
 import type { BatchCall, Delta, Outcome } from './types.js';
 
@@ -323,8 +323,10 @@ export class CallRecord {
     this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.delta });
   }
 
+  // A body's error; one that says its request went out and was cut off is a call stopped in flight.
   private fail(error: unknown): void {
-    this.finish(this.failure(true, toErrorInfo(error)));
+    if (interrupted(error)) this.finish(lostOutcome(this.call, this.index, toErrorInfo(error)));
+    else this.finish(this.failure(true, toErrorInfo(error)));
   }
 
   // This call's error outcome.
@@ -350,13 +352,52 @@ export class CallRecord {
     this.finish(lostOutcome(this.call, this.index, info));
   }
 
-  /** @internal The fencing token of the last permit taken that has one (the narrowest fleet lane). */
+  /**
+   * @internal The fencing token of the narrowest fleet lane the call holds: its identical-arguments
+   * lane, else its tool lane, else the lane its declaration names (an MCP server's, shared by all
+   * of the server's tools), else its tenant lane.
+   */
   fence(): string | undefined {
-    for (let i = this.taken - 1; i >= 0; i--) {
-      const fence = this.permits[i]!.fence;
-      if (fence !== undefined) return fence;
+    const { steps, permits } = this;
+    let tool: string | undefined;
+    let own: string | undefined;
+    let tenant: string | undefined;
+    for (let i = 0; i < this.taken; i++) {
+      const fence = permits[i]!.fence;
+      if (fence === undefined) continue;
+      const { key } = steps[i]!;
+      if (key.startsWith('args:')) return fence;
+      if (key.startsWith('tool:')) tool = fence;
+      else if (key.startsWith('tenant:')) tenant = fence;
+      else own = fence;
     }
-    return undefined;
+    return tool ?? own ?? tenant;
+  }
+
+  /** @internal The fencing token of every fleet lane the call holds, by lane key (frozen). */
+  fences(): Readonly<Record<string, string>> {
+    const fences: Record<string, string> = {};
+    for (let i = 0; i < this.taken; i++) {
+      const fence = this.permits[i]!.fence;
+      if (fence !== undefined) fences[this.steps[i]!.key] = fence;
+    }
+    return Object.freeze(fences);
+  }
+
+  /** @internal The body reported how far it has got: told to watchers while the call has not ended. */
+  progressed(progress: number, total: number | undefined, message: string | undefined): void {
+    const { batch, call, index } = this;
+    if (this.done || !batch.watched) return;
+    batch.report({
+      type: 'progress',
+      callId: call.callId,
+      tool: call.tool,
+      index,
+      at: batch.scheduler.now(),
+      progress,
+      ...(total === undefined ? {} : { total }),
+      ...(message === undefined ? {} : { message }),
+    });
   }
 
   /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */

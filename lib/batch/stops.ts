@@ -1,7 +1,7 @@
 // The stop classification: when a batch stops, every call that had not settled gets
 // exactly one outcome, and it says what the call did. A call that never went out is
 // undone; a call that went out and was stopped is unknown unless it is idempotent.
-import { CallStoppedError, type ErrorInfo } from '../errors.js';
+import { CallInterruptedError, CallStoppedError, type ErrorInfo } from '../errors.js';
 import type { BatchCall, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a cancel says when its signal gave no reason of its own. */
@@ -75,9 +75,11 @@ export function stoppedOutcome(call: BatchCall, index: number, dispatched: boole
 }
 
 /**
- * The outcome of call `index`, in flight when a lane store shared by a fleet lost its permit
- * (`error`, a LaneLostError, says which lane and why: "its lease on tool:search was lost (...)").
- * Only this call ends: safe to call again if idempotent, else its side effect may have landed.
+ * The outcome of call `index`, cut off in flight by something that stops this call alone: a lane
+ * store shared by a fleet lost its permit (`error`, a LaneLostError, says which lane and why:
+ * "its lease on tool:search was lost (...)"), or its body's request went out and got no answer
+ * (a CallInterruptedError: "its request to MCP server files timed out (...)"). Only this call
+ * ends: safe to call again if idempotent, else its side effect may have landed.
  */
 export function lostOutcome(call: BatchCall, index: number, error: ErrorInfo): Outcome {
   const { callId, tool } = call;
@@ -86,4 +88,17 @@ export function lostOutcome(call: BatchCall, index: number, error: ErrorInfo): O
     return { index, callId, tool, dispatched: true, kind: 'error', error: { name: error.name, message: `${what} Safe to call again` } };
   }
   return { index, callId, tool, dispatched: true, kind: 'indeterminate', message: `${what} The side effect may have landed` };
+}
+
+/**
+ * True for an error that says the call's request went out and was cut off (CallInterruptedError):
+ * its call is then classified by `lostOutcome`, as a call stopped in flight. Never throws: a
+ * thrown value is the body's, and a Proxy's trap must not break the call's bookkeeping.
+ */
+export function interrupted(error: unknown): boolean {
+  try {
+    return error instanceof CallInterruptedError;
+  } catch {
+    return false;
+  }
 }

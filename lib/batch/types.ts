@@ -33,10 +33,14 @@ export interface InvokeContext {
   readonly ended: boolean;
   /**
    * The fencing token of the narrowest fleet lane the call holds (its identical-arguments lane,
-   * else its tool lane, else its tenant lane), from a store shared by a fleet (RedisLaneStore);
+   * else its tool lane, else its own `lane`, else its tenant lane), from a store shared by a fleet (RedisLaneStore);
    * undefined on in-process lanes. A getter: read it from the context itself.
    */
   readonly fence?: string;
+  /** Every fleet lane's fencing token the call holds, by lane key; empty on in-process lanes. A getter. */
+  readonly fences?: Readonly<Record<string, string>>;
+  /** Reports how far the body has got: a `progress` activity (dropped once the call has ended). */
+  progress?(progress: number, total?: number, message?: string): void;
 }
 
 /** One tool call of a model turn, as the batch schedules it. */
@@ -110,7 +114,8 @@ export type Outcome = ResultOutcome | ErrorOutcome | IndeterminateOutcome;
  * `settled` when that outcome, after the settle steps (output guardrail, end hook), goes out:
  * `settled.outcome` is the transcript's. Every call is settled exactly once. A body still running
  * when its call ended (`overrun`) keeps its permits until `released` (when it settles, or when
- * `abandonAfterSeconds` gives up on it: `abandoned`).
+ * `abandonAfterSeconds` gives up on it: `abandoned`). A running body may report `progress`
+ * (its context's `progress()`; an MCP server's `notifications/progress`).
  */
 export type CallActivity =
   | { readonly type: 'queued'; readonly callId: string; readonly tool: string; readonly index: number; readonly lane: string; readonly at: number }
@@ -125,6 +130,17 @@ export type CallActivity =
       readonly outcome: Outcome['kind'];
       /** True when the body was still running: it keeps its permits until `released`. */
       readonly overrun: boolean;
+    }
+  | {
+      readonly type: 'progress';
+      readonly callId: string;
+      readonly tool: string;
+      readonly index: number;
+      readonly at: number;
+      /** How far the body says it has got, and of how much (when it knows), and what it is doing. */
+      readonly progress: number;
+      readonly total?: number;
+      readonly message?: string;
     }
   | { readonly type: 'released'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly abandoned: boolean }
   | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };

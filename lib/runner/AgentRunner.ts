@@ -8,7 +8,7 @@ import { asyncScheduler, merge, Subject, Subscription, type Observable, type Obs
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
+import { LoopMonitor, ToolRegistry, type RunState } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import { statusOf, type RunEvent } from './events.js';
 import type { Message, ModelProvider, Usage } from './model.js';
@@ -16,7 +16,7 @@ import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
-import type { Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
+import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
 export type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './types.js';
@@ -108,22 +108,15 @@ function resultOf(events: readonly RunEvent[], final: { state: RunState; message
   return { status, error: last.type === 'RUN_CANCELLED' ? { name: 'RunCancelled', message: last.reason } : last.error, ...base };
 }
 
-/** An agent's tools on one runner, as of a registry of `size` tools. */
-interface AgentTools {
-  readonly size: number;
-  readonly allowed: readonly string[];
-  readonly allowedSet: ReadonlySet<string>;
-  readonly specs: readonly ToolSpec[];
-  readonly missing: readonly string[];
-}
-
+// An agent's tools on one runner, as of a registry's `version`. A tool the registry took out (an
+// MCP server stopped listing it) is not missing: calls to it fail alone, saying it was removed.
 function toolsAmong(tools: ToolRegistry, allowed: readonly string[]): AgentTools {
   return {
-    size: tools.size,
+    version: tools.version,
     allowed,
     allowedSet: new Set(allowed),
     specs: Object.freeze(tools.specs(allowed)),
-    missing: allowed.filter((name) => !tools.has(name)),
+    missing: allowed.filter((name) => !tools.has(name) && tools.removedWhy(name) === undefined),
   };
 }
 
@@ -208,6 +201,7 @@ export class AgentRunner {
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
+      toolsOf: (agent) => this.toolsOf(agent),
       tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity),
     };
   }
@@ -224,17 +218,17 @@ export class AgentRunner {
 
   // The tools an agent may call here and what the provider is shown of them, worked out once for
   // the agents that list none (they may call every tool) and once per agent that lists its own,
-  // for as long as the registry keeps its size (tools are only ever added to it).
+  // for as long as the registry does not change (its version; a run rereads them each turn).
   private everyTool: AgentTools | undefined = undefined;
   private readonly agentTools = new WeakMap<Agent, AgentTools>();
   private toolsOf(agent: Agent): AgentTools {
     const { tools } = this;
     if (agent.tools === undefined) {
-      if (this.everyTool?.size !== tools.size) this.everyTool = toolsAmong(tools, Object.freeze(tools.names));
+      if (this.everyTool?.version !== tools.version) this.everyTool = toolsAmong(tools, Object.freeze(tools.names));
       return this.everyTool;
     }
     let known = this.agentTools.get(agent);
-    if (known === undefined || known.size !== tools.size) {
+    if (known === undefined || known.version !== tools.version) {
       known = toolsAmong(tools, agent.tools);
       this.agentTools.set(agent, known);
     }
@@ -299,11 +293,12 @@ export class AgentRunner {
     // Copied now, once: what was checked is what every subscription to the run starts from.
     const initial = startingState(state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
-    const { allowed, allowedSet, specs, missing } = this.toolsOf(agent);
+    const agentTools = this.toolsOf(agent);
+    const { allowed, allowedSet, specs, missing } = agentTools;
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input, tenant, signal, initial, maxTurns, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
+    return { agent, input, tenant, signal, initial, maxTurns, tools: agentTools, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
   }
 }
 

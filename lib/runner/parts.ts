@@ -27,6 +27,19 @@ export interface RunnerParts {
   readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
   /** The runner's tracing, when it was given a tracer. */
   readonly tracing: Tracing | undefined;
+  /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */
+  readonly toolsOf: (agent: Agent) => AgentTools;
+}
+
+/** An agent's tools on one runner, as of the registry's `version`. */
+export interface AgentTools {
+  readonly version: number;
+  readonly allowed: readonly string[];
+  readonly allowedSet: ReadonlySet<string>;
+  /** What the provider is shown of them. */
+  readonly specs: readonly ToolSpec[];
+  /** Names the agent lists that the registry never had. */
+  readonly missing: readonly string[];
 }
 
 /** Where a nested run sits in its caller: the lanes the caller lends it, and the run and call that started it. */
@@ -43,6 +56,8 @@ export interface RunPlan {
   readonly signal: AbortSignal | undefined;
   readonly initial: Readonly<Record<string, unknown>>;
   readonly maxTurns: number;
+  /** The agent's tools when the run was planned; a turn rereads them if the registry changed since. */
+  readonly tools: AgentTools;
   readonly allowed: readonly string[];
   /** The same, as a set. */
   readonly allowedSet: ReadonlySet<string>;

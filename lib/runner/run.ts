@@ -10,7 +10,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { describeFailures } from '../config/index.js';
-import { DeadlineExceededError, RunError, toErrorInfo, UnknownToolError } from '../errors.js';
+import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
@@ -21,7 +21,7 @@ import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
 import { turn } from './turn.js';
-import type { RunnerParts, RunPlan } from './parts.js';
+import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
@@ -64,6 +64,8 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly stop$: Observable<StopReason> | undefined;
   // The stop's sources (the signal's listener, the runSeconds timer), ended with the run.
   readonly stopping: Subscription | undefined;
+  // The tools the agent may call, as of the registry's last change this run has seen.
+  private tools: AgentTools;
 
   constructor(
     readonly parts: RunnerParts,
@@ -72,6 +74,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     readonly trace: RunTrace | undefined,
   ) {
     this.parent = plan.nesting?.parent;
+    this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = plan.initial;
     this.messages = [{ role: 'user', content: plan.input }];
@@ -211,10 +214,19 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return new TurnScope(this, this.runId, this.plan.tenant, this.state);
   }
 
+  /**
+   * The tools the agent may call now and what the model is shown of them: the plan's, until the
+   * registry changes (an MCP server's list changed), then reread. A turn asks before its request.
+   */
+  toolsNow(): AgentTools {
+    if (this.tools.version !== this.parts.tools.version) this.tools = this.parts.toolsOf(this.plan.agent);
+    return this.tools;
+  }
+
   // One call of the turn as the batch runs it, decoded against its tool or refused. `seen`
   // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
   callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
-    const { allowed, allowedSet } = this.plan;
+    const { allowed, allowedSet } = this.tools;
     const { tools, policed } = this.parts;
     const { id: callId, name } = toolCall;
     if (problem !== undefined) {
@@ -225,7 +237,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     }
     seen.add(callId);
     const registered = allowedSet.has(name) ? tools.get(name) : undefined;
-    if (registered === undefined) return refused(toolCall, scope, policed, toErrorInfo(new UnknownToolError(name, allowed)));
+    if (registered === undefined) {
+      // A tool taken out since (by the registry's record): said to be removed, not unknown.
+      const removed = this.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
+      const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
+      return refused(toolCall, scope, policed, toErrorInfo(error));
+    }
     const { declaration, body } = registered;
     const decoded = decodeArguments(declaration, toolCall.arguments);
     if (isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
@@ -245,7 +262,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   private approvals: boolean | undefined = undefined;
   mayNeedApproval(): boolean {
     const { tools } = this.parts;
-    return (this.approvals ??= this.plan.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true));
+    return (this.approvals ??= this.tools.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true));
   }
 
   /**

@@ -131,7 +131,17 @@ class ToolCallContext implements ToolContext {
   get fence(): string | undefined {
     return this.#invocation.fence;
   }
+
+  get fences(): Readonly<Record<string, string>> {
+    return this.#invocation.fences ?? noFences;
+  }
+
+  progress(progress: number, total?: number, message?: string): void {
+    this.#invocation.progress?.(progress, total, message);
+  }
 }
+
+const noFences: Readonly<Record<string, string>> = Object.freeze({});
 
 // What a turn's calls share: their run, their tenant, the state they read, how a body
 // starts a sub-agent, and the run's trace, if it is traced. One per turn, handed to each of its calls.

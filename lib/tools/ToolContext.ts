@@ -35,11 +35,24 @@ export interface ToolContext {
   /**
    * The fencing token of the call's grant, on lanes shared by a fleet (RedisLaneStore): a decimal
    * integer that grows with every grant of the lane, from the narrowest fleet lane the call holds
-   * (its identical-arguments lane, else its tool lane, else its tenant lane). Pass it downstream
+   * (its identical-arguments lane, else its tool lane, else its declaration's own lane, such as an
+   * MCP server's, else its tenant lane). Pass it downstream
    * so a resource can refuse a holder whose lease ran out (leases bound load, not mutual
    * exclusion: docs/fleet.md). Undefined on in-process lanes. Read it from the context itself.
    */
   readonly fence?: string;
+  /**
+   * The fencing token of every fleet lane the call holds, by lane key (`tool:book`,
+   * `tenant:acme`, `mcp:files`, `args:book:{...}`): for a tool that writes where more than one of
+   * its lanes guards. Empty on in-process lanes. Read it from the context itself.
+   */
+  readonly fences: Readonly<Record<string, string>>;
+  /**
+   * Says how far the call has got: a `progress` activity on the runner's `activity$` (never part
+   * of the transcript). `progress` and `total` are finite numbers (a TypeError names the one that
+   * is not); a report after the call has ended is dropped.
+   */
+  progress(progress: number, total?: number, message?: string): void;
   /** The run's state when the batch started: JSON-like data, frozen all the way down (a write throws). */
   readonly state: RunState;
   /**

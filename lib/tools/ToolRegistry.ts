@@ -3,7 +3,8 @@
 import type * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
 import { toJsonSchema, type JsonSchema } from './jsonSchema.js';
-import { mcpTools, type McpClient, type McpToolsOptions } from './mcp.js';
+import { mcpServerOf, type McpClient, type McpToolsOptions } from './mcp.js';
+import { followToolList } from './mcpToolList.js';
 import type { ToolBody } from './ToolContext.js';
 import { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration } from './ToolDeclaration.js';
 
@@ -32,6 +33,10 @@ export interface RegisteredTool {
  */
 export class ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
+  // Tools taken out (an MCP server that stopped listing one), by name, with why.
+  private readonly removed = new Map<string, string>();
+  // Bumped by every change, so a runner sees a change from its next turn on.
+  private changes = 0;
 
   /** Adds a tool; chainable. A second tool with the same name throws ConfigError. */
   register<C extends t.Decoder<unknown, unknown> | undefined = undefined>(declaration: ToolDeclaration<C>, body: ToolBody<ArgsOf<C>>): this {
@@ -44,16 +49,43 @@ export class ToolRegistry {
     }
     const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: resolved.parameters ?? toJsonSchema(resolved.args) };
     this.tools.set(resolved.name, { declaration: resolved, body: body as ToolBody<unknown>, spec });
+    this.removed.delete(resolved.name);
+    this.changes++;
     return this;
+  }
+
+  /**
+   * Takes a tool out: a runner stops showing it to the model from its next turn, and a later call
+   * to it fails alone with ToolRemovedError, saying `why` ("MCP server files no longer lists
+   * it"). Returns false when no such tool was registered. A tool registered again comes back.
+   */
+  unregister(name: string, why = 'it was unregistered'): boolean {
+    if (!this.tools.delete(name)) return false;
+    this.removed.set(name, why);
+    this.changes++;
+    return true;
+  }
+
+  /** Why a tool of that name was taken out, if it was (and not registered again since). */
+  removedWhy(name: string): string | undefined {
+    return this.removed.get(name);
+  }
+
+  /** Counts the changes to the registry (tools registered or taken out): a runner rereads its tools when it moves. */
+  get version(): number {
+    return this.changes;
   }
 
   /**
    * Registers every tool of a connected MCP server (see `mcpTools`): its input schema shown to
    * the model, its annotations as scheduling facts, its server as a lane of its own. All or
-   * nothing: a name already taken (or any other bad declaration) registers none of them.
+   * nothing: a name already taken (or any other bad declaration) registers none of them. Then it
+   * follows the server's `notifications/tools/list_changed`: tools it adds are registered, tools
+   * it removes are taken out (docs/mcp.md).
    */
   async registerMcp(client: McpClient, options: McpToolsOptions = {}): Promise<this> {
-    const tools = await mcpTools(client, options);
+    const served = await mcpServerOf(client, options);
+    const { tools } = served;
     for (const { declaration } of tools) {
       if (this.tools.has(declaration.name)) {
         throw new ConfigError('name', `a tool named ${declaration.name} is already registered (give the MCP server's tools a prefix)`);
@@ -61,6 +93,7 @@ export class ToolRegistry {
       resolveDeclaration(declaration);
     }
     for (const { declaration, body } of tools) this.register(declaration, body);
+    followToolList(this, served);
     return this;
   }
 
@@ -72,7 +105,7 @@ export class ToolRegistry {
     return this.tools.has(name);
   }
 
-  /** How many tools are registered (tools are only ever added). */
+  /** How many tools are registered. */
   get size(): number {
     return this.tools.size;
   }

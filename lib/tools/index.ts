@@ -6,4 +6,5 @@ export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } fro
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
 export { LoopMonitor, type Watch } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';
-export { mcpTools, type McpClient, type McpRequestOptions, type McpTool, type McpToolAnnotations, type McpToolInfo, type McpToolOverride, type McpToolsOptions } from './mcp.js';
+export { mcpTools, type McpClient, type McpProgress, type McpRequestOptions, type McpTool, type McpToolAnnotations, type McpToolInfo, type McpToolOverride, type McpToolsOptions } from './mcp.js';
+export { metaKeys as mcpMetaKeys } from './mcpLink.js';

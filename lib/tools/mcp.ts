@@ -5,16 +5,31 @@
 // Streamable HTTP); nothing here imports the SDK, so the library loads without it.
 import * as t from 'io-ts';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
-import { ConfigError, McpConnectionLostError, McpToolError, toErrorInfo } from '../errors.js';
+import { ConfigError, toErrorInfo } from '../errors.js';
 import { jsonForm } from '../json.js';
 import type { JsonSchema } from './jsonSchema.js';
+import { ServerLink, type LinkedTool } from './mcpLink.js';
+import { namePattern, namesOf } from './mcpNames.js';
 import type { ToolBody } from './ToolContext.js';
 import type { ToolDeclaration, ToolLane } from './ToolDeclaration.js';
 
-/** Per request, as the SDK takes them: the call's signal (its cancellation) and a time limit in ms. */
+/**
+ * Per request, as the SDK takes them: the call's signal (its cancellation), a time limit in ms,
+ * and the server's progress (each report restarts the time limit, up to `maxTotalTimeout`).
+ */
 export interface McpRequestOptions {
   readonly signal?: AbortSignal;
   readonly timeout?: number;
+  readonly onprogress?: (progress: McpProgress) => void;
+  readonly resetTimeoutOnProgress?: boolean;
+  readonly maxTotalTimeout?: number;
+}
+
+/** A progress report from the server (MCP's `notifications/progress`), as the SDK hands it on. */
+export interface McpProgress {
+  readonly progress: number;
+  readonly total?: number;
+  readonly message?: string;
 }
 
 /** What the server says of a tool's behaviour (MCP's ToolAnnotations): hints, not guarantees. */
@@ -38,14 +53,17 @@ export interface McpToolInfo {
 /**
  * What mcpTools asks of an MCP client, connected already: the SDK's `Client` is one, over any
  * transport. `onerror` is chained (the handler set before is still called, first), so the
- * client's transport errors can set off the check for a server that went away.
+ * client's transport errors can set off the check for a server that went away; so is
+ * `fallbackNotificationHandler`, through which registerMcp follows the server's list of tools.
  */
 export interface McpClient {
   listTools(params?: { cursor?: string }, options?: McpRequestOptions): Promise<{ readonly tools: readonly McpToolInfo[]; readonly nextCursor?: string }>;
-  callTool(params: { name: string; arguments?: Record<string, unknown> }, resultSchema?: undefined, options?: McpRequestOptions): Promise<unknown>;
+  callTool(params: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> }, resultSchema?: undefined, options?: McpRequestOptions): Promise<unknown>;
   ping(options?: McpRequestOptions): Promise<unknown>;
   getServerVersion(): { readonly name: string } | undefined;
   onerror?: ((error: Error) => void) | undefined;
+  /** Where the client hands a notification it has no handler for; registerMcp chains it to hear `notifications/tools/list_changed`. */
+  fallbackNotificationHandler?: ((notification: { readonly method: string }) => Promise<void>) | undefined;
 }
 
 /** Facts about one tool that win over what its annotations say. */
@@ -66,8 +84,10 @@ export interface McpToolsOptions {
   readonly tools?: readonly string[];
   /** Per tool, by the server's name: facts that win over its annotations. */
   readonly overrides?: Readonly<Record<string, McpToolOverride>>;
-  /** Each request's time limit for the SDK, in seconds. Default: the SDK's own (60 s). */
+  /** Each request's time limit for the SDK, in seconds, restarted by every progress report. Default: the SDK's own (60 s). */
   readonly timeoutSeconds?: number;
+  /** The most a request may take, however much progress it reports, in seconds. Default: none (the call's own ceilings still bound it). */
+  readonly maxTotalSeconds?: number;
   /** How long a ping may take when the server is asked whether it is still there. Default 5. */
   readonly probeSeconds?: number;
 }
@@ -80,11 +100,8 @@ export interface McpTool {
   readonly listed: McpToolInfo;
 }
 
-const optionFields = ['server', 'perServer', 'prefix', 'tools', 'overrides', 'timeoutSeconds', 'probeSeconds'];
+const optionFields = ['server', 'perServer', 'prefix', 'tools', 'overrides', 'timeoutSeconds', 'maxTotalSeconds', 'probeSeconds'];
 const overrideFields = ['parallelSafe', 'idempotent', 'needsApproval'];
-const namePattern = /^[A-Za-z0-9_-]{1,64}$/;
-// MCP's JSON-RPC code for a connection the SDK saw close with the request still pending.
-const CONNECTION_CLOSED = -32000;
 
 /**
  * Every tool of a connected MCP server, as declarations and bodies for a ToolRegistry.
@@ -96,11 +113,19 @@ const CONNECTION_CLOSED = -32000;
  * it `parallelSafe: false` (a phase of its own). `overrides` wins over both. Every tool of the
  * server takes the server's lane (`mcp:<server>`, `perServer` permits) after its tool lane.
  *
+ * A name a model API cannot take (a dot, a space, more than 64 characters) is mapped to one it
+ * can (namesOf: the same way every time, never another tool's); the server is called by its own.
+ *
  * A call passes its signal to the SDK, so a stopped call is cancelled on the server (MCP's
- * `notifications/cancelled`). A call whose connection is lost (the server exited, or its stream
- * broke and a ping finds the server gone) fails with McpConnectionLostError, which says whether
- * it is safe to call again. A result is the tool's `structuredContent` if it has one, else its
- * text (the text items joined by newlines), else its content items; `isError` is an McpToolError.
+ * `notifications/cancelled`), and sends its idempotency key and fencing tokens in `_meta`
+ * (`mcpMetaKeys`). The server's progress keeps the request alive and reaches `activity$`. A
+ * request the client gave up on (its timeout), a gateway's 504 or a connection cut while the
+ * server stays up is a call stopped in flight (CallInterruptedError). A call whose connection is
+ * lost (the server exited, or its stream broke and a ping finds the server gone) fails with
+ * McpConnectionLostError, which says whether it is safe to call again. A result is the tool's
+ * `structuredContent` if it has one, else its text (the text items joined by newlines), else
+ * its content items; `isError` is an McpToolError. `registry.registerMcp` also follows the
+ * server's list of tools as it changes; `mcpTools` alone is a snapshot.
  *
  * ## Example
  * ```ts
@@ -112,6 +137,21 @@ const CONNECTION_CLOSED = -32000;
  * ```
  */
 export async function mcpTools(client: McpClient, options: McpToolsOptions = {}): Promise<McpTool[]> {
+  return (await mcpServerOf(client, options)).tools;
+}
+
+/** A connected server's tools, and what is needed to make more of them as its list changes. */
+export interface McpServerTools {
+  readonly client: McpClient;
+  readonly server: string;
+  readonly link: ServerLink;
+  readonly settings: Settings;
+  readonly lane: ToolLane;
+  readonly tools: McpTool[];
+}
+
+/** The server's tools as mcpTools gives them, with the link they share (registerMcp follows its list with it). */
+export async function mcpServerOf(client: McpClient, options: McpToolsOptions, taken?: ReadonlySet<string>): Promise<McpServerTools> {
   if (client === null || typeof client !== 'object' || typeof client.listTools !== 'function' || typeof client.callTool !== 'function') {
     throw new ConfigError('client', `client must be a connected MCP client (listTools, callTool), got ${describeValue(client)}`);
   }
@@ -127,26 +167,40 @@ export async function mcpTools(client: McpClient, options: McpToolsOptions = {})
       throw new ConfigError('tools', `MCP server ${server} has no tool named ${JSON.stringify(name)}; its tools: ${[...known].join(', ') || '(none)'}`);
     }
   }
-  const chosen = settings.tools === undefined ? listed : listed.filter((tool) => settings.tools!.includes(tool.name));
-  const link = new ServerLink(client, server, settings.timeoutMs, settings.probeMs);
+  const chosen = chosenOf(listed, settings);
+  const firstUnfit = chosen.find((tool) => !namePattern.test(`${settings.prefix}${tool.name}`) && namePattern.test(tool.name));
+  if (!/^[A-Za-z0-9_-]{0,56}$/.test(settings.prefix)) {
+    const example = firstUnfit ?? chosen[0];
+    const shown = example === undefined ? '' : `MCP tool ${JSON.stringify(example.name)} of server ${server} would be named ${JSON.stringify(`${settings.prefix}${example.name}`)}, which is not 1 to 64 letters, digits, "_" or "-": `;
+    throw new ConfigError('prefix', `${shown}the prefix ${JSON.stringify(settings.prefix)} must be at most 56 letters, digits, "_" or "-"`);
+  }
+  const names = namesOf(chosen.map((tool) => tool.name), settings.prefix, taken);
+  const link = new ServerLink(client, server, { timeoutMs: settings.timeoutMs, maxTotalMs: settings.maxTotalMs, probeMs: settings.probeMs });
   const lane: ToolLane = Object.freeze({ key: `mcp:${server}`, limit: settings.perServer });
-  return chosen.map((tool) => toolOf(tool, link, lane, settings));
+  return { client, server, link, settings, lane, tools: chosen.map((tool) => toolOf(tool, names.get(tool.name)!, link, lane, settings)) };
 }
 
-interface Settings {
+/** The tools of a listing that the options choose. */
+export function chosenOf(listed: readonly McpToolInfo[], settings: Settings): McpToolInfo[] {
+  return settings.tools === undefined ? [...listed] : listed.filter((tool) => settings.tools!.includes(tool.name));
+}
+
+/** The options, checked, in the units the SDK takes. */
+export interface Settings {
   readonly server: string | undefined;
   readonly perServer: number;
   readonly prefix: string;
   readonly tools: readonly string[] | undefined;
   readonly overrides: Readonly<Record<string, McpToolOverride>>;
   readonly timeoutMs: number | undefined;
+  readonly maxTotalMs: number | undefined;
   readonly probeMs: number;
 }
 
 function checkOptions(options: McpToolsOptions): Settings {
   if (options === null || typeof options !== 'object') throw new ConfigError('options', `mcpTools options must be an object, got ${describeValue(options)}`);
   refuseUnknownFields(options, optionFields, 'mcpTools options', { noun: 'option' });
-  const { server, perServer = 4, prefix = '', tools, overrides = {}, timeoutSeconds, probeSeconds = 5 } = options;
+  const { server, perServer = 4, prefix = '', tools, overrides = {}, timeoutSeconds, maxTotalSeconds, probeSeconds = 5 } = options;
   if (server !== undefined && (typeof server !== 'string' || server === '')) throw new ConfigError('server', `server must be a non-empty string, got ${describeValue(server)}`);
   if (!Number.isInteger(perServer) || perServer < 1) throw new ConfigError('perServer', `perServer must be a positive integer, got ${describeValue(perServer)}`);
   if (typeof prefix !== 'string') throw new ConfigError('prefix', `prefix must be a string, got ${describeValue(prefix)}`);
@@ -162,7 +216,7 @@ function checkOptions(options: McpToolsOptions): Settings {
       if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`overrides.${name}.${field}`, `overrides.${name}.${field} must be a boolean, got ${describeValue(value)}`);
     }
   }
-  return { server, perServer, prefix, tools, overrides, timeoutMs: seconds(timeoutSeconds, 'timeoutSeconds'), probeMs: seconds(probeSeconds, 'probeSeconds')! };
+  return { server, perServer, prefix, tools, overrides, timeoutMs: seconds(timeoutSeconds, 'timeoutSeconds'), maxTotalMs: seconds(maxTotalSeconds, 'maxTotalSeconds'), probeMs: seconds(probeSeconds, 'probeSeconds')! };
 }
 
 function seconds(value: number | undefined, field: string): number | undefined {
@@ -171,8 +225,8 @@ function seconds(value: number | undefined, field: string): number | undefined {
   return value * 1000;
 }
 
-// Every page of the server's tools.
-async function listAll(client: McpClient): Promise<McpToolInfo[]> {
+/** Every page of the server's tools. */
+export async function listAll(client: McpClient): Promise<McpToolInfo[]> {
   const tools: McpToolInfo[] = [];
   let cursor: string | undefined;
   do {
@@ -183,11 +237,8 @@ async function listAll(client: McpClient): Promise<McpToolInfo[]> {
   return tools;
 }
 
-function toolOf(tool: McpToolInfo, link: ServerLink, lane: ToolLane, settings: Settings): McpTool {
-  const name = `${settings.prefix}${tool.name}`;
-  if (!namePattern.test(name)) {
-    throw new ConfigError('prefix', `MCP tool ${JSON.stringify(tool.name)} of server ${link.server} would be named ${JSON.stringify(name)}, which is not 1 to 64 letters, digits, "_" or "-"; leave it out with options.tools`);
-  }
+/** One tool of the server, named `name` here (see namesOf). */
+export function toolOf(tool: McpToolInfo, name: string, link: ServerLink, lane: ToolLane, settings: Settings): McpTool {
   const { readOnlyHint, destructiveHint, idempotentHint, title } = tool.annotations ?? {};
   const override = Object.prototype.hasOwnProperty.call(settings.overrides, tool.name) ? settings.overrides[tool.name]! : {};
   const idempotent = override.idempotent ?? idempotentHint === true;
@@ -205,7 +256,7 @@ function toolOf(tool: McpToolInfo, link: ServerLink, lane: ToolLane, settings: S
     needsApproval: override.needsApproval ?? false,
     lane,
   };
-  return { declaration, body: (args, ctx) => link.call(linked, args, ctx.signal), listed: tool };
+  return { declaration, body: (args, ctx) => link.call(linked, args, ctx), listed: tool };
 }
 
 // The input schema as the model is shown it: the server's, in its JSON form, without the
@@ -222,159 +273,4 @@ function parametersOf(tool: McpToolInfo, server: string): JsonSchema {
   }
   const { $schema: _marker, ...rest } = schema as JsonSchema;
   return rest;
-}
-
-/** A tool as its calls need it: its name here and on the server, and whether calling again is safe. */
-interface LinkedTool {
-  readonly name: string;
-  readonly listed: string;
-  readonly idempotent: boolean;
-}
-
-/** A call waiting for the server: what fails it if the server is found gone. */
-interface InFlight {
-  readonly tool: LinkedTool;
-  readonly reject: (error: unknown) => void;
-}
-
-// One server's calls in flight, and the check that finds the server gone. A transport can lose a
-// request without ever answering it (a Streamable HTTP stream that broke when its server died):
-// every error the client reports while calls are in flight sets off a ping, and a ping that
-// fails ends those calls. The SDK itself fails them when the connection closes (stdio).
-class ServerLink {
-  // Calls sent and not yet answered.
-  private readonly inflight = new Set<InFlight>();
-  // The ping asking whether the server is still there, while one is out.
-  private probe: Promise<boolean> | undefined = undefined;
-
-  constructor(
-    private readonly client: McpClient,
-    readonly server: string,
-    private readonly timeoutMs: number | undefined,
-    private readonly probeMs: number,
-  ) {
-    const before = client.onerror;
-    client.onerror = (error: Error) => {
-      before?.call(client, error);
-      this.trouble();
-    };
-  }
-
-  call(tool: LinkedTool, args: { readonly [key: string]: unknown }, signal: AbortSignal): Promise<unknown> {
-    return new Promise<unknown>((resolve, reject) => {
-      const flight: InFlight = { tool, reject };
-      this.inflight.add(flight);
-      const options: McpRequestOptions = this.timeoutMs === undefined ? { signal } : { signal, timeout: this.timeoutMs };
-      let sent: Promise<unknown>;
-      try {
-        sent = this.client.callTool({ name: tool.listed, arguments: args as Record<string, unknown> }, undefined, options);
-      } catch (error) {
-        this.inflight.delete(flight);
-        reject(error);
-        return;
-      }
-      sent.then(
-        (result) => {
-          if (!this.inflight.delete(flight)) return;
-          try {
-            resolve(resultOf(tool.name, this.server, result));
-          } catch (error) {
-            reject(error);
-          }
-        },
-        (error: unknown) => {
-          if (!this.inflight.delete(flight)) return;
-          // A stopped call's outcome is the batch's already; the SDK's rejection says only that it was cancelled.
-          if (signal.aborted) reject(error);
-          else this.failed(flight, error);
-        },
-      );
-    });
-  }
-
-  // A call the client failed: the server's own error, or one that says the request never left,
-  // goes back as it is; a closed connection is a lost call; anything else (a transport's error)
-  // is a lost call only if the server is gone.
-  private failed(flight: InFlight, error: unknown): void {
-    const code = isMcpError(error) ? error.code : undefined;
-    if (code === CONNECTION_CLOSED) {
-      flight.reject(this.lost(flight.tool, 'the connection closed'));
-      return;
-    }
-    if (code !== undefined || neverSent(error)) {
-      flight.reject(error);
-      return;
-    }
-    void this.check().then((alive) => flight.reject(alive ? error : this.lost(flight.tool, toErrorInfo(error).message)));
-  }
-
-  // The client reported an error: if calls are waiting, ask whether the server is still there.
-  private trouble(): void {
-    if (this.inflight.size === 0) return;
-    void this.check().then((alive) => {
-      if (alive) return;
-      const flights = [...this.inflight];
-      this.inflight.clear();
-      for (const flight of flights) flight.reject(this.lost(flight.tool, 'its stream broke and the server does not answer a ping'));
-    });
-  }
-
-  // One ping at a time, shared by whoever asks while it is out; it never rejects.
-  private check(): Promise<boolean> {
-    if (this.probe !== undefined) return this.probe;
-    const probe = Promise.resolve()
-      .then(() => this.client.ping({ timeout: this.probeMs }))
-      .then(
-        () => true,
-        () => false,
-      );
-    this.probe = probe;
-    void probe.then(() => {
-      if (this.probe === probe) this.probe = undefined;
-    });
-    return probe;
-  }
-
-  private lost(tool: LinkedTool, why: string): McpConnectionLostError {
-    return new McpConnectionLostError(tool.name, this.server, tool.idempotent, why);
-  }
-}
-
-// Errors that say the request never left: the SDK refusing to send on a connection closed
-// already, or a connection that could not be made. The call failed; nothing can have landed.
-const unreachable = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
-function neverSent(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error.message === 'Not connected') return true;
-  const { cause } = error as { cause?: unknown };
-  const code = cause !== null && typeof cause === 'object' ? (cause as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && unreachable.has(code);
-}
-
-function isMcpError(error: unknown): error is { readonly code: number } {
-  return error instanceof Error && error.name === 'McpError' && typeof (error as { code?: unknown }).code === 'number';
-}
-
-/** What a call gives back: the structured content, else the text, else the content items. */
-function resultOf(tool: string, server: string, result: unknown): unknown {
-  if (result === null || typeof result !== 'object') return result;
-  const { isError, content, structuredContent } = result as { isError?: unknown; content?: unknown; structuredContent?: unknown };
-  if (isError === true) throw new McpToolError(tool, server, textOf(content) ?? 'the server gave no reason');
-  if (structuredContent !== null && typeof structuredContent === 'object') return structuredContent;
-  if (Array.isArray(content)) return textOf(content) ?? content;
-  // An older server's answer (`toolResult`), or something else: as it came.
-  return 'toolResult' in result ? (result as { toolResult: unknown }).toolResult : result;
-}
-
-// The text items joined by newlines, or undefined if any item is not text.
-function textOf(content: unknown): string | undefined {
-  if (!Array.isArray(content) || content.length === 0) return undefined;
-  const texts: string[] = [];
-  for (const item of content as unknown[]) {
-    if (item === null || typeof item !== 'object' || (item as { type?: unknown }).type !== 'text') return undefined;
-    const { text } = item as { text?: unknown };
-    if (typeof text !== 'string') return undefined;
-    texts.push(text);
-  }
-  return texts.join('\n');
 }

@@ -110,7 +110,10 @@ function calls(events: readonly RunEvent[], turn: number, runId: string, session
       const error = scrubbed(event.error, scrub) as { name: string; message: string };
       recorded.push({ ...base, stopped: event.error.name === 'CallStoppedError', kind: 'error', error });
     } else {
-      recorded.push({ ...base, stopped: true, kind: 'indeterminate', message: scrubString(event.message, scrub) });
+      // Stopped by its batch (a cancel, a deadline, FAIL_RUN): the replay waits for that stop. Cut
+      // off alone (its own request interrupted, its lease lost): the replay ends it the same way.
+      const byItsBatch = event.message.startsWith(`${tool} was in flight when the batch stopped (`);
+      recorded.push({ ...base, stopped: byItsBatch, kind: 'indeterminate', message: scrubString(event.message, scrub) });
     }
   }
   return recorded;

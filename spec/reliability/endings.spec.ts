@@ -63,6 +63,8 @@ function line(a: CallActivity): string {
       return `${a.at} released ${a.callId}${a.abandoned ? ' abandoned' : ''}`;
     case 'settled':
       return `${a.at} settled ${a.callId} ${a.outcome}`;
+    case 'progress':
+      return `${a.at} progress ${a.callId} ${a.progress}`;
   }
 }
 

@@ -16,6 +16,8 @@ export const stdioServerScript = fileURLToPath(new URL('../fixtures/mcp-stdio.mj
 
 export interface Served {
   readonly client: Client;
+  /** Where the server listens, over Streamable HTTP (undefined over stdio). */
+  readonly url?: URL;
   /** What the server saw (for a stdio server, read through its `stats` tool). */
   stats(): Promise<ServerStats>;
   /** Ends the server abruptly, with calls in flight: its process killed, or its connections cut. */
@@ -50,14 +52,16 @@ export async function overHttp(name: string): Promise<Served> {
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
+  const url = new URL(`http://127.0.0.1:${port}/mcp`);
   const connected = client();
-  await connected.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  await connected.connect(new StreamableHTTPClientTransport(url));
   const stop = (): void => {
     http.closeAllConnections();
     http.close();
   };
   return {
     client: connected,
+    url,
     stats: () => Promise.resolve(stats),
     kill: stop,
     close: async () => {
