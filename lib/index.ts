@@ -53,6 +53,7 @@ export {
   type McpToolOverride,
   type McpToolsOptions,
   type NestedRunResult,
+  type NestedRunUsage,
   type RunState,
   type ToolBody,
   type ToolContext,
