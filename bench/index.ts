@@ -13,7 +13,7 @@ import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { trace, type Tracer } from '@opentelemetry/api';
-import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import pLimit from 'p-limit';
 import { concat, from, ignoreElements, lastValueFrom, map, mergeMap, timer, toArray, type Observable } from 'rxjs';
 import * as t from 'io-ts';
@@ -34,7 +34,7 @@ import {
 } from '../lib/index.js';
 
 /** What a workload's runner is made with, besides its provider and tools. */
-type Knobs = { concurrency?: ConcurrencyConfig; loopStallMs?: number | false; tracer?: Tracer };
+type Knobs = { concurrency?: ConcurrencyConfig; loopStallMs?: number | false; tracer?: Tracer; afterRun?: () => void };
 
 const json = process.argv.includes('--json');
 const quick = process.argv.includes('--quick');
@@ -85,7 +85,8 @@ async function best(repeats: number, run: () => Promise<unknown>, warmUps = 2): 
 
 function runnerFor(turn: ModelResponse, body: () => unknown, options: Knobs = {}) {
   const tools = new ToolRegistry().register({ name: 'work' }, body);
-  return new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, ...options });
+  const { afterRun: _afterRun, ...knobs } = options;
+  return new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, ...knobs });
 }
 
 /** Runs `agent` on `runner` to its end; a run that does not complete spoils the figure, so it throws. */
@@ -96,6 +97,7 @@ async function runToEnd(runner: AgentRunner): Promise<void> {
 
 async function oneTurn(n: number, body: () => unknown, options: Knobs = {}) {
   await runToEnd(runnerFor(turnOf(n), body, options));
+  options.afterRun?.();
 }
 
 // Lanes, per-call ceilings, the reorder and the transcript all active.
@@ -259,14 +261,25 @@ async function w2(): Promise<void> {
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves', value: promised, unit: 'us/call' });
     const unmonitored = await perCall(n, { concurrency: everything, loopStallMs: false }, immediate);
     row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, loop monitor off', value: unmonitored, unit: 'us/call' });
-    // Tracing: the rows above have no tracer (a call pays one undefined check for it). With the
-    // API's no-op tracer the spans cost nothing to keep, so this is the activity and the span
-    // bookkeeping alone; with a recording tracer (no exporter) it is what spans themselves cost.
-    const noop = await perCall(n, { concurrency: everything, tracer: trace.getTracer('bench') }, immediate);
-    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'all lanes, body resolves, no-op tracer', value: noop, unit: 'us/call' });
-    const recording = await perCall(n, { concurrency: everything, tracer: new BasicTracerProvider().getTracer('bench') }, immediate);
-    row({ workload: `W2 per-call overhead, N=${n}`, figure: 'same, recording tracer', value: recording, unit: 'us/call', note: 'spans made, none exported' });
   }
+}
+
+// What tracing costs a call, at N = 10,000 in one turn, all lanes, bodies that resolve: no tracer
+// (one undefined check), the API's no-op tracer (the activity and the span bookkeeping alone), and
+// sdk-trace-base recording every span into an in-memory exporter through a SimpleSpanProcessor
+// (each span exported as it ends, the exporter emptied after each run).
+async function tracing(): Promise<void> {
+  const n = 10_000;
+  const workload = `Tracing per call, N=${n}`;
+  const none = await perCall(n, { concurrency: everything }, immediate);
+  row({ workload, figure: 'no tracer', value: none, unit: 'us/call' });
+  const noop = await perCall(n, { concurrency: everything, tracer: trace.getTracer('bench') }, immediate);
+  row({ workload, figure: 'no-op tracer', value: noop, unit: 'us/call', note: `${(noop / none).toFixed(2)}x no tracer` });
+  const exporter = new InMemorySpanExporter();
+  const recorder = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('bench');
+  // The finished spans are let go after each run, as an exporter sending them would.
+  const recording = await perCall(n, { concurrency: everything, tracer: recorder, afterRun: () => exporter.reset() }, immediate);
+  row({ workload, figure: 'recording tracer, in-memory exporter', value: recording, unit: 'us/call', note: `${(recording / none).toFixed(2)}x no tracer` });
 }
 
 /** `runs` agents, each with a script of its own (one turn of 4 calls, then an answer), so runs on one runner do not share a script position. */
@@ -646,7 +659,7 @@ async function fleet(): Promise<void> {
 
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, fleet };
+const workloads: Record<string, () => Promise<void>> = { w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, fleet };
 // The node flags a workload's process runs with, besides --expose-gc.
 const flags: Record<string, string[]> = { w3FreshNoOpt: ['--no-opt'] };
 const only = process.argv.indexOf('--only');

@@ -59,6 +59,7 @@ export {
   type McpToolOverride,
   type McpToolsOptions,
   type NestedRunResult,
+  type NestedRunUsage,
   type RunState,
   type ToolBody,
   type ToolContext,

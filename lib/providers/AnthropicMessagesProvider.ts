@@ -11,7 +11,7 @@ import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { FinishReason, Message, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall } from '../runner/index.js';
 import { ProviderReplyError, ProviderStreamError } from './errors.js';
-import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, responseInfo, serverOf, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 import { streamedReply, type EventDecoder } from './streamedReply.js';
 
@@ -172,7 +172,9 @@ export function fromMessagesReply(reply: unknown, provider: string): ModelRespon
   if (problems.length > 0) throw new ProviderReplyError(provider, problems.join('; '));
   const text = texts.join('');
   const { usage, stop_reason } = decoded.right;
+  const { id, model } = reply as { id?: unknown; model?: unknown };
   return {
+    ...responseInfo(id, model),
     ...(texts.length > 0 && (text !== '' || toolCalls.length === 0) ? { text } : {}),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
     ...(usage != null ? { usage: { inputTokens: inputOf(usage), outputTokens: usage.output_tokens ?? 0 } } : {}),
@@ -228,6 +230,9 @@ export class MessagesStreamEvents implements EventDecoder {
       case 'message_start': {
         const start = message?.usage;
         if (start != null) this.counted(start);
+        const { id, model } = (raw as { message?: { id?: unknown; model?: unknown } }).message ?? {};
+        const info = responseInfo(id, model);
+        if (info !== undefined) emit({ type: 'response', ...info.response });
         return false;
       }
       case 'content_block_start': {
@@ -321,6 +326,9 @@ export class AnthropicMessagesProvider implements ModelProvider {
   readonly #fetch: typeof fetch | undefined;
   /** True when replies are asked for streamed. */
   readonly stream: boolean;
+  /** For tracing: the GenAI conventions' name of this wire's provider, and the server of {@link url}. */
+  readonly providerName = 'anthropic';
+  readonly server: { readonly address: string; readonly port: number };
 
   constructor(options: AnthropicMessagesOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('AnthropicMessagesProvider', `options must be an object, got ${describeValue(options)}`);
@@ -330,6 +338,7 @@ export class AnthropicMessagesProvider implements ModelProvider {
     const baseURL = (options.baseURL ?? process.env['ANTHROPIC_BASE_URL'] ?? ANTHROPIC_URL).replace(/\/+$/, '');
     this.url = `${baseURL}/v1/messages`;
     this.label = providerLabel('Anthropic Messages', this.url);
+    this.server = serverOf(this.url);
     this.maxTokens = maxTokens;
     this.#apiKey = resolveKey(options.apiKey, 'ANTHROPIC_API_KEY', baseURL === ANTHROPIC_URL, 'AnthropicMessagesProvider');
     this.#headers = { 'anthropic-version': version, ...options.headers };

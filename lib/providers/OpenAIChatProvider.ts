@@ -11,7 +11,7 @@ import { ConfigError } from '../errors.js';
 import { describeFailures, describeValue, refuseUnknownFields } from '../config/index.js';
 import type { FinishReason, Message, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall, Usage } from '../runner/index.js';
 import { ProviderReplyError, ProviderStreamError } from './errors.js';
-import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
+import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, responseInfo, serverOf, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 import { streamedReply, type EventDecoder } from './streamedReply.js';
 
@@ -167,11 +167,13 @@ export function fromChatCompletion(reply: unknown, provider: string): ModelRespo
   const toolCalls: ToolCall[] = (tool_calls ?? []).map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
   const text = typeof content === 'string' ? content : typeof refusal === 'string' ? refusal : undefined;
   const { usage } = decoded.right;
+  const { id, model } = reply as { id?: unknown; model?: unknown };
   return {
     ...(text !== undefined && (text !== '' || toolCalls.length === 0) ? { text } : {}),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
     ...(usage != null ? { usage: usageOf(usage) } : {}),
     ...(typeof choice.finish_reason === 'string' ? { finishReason: finishReasonOf(choice.finish_reason) } : {}),
+    ...responseInfo(id, model),
   };
 }
 
@@ -189,6 +191,8 @@ export class ChatCompletionChunks implements EventDecoder {
   private finished = false;
   // Chunks read, to name a bad one.
   private chunks = 0;
+  // True once the response's id and model went on (every chunk repeats them).
+  private identified = false;
 
   constructor(
     private readonly provider: string,
@@ -211,6 +215,11 @@ export class ChatCompletionChunks implements EventDecoder {
     const decoded = ChunkCodec.decode(raw);
     if (isLeft(decoded)) throw new ProviderReplyError(this.provider, describeFailures(decoded.left, `chunk ${n}`));
     const { choices = [], usage, error } = decoded.right;
+    if (!this.identified) {
+      this.identified = true;
+      const info = responseInfo((raw as { id?: unknown }).id, (raw as { model?: unknown }).model);
+      if (info !== undefined) emit({ type: 'response', ...info.response });
+    }
     if (error != null) {
       const { type, code, message } = error as { type?: unknown; code?: unknown; message?: unknown };
       const kind = typeof type === 'string' && type !== '' ? type : typeof code === 'string' && code !== '' ? code : undefined;
@@ -285,6 +294,9 @@ export class OpenAIChatProvider implements ModelProvider {
   readonly #fetch: typeof fetch | undefined;
   /** True when replies are asked for streamed. */
   readonly stream: boolean;
+  /** For tracing: the GenAI conventions' name of this wire's provider, and the server of {@link url}. */
+  readonly providerName = 'openai';
+  readonly server: { readonly address: string; readonly port: number };
 
   constructor(options: OpenAIChatOptions = {}) {
     if (options === null || typeof options !== 'object') throw new ConfigError('OpenAIChatProvider', `options must be an object, got ${describeValue(options)}`);
@@ -292,6 +304,7 @@ export class OpenAIChatProvider implements ModelProvider {
     const baseURL = (options.baseURL ?? process.env['OPENAI_BASE_URL'] ?? OPENAI_URL).replace(/\/+$/, '');
     this.url = `${baseURL}/chat/completions`;
     this.label = providerLabel('OpenAI Chat Completions', this.url);
+    this.server = serverOf(this.url);
     this.#apiKey = resolveKey(options.apiKey, 'OPENAI_API_KEY', baseURL === OPENAI_URL, 'OpenAIChatProvider');
     this.#headers = { ...options.headers };
     this.#body = { ...options.body };

@@ -274,6 +274,20 @@ const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/
  * checked: one carrying credentials (`user:password@`) is refused, since fetch refuses such a
  * URL anyway, with an error that quotes it whole.
  */
+/** The server a provider's requests go to (its URL checked by providerLabel first), as a traced run's spans say it. */
+export function serverOf(url: string): { readonly address: string; readonly port: number } {
+  const { hostname, port, protocol } = new URL(url);
+  return { address: hostname.replace(/^\[|\]$/g, ''), port: port !== '' ? Number(port) : protocol === 'http:' ? 80 : 443 };
+}
+
+/** A reply's id and model, when the wire says them (strings only): what tracing reads of which response it was. */
+export function responseInfo(id: unknown, model: unknown): { readonly response: { id?: string; model?: string } } | undefined {
+  const response: { id?: string; model?: string } = {};
+  if (typeof id === 'string' && id !== '') response.id = id;
+  if (typeof model === 'string' && model !== '') response.model = model;
+  return response.id === undefined && response.model === undefined ? undefined : { response };
+}
+
 export function providerLabel(wire: string, url: string): string {
   let parsed: URL;
   try {

@@ -8,15 +8,15 @@ import { asyncScheduler, merge, Subject, Subscription, type Observable, type Obs
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { LoopMonitor, ToolRegistry, type RunState } from '../tools/index.js';
+import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import { statusOf, type RunEvent } from './events.js';
-import type { Message, ModelProvider, Usage } from './model.js';
+import type { ModelProvider, Usage } from './model.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
-import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
+import type { AgentTools, Nesting, RunFinal, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
 export type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './types.js';
@@ -94,12 +94,19 @@ function usageOf(events: readonly RunEvent[]): Usage | undefined {
   return usage;
 }
 
+// Two usages added, either absent.
+function added(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}
+
 // A run's transcript folded into its RunResult, with the final state and messages the run
-// handed over as it ended.
-function resultOf(events: readonly RunEvent[], final: { state: RunState; messages: readonly Message[] }): RunResult {
+// handed over as it ended, and the tokens of the runs nested in it.
+function resultOf(events: readonly RunEvent[], final: RunFinal): RunResult {
   const last = events[events.length - 1];
   const usage = usageOf(events);
-  const base = { events, state: final.state, messages: final.messages, ...(usage !== undefined ? { usage } : {}) };
+  const totalUsage = added(usage, final.nestedUsage);
+  const base = { events, state: final.state, messages: final.messages, ...(usage !== undefined ? { usage } : {}), ...(totalUsage !== undefined ? { totalUsage } : {}) };
   if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
     return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
   }
@@ -202,7 +209,7 @@ export class AgentRunner {
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
       toolsOf: (agent) => this.toolsOf(agent),
-      tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity),
+      tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity, this.tools),
     };
   }
 
@@ -307,7 +314,7 @@ export class AgentRunner {
 // Observer, which RxJS takes as the subscriber itself) and what the run tells as it finishes.
 class Collector extends Subscription implements Observer<RunEvent>, RunFinish {
   private readonly events: RunEvent[] = [];
-  private final: { state: RunState; messages: readonly Message[] } = { state: emptyState, messages: [] };
+  private final: RunFinal = { state: emptyState, messages: [], nestedUsage: undefined };
 
   constructor(
     private readonly resolve: (result: RunResult) => void,
@@ -316,7 +323,7 @@ class Collector extends Subscription implements Observer<RunEvent>, RunFinish {
     super();
   }
 
-  finish(final: { state: RunState; messages: readonly Message[] }): void {
+  finish(final: RunFinal): void {
     this.final = final;
   }
 

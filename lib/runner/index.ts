@@ -26,6 +26,7 @@ export {
   type ModelRequest,
   type ModelResponse,
   type ModelStreamPart,
+  type ResponseInfo,
   type ToolCall,
   type Usage,
 } from './model.js';

@@ -45,24 +45,34 @@ export interface Usage {
 /** Why the model stopped writing its turn: the AI SDK's unified reasons, which every wire maps onto. */
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other';
 
+/** Which response this was, as the wire says: its id, and the model that wrote it (which may differ from the one asked). */
+export interface ResponseInfo {
+  readonly id?: string;
+  readonly model?: string;
+}
+
 export interface ModelResponse {
   readonly text?: string;
   readonly toolCalls?: readonly ToolCall[];
   /** The turn's token counts, when the provider reports them. */
   readonly usage?: Usage;
   readonly finishReason?: FinishReason;
+  /** The response's id and model, when the provider reports them (read by tracing; not in the transcript). */
+  readonly response?: ResponseInfo;
 }
 
 /**
  * One part of a streamed model turn. A turn is its parts in order: text deltas (joined, they are
  * the turn's text), each tool call once its arguments are complete (in call order), and the
- * turn's usage and finish reason (a later one replaces an earlier one).
+ * turn's usage and finish reason (a later one replaces an earlier one), and which response it is
+ * (`response`: its id and model, read by tracing).
  */
 export type ModelStreamPart =
   | { readonly type: 'text-delta'; readonly delta: string }
   | ({ readonly type: 'tool-call' } & ToolCall)
   | ({ readonly type: 'usage' } & Usage)
-  | { readonly type: 'finish'; readonly finishReason: FinishReason };
+  | { readonly type: 'finish'; readonly finishReason: FinishReason }
+  | ({ readonly type: 'response' } & ResponseInfo);
 
 /**
  * A model behind any wire. Given a request, the turn's answer: one whole response (a Promise, or
@@ -71,6 +81,13 @@ export type ModelStreamPart =
  */
 export interface ModelProvider {
   respond(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> | Observable<ModelResponse | ModelStreamPart>;
+  /**
+   * Who serves the model, by the GenAI conventions' provider names (`openai`, `anthropic`,
+   * `aws.bedrock` ...): the `gen_ai.provider.name` of a traced run's spans. Optional.
+   */
+  readonly providerName?: string;
+  /** The server the requests go to, when the provider knows it: `server.address` and `server.port` on the spans. */
+  readonly server?: { readonly address: string; readonly port?: number };
 }
 
 export interface TokenCountBrand {

@@ -19,7 +19,7 @@ export class StreamPartError extends TypeError {
   override readonly name = 'StreamPartError';
 }
 
-const partTypes = 'text-delta, tool-call, usage or finish';
+const partTypes = 'text-delta, tool-call, usage, finish or response';
 
 /**
  * A streamed turn, part by part. `read` each part as it comes: it returns the tool call the part
@@ -77,6 +77,13 @@ export class WrittenTurn {
         const decoded = FinishReasonCodec.decode(part.finishReason);
         if (isLeft(decoded)) throw new StreamPartError(describeFailures(decoded.left, `stream part ${n} (finish).finishReason`));
         this.finishReason = decoded.right;
+        return undefined;
+      }
+      case 'response': {
+        // Which response this is: read by tracing from the part itself; the turn is the same without it.
+        const { id, model } = part;
+        if (id !== undefined && typeof id !== 'string') throw new StreamPartError(`stream part ${n} (response): id: expected string, got ${describeValue(id)}`);
+        if (model !== undefined && typeof model !== 'string') throw new StreamPartError(`stream part ${n} (response): model: expected string, got ${describeValue(model)}`);
         return undefined;
       }
       default:

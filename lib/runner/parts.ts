@@ -5,7 +5,7 @@ import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
 import type { Agent } from './Agent.js';
-import type { Message, ModelProvider } from './model.js';
+import type { Message, ModelProvider, Usage } from './model.js';
 import type { Policies } from './policies.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
@@ -71,5 +71,12 @@ export interface RunPlan {
 
 /** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */
 export interface RunFinish {
-  finish(final: { state: RunState; messages: readonly Message[] }): void;
+  finish(final: RunFinal): void;
+}
+
+/** What a run hands over as it ends: its state and messages, and the tokens its nested runs reported. */
+export interface RunFinal {
+  readonly state: RunState;
+  readonly messages: readonly Message[];
+  readonly nestedUsage: Usage | undefined;
 }

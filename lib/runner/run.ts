@@ -16,7 +16,7 @@ import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } f
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
-import type { Message, ModelResponse, ToolCall } from './model.js';
+import type { Message, ModelResponse, ToolCall, Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
@@ -55,6 +55,8 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   state: RunState;
   // The conversation so far, as the provider will see it next turn.
   readonly messages: Message[];
+  // The tokens of the runs nested in this one that reported usage, their own nested runs included.
+  private nestedUsage: Usage | undefined = undefined;
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   stopped: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -111,7 +113,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     if (this.ended) return undefined;
     this.ended = true;
     this.upcoming = undefined;
-    this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages] });
+    this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages], nestedUsage: this.nestedUsage });
     this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
     return event;
   }
@@ -192,7 +194,15 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       return Promise.resolve(neverStarted(`call ${callId} (${tool}) was stopped${why === undefined ? '' : ` (${why})`}`));
     }
     if (call.over || context.ended) return Promise.resolve(neverStarted(`call ${callId} (${tool}) is over; a body starts nested runs only while its call runs`));
-    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { lent: context.lent, parent: { runId: this.runId, callId } });
+    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { lent: context.lent, parent: { runId: this.runId, callId } }).then((result) => {
+      const { totalUsage } = result;
+      // Counted as it resolves, before the body that asked for it goes on.
+      if (totalUsage !== undefined && !this.ended) {
+        const sum = this.nestedUsage;
+        this.nestedUsage = sum === undefined ? totalUsage : { inputTokens: sum.inputTokens + totalUsage.inputTokens, outputTokens: sum.outputTokens + totalUsage.outputTokens };
+      }
+      return result;
+    });
   }
 
   finalAnswer(text: string | undefined): RunEvent {
@@ -306,7 +316,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       stop$,
       scheduler: parts.scheduler,
       monitor: parts.monitor,
-      onActivity: new TurnActivity(parts.activity, runId, turn, this.parent),
+      onActivity: new TurnActivity(parts.activity, runId, turn, this.parent, this.trace),
     });
   }
 

@@ -1,5 +1,5 @@
 // The spans a run's trace keeps: one call's (`execute_tool`) and one model request's (`chat`),
-// and what a provider's answer says of its usage and finish reason.
+// and what a provider's answer says of its usage, finish reason and response (id, model).
 import type * as otel from '@opentelemetry/api';
 import { toErrorInfo } from '../errors.js';
 import type { RunTrace } from './tracing.js';
@@ -9,23 +9,77 @@ import { TracingAttributes } from './tracingNames.js';
 export class CallSpan {
   // Set once its body started, and when.
   started = false;
+  startedAt: number | undefined = undefined;
   // When it first queued on a lane, and the lanes it queued on.
   queuedAt: number | undefined = undefined;
   lanes: string[] | undefined = undefined;
   // When the batch decided its outcome, and which kind it was in the end.
   endedAt: number | undefined = undefined;
   kind: 'result' | 'error' | 'indeterminate' | undefined = undefined;
+  // Its body still ran when its call ended.
+  overrun = false;
   // The run was left before this call ended: the leaving stopped it.
   stoppedByLeaving = false;
   open = true;
+  // The context its body runs in (the run's, with this span), made when the body starts.
+  context: otel.Context | undefined = undefined;
 
   constructor(
     readonly span: otel.Span,
     readonly callId: string,
   ) {}
+
+  /**
+   * The call's ending: its outcome, its lanes (set here, in one go: the time it waited, from its
+   * first wait to its start, or to its end if it never started) and its error, if any.
+   */
+  end(run: RunTrace, errorType: string | undefined, stop: string | undefined, message: string | undefined): void {
+    if (!this.open) return;
+    this.open = false;
+    const { span, queuedAt, lanes, started } = this;
+    const endedAt = this.endedAt ?? run.now();
+    const attributes: otel.Attributes = {
+      [TracingAttributes.LANE_WAIT_MS]: queuedAt === undefined ? 0 : (this.startedAt ?? endedAt) - queuedAt,
+      [TracingAttributes.OUTCOME]: this.kind ?? (errorType === undefined ? 'result' : 'error'),
+      [TracingAttributes.DISPATCHED]: started,
+    };
+    if (lanes !== undefined) {
+      attributes[TracingAttributes.LANES_QUEUED_ON] = lanes;
+      attributes[TracingAttributes.LANE_HELD_BY] = lanes[lanes.length - 1]!;
+    }
+    if (this.overrun) attributes[TracingAttributes.OVERRUN] = true;
+    if (stop !== undefined) attributes[TracingAttributes.STOP_CLASS] = stop;
+    if (errorType !== undefined) attributes[TracingAttributes.ERROR_TYPE] = errorType;
+    span.setAttributes(attributes);
+    if (errorType !== undefined) span.setStatus({ code: run.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
+    // The call's time is until its outcome was decided, not until it went out in call order.
+    span.end(endedAt);
+  }
+
+  /**
+   * Ended with no transcript event for it (the run was left): what the activity said, its kind,
+   * and, if the leaving stopped it, its stop class. A failure the batch had decided before gives
+   * no name here: `_OTHER`, as the conventions say for an error type not known.
+   */
+  endFromKind(run: RunTrace): void {
+    switch (this.kind) {
+      case 'result':
+        return this.end(run, undefined, undefined, undefined);
+      case 'indeterminate':
+        return this.end(run, 'indeterminate', 'indeterminate', 'the run was left while the call was in flight');
+      case 'error':
+        if (this.stoppedByLeaving) return this.end(run, 'CallStoppedError', this.started ? 'safe_to_call_again' : 'never_dispatched', 'the run was left before the call ended');
+        return this.end(run, '_OTHER', undefined, undefined);
+      default:
+        return this.end(run, 'cancelled', this.started ? 'indeterminate' : 'never_dispatched', 'the run was left before the call ended');
+    }
+  }
 }
 
-/** One model request's span; ends once, on whichever ending comes first. */
+/**
+ * One model request's span; ends once, on whichever ending comes first. Whatever the tracer
+ * throws here ends the run's tracing, never the request: the answer goes on as it came.
+ */
 export class ChatSpan {
   private open = true;
   // When the last value came, if one did: a reply taken whole is over then, whenever it is let go.
@@ -36,18 +90,20 @@ export class ChatSpan {
     readonly span: otel.Span,
   ) {}
 
-  /** A value came: the reply, or a part of a streamed one; its usage and finish reason are kept. */
+  /** A value came: the reply, or a part of a streamed one; its usage, finish reason and response ids are kept. */
   saw(value: unknown): void {
-    if (!this.open) return;
+    if (!this.open || this.run.broken) return;
     this.answeredAt = this.run.now();
-    const usage = usageOf(value);
-    if (usage !== undefined) {
-      if (usage.input !== undefined) this.span.setAttribute(TracingAttributes.INPUT_TOKENS, usage.input);
-      if (usage.output !== undefined) this.span.setAttribute(TracingAttributes.OUTPUT_TOKENS, usage.output);
-      this.run.usage(usage);
+    try {
+      const attributes = attributesOf(value);
+      if (attributes === undefined) return;
+      this.span.setAttributes(attributes);
+      const input = attributes[TracingAttributes.INPUT_TOKENS] as number | undefined;
+      const output = attributes[TracingAttributes.OUTPUT_TOKENS] as number | undefined;
+      if (input !== undefined || output !== undefined) this.run.usage({ input, output });
+    } catch (error) {
+      this.run.broke(error);
     }
-    const reason = finishOf(value);
-    if (reason !== undefined) this.span.setAttribute(TracingAttributes.FINISH_REASONS, [reason]);
   }
 
   /** Completed: the answer was over with its last value (what reacted to it in between is not the model's time). */
@@ -66,15 +122,21 @@ export class ChatSpan {
     else this.end('cancelled', 'the run stopped before the model answered');
   }
 
-  end(errorType: string | undefined, message: string | undefined, at: number = this.run.now()): void {
+  private end(errorType: string | undefined, message: string | undefined, at?: number): void {
     if (!this.open) return;
     this.open = false;
-    if (errorType !== undefined) {
-      this.span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
-      this.span.setStatus({ code: this.run.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
+    const { run, span } = this;
+    if (run.broken) return;
+    run.chats.delete(this);
+    try {
+      if (errorType !== undefined) {
+        span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
+        span.setStatus({ code: run.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
+      }
+      span.end(at ?? run.now());
+    } catch (error) {
+      run.broke(error);
     }
-    this.span.end(at);
-    this.run.chatEnded(this);
   }
 }
 
@@ -87,22 +149,33 @@ function count(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-// A reply's usage ({ usage: { inputTokens, outputTokens } }) or a usage stream part
-// ({ type: 'usage', inputTokens, outputTokens }), when the provider reports one.
-function usageOf(value: unknown): Usage | undefined {
-  if (value === null || typeof value !== 'object') return undefined;
-  const record = value as { type?: unknown; usage?: unknown };
-  const source = record.type === 'usage' ? record : record.usage;
-  if (source === null || typeof source !== 'object') return undefined;
-  const { inputTokens, outputTokens } = source as { inputTokens?: unknown; outputTokens?: unknown };
-  const usage = { input: count(inputTokens), output: count(outputTokens) };
-  return usage.input === undefined && usage.output === undefined ? undefined : usage;
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-// A reply's finish reason, or a finish stream part's ({ type: 'finish', finishReason }).
-function finishOf(value: unknown): string | undefined {
+// What one value of an answer says for the chat span: a whole reply's usage, finish reason and
+// response ({ id, model }); a streamed turn's `usage`, `finish` and `response` parts. A count or
+// an id the provider did not report is left out, never made 0 or ''. Undefined when it says none.
+function attributesOf(value: unknown): otel.Attributes | undefined {
   if (value === null || typeof value !== 'object') return undefined;
-  const { type, reason, finishReason } = value as { type?: unknown; reason?: unknown; finishReason?: unknown };
-  if (typeof finishReason === 'string') return finishReason;
-  return type === 'finish' && typeof reason === 'string' ? reason : undefined;
+  const record = value as { type?: unknown; usage?: unknown; finishReason?: unknown; response?: unknown };
+  const { type } = record;
+  let attributes: otel.Attributes | undefined;
+  const set = (key: string, said: string | number | string[] | undefined): void => {
+    if (said !== undefined) (attributes ??= {})[key] = said;
+  };
+  const usage = type === 'usage' ? record : type === undefined ? record.usage : undefined;
+  if (usage !== null && typeof usage === 'object') {
+    const { inputTokens, outputTokens } = usage as { inputTokens?: unknown; outputTokens?: unknown };
+    set(TracingAttributes.INPUT_TOKENS, count(inputTokens));
+    set(TracingAttributes.OUTPUT_TOKENS, count(outputTokens));
+  }
+  if ((type === undefined || type === 'finish') && typeof record.finishReason === 'string') set(TracingAttributes.FINISH_REASONS, [record.finishReason]);
+  const response = type === 'response' ? record : type === undefined ? record.response : undefined;
+  if (response !== null && typeof response === 'object') {
+    const { id, model } = response as { id?: unknown; model?: unknown };
+    set(TracingAttributes.RESPONSE_ID, text(id));
+    set(TracingAttributes.RESPONSE_MODEL, text(model));
+  }
+  return attributes;
 }

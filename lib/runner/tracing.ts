@@ -1,20 +1,22 @@
 // OpenTelemetry spans for runs, by the GenAI semantic conventions: an `invoke_agent` span per
 // run, a `chat` span per model turn, an `execute_tool` span per call (with the time it waited in
 // its lanes, and which lanes held it). Built beside the engine from what it reports already (the
-// runner's call activity, the run's transcript, the provider's answers), so the batch and the turn
-// loop know nothing of tracing, and a runner without a tracer pays nothing for it.
+// turns' call activity, the run's transcript, the provider's answers), so the batch and the turn
+// loop know nothing of tracing, and a runner without a tracer pays nothing for it. A tracer that
+// throws stops its run's tracing, told once, and changes nothing else (`broke`).
 // @opentelemetry/api is loaded only when a tracer is given: the library imports without it.
 import { createRequire } from 'node:module';
 import type * as otel from '@opentelemetry/api';
-import { isObservable, Observable, type Observer, type SchedulerLike } from 'rxjs';
-import { isPromiseLike } from '../batch/index.js';
+import { Observable, type SchedulerLike, type Subject } from 'rxjs';
+import type { CallActivity } from '../batch/index.js';
 import { ConfigError, toErrorInfo } from '../errors.js';
+import type { ToolRegistry } from '../tools/index.js';
 import type { RunEvent } from './events.js';
-import type { ModelProvider, ModelRequest } from './model.js';
 import type { RunnerParts, RunPlan } from './parts.js';
+import { tracedProvider } from './tracedProvider.js';
+import { CallSpan, type ChatSpan, type Usage } from './traceSpans.js';
 import type { RunnerActivity, RunParent } from './types.js';
 
-import { CallSpan, ChatSpan, type Usage } from './traceSpans.js';
 import { TracingAttributes, TracingEvents } from './tracingNames.js';
 
 export { TracingAttributes, TracingEvents };
@@ -35,27 +37,24 @@ function otelApi(): typeof otel {
   return api;
 }
 
-/** A runner's tracing: its tracer, and the runs it is tracing now, by id, fed from the runner's activity. */
+/** A runner's tracing: its tracer, and the runs it is tracing now, by id (a nested run finds its caller's span). */
 export class Tracing {
   readonly api: typeof otel;
-  // Runs traced now, by run id: their call activity goes to them, and a nested run finds its caller's span.
+  // Runs traced now, by run id.
   private readonly runs = new Map<string, RunTrace>();
+  // Each tool's description, as the execute_tool spans say it, read once per tool.
+  private readonly descriptions = new Map<string, string | undefined>();
 
   constructor(
     readonly tracer: otel.Tracer,
     readonly scheduler: SchedulerLike,
-    activity: { subscribe(observer: Partial<Observer<RunnerActivity>>): unknown },
+    private readonly activity: Subject<RunnerActivity>,
+    private readonly tools: ToolRegistry,
   ) {
     if (tracer === null || typeof tracer !== 'object' || typeof tracer.startSpan !== 'function') {
       throw new ConfigError('tracer', `tracer must be an OpenTelemetry Tracer (startSpan), got ${tracer === null ? 'null' : typeof tracer}`);
     }
     this.api = otelApi();
-    // For as long as the runner lives: the runner's activity has no end.
-    activity.subscribe({
-      next: (event) => {
-        if (event.type !== 'run-started' && event.type !== 'run-ended' && event.type !== 'text-delta' && event.type !== 'lane-store') this.runs.get(event.runId)?.activity(event);
-      },
-    });
   }
 
   /** A run's trace, before the run is made: the run takes `trace.parts`, whose provider is traced. */
@@ -67,59 +66,82 @@ export class Tracing {
     this.runs.set(runId, trace);
   }
 
-  /** @internal */ remove(runId: string): void {
-    this.runs.delete(runId);
+  /** @internal */ remove(runId: string, trace: RunTrace): void {
+    if (this.runs.get(runId) === trace) this.runs.delete(runId);
   }
 
   /** The span of a call running now (a nested run's caller), if it is traced. */
   callSpan(parent: RunParent): otel.Span | undefined {
     return this.runs.get(parent.runId)?.runningCall(parent.callId);
   }
-}
 
-type CallEvent = Exclude<RunnerActivity, { type: 'run-started' } | { type: 'run-ended' } | { type: 'text-delta' } | { type: 'lane-store' }>;
+  /** @internal A tool's description, for its execute_tool spans. */
+  description(tool: string): string | undefined {
+    if (this.descriptions.has(tool)) return this.descriptions.get(tool);
+    const description = this.tools.get(tool)?.declaration.description;
+    const said = typeof description === 'string' && description !== '' ? description : undefined;
+    this.descriptions.set(tool, said);
+    return said;
+  }
+
+  /**
+   * @internal A run's tracer threw: said once, on activity$ (`tracing-failed`) when someone
+   * watches it, else as a process warning (`TracingFailedWarning`), so it is never silent.
+   */
+  failed(runId: string, parent: RunParent | undefined, error: unknown): void {
+    const info = toErrorInfo(error);
+    const { activity, scheduler } = this;
+    if (activity.observed) {
+      activity.next({ type: 'tracing-failed', runId, error: info, ...(parent === undefined ? {} : { parent }), at: scheduler.now() });
+      return;
+    }
+    process.emitWarning(`tracing stopped for run ${runId}: the tracer threw ${info.name}: ${info.message}`, 'TracingFailedWarning');
+  }
+}
 
 /**
  * One run's spans. Its invoke_agent span starts when the run starts (under the calling tool's
  * span for a nested run) and ends with the run's final event, or when the run is left. Its calls'
- * spans are made from the runner's activity and end with their transcript event (or, if the run
- * is left, at once); every span it started is ended on every ending.
+ * spans are made from the turns' call activity and end with their transcript event (or, if the
+ * run is left, at once); every span it started is ended on every ending. Whatever the tracer
+ * throws ends this run's tracing (`broke`), never the run.
  */
 export class RunTrace {
   readonly api: typeof otel;
   /** What the run is made with: the runner's parts, with a traced provider. */
   readonly parts: RunnerParts;
-  private span: otel.Span | undefined = undefined;
+  /** @internal What the provider says of itself, for the invoke_agent and chat spans. */
+  readonly provider: { readonly name: string; readonly server: otel.Attributes };
+  span: otel.Span | undefined = undefined;
   // The run span's context: the parent of its chat and execute_tool spans.
-  private context: otel.Context | undefined = undefined;
+  context: otel.Context | undefined = undefined;
   private runId = '';
-  // The calls of the current turn, by index.
+  // The calls of the current turn, by index, and how many of their transcript events came.
   private turn = 0;
   private calls: Array<CallSpan | undefined> = [];
+  private told = 0;
   // The calls whose bodies run now, by id (a turn dispatches one call per id): a body's span, and
   // a nested run's caller, found without a search.
   private readonly running = new Map<string, CallSpan>();
-  // The call whose settled activity came last: its transcript event comes next, and ends its span.
-  private awaiting: CallSpan | undefined = undefined;
-  // Model requests not yet answered, and how many there were.
-  private readonly chats = new Set<ChatSpan>();
-  private requests = 0;
+  /** @internal Model requests not yet answered. */
+  readonly chats = new Set<ChatSpan>();
   // The tokens every model turn reported, summed for the run.
   private inputTokens: number | undefined = undefined;
   private outputTokens: number | undefined = undefined;
-  // The run was left by its subscriber; its final event went out; its spans were all ended.
+  // The run was left by its subscriber; its final event went out (its span ended).
   private left = false;
   private ended = false;
+  /** @internal True once the tracer threw: nothing more is traced for this run. */
+  broken = false;
 
   constructor(
-    private readonly tracing: Tracing,
+    readonly tracing: Tracing,
     parts: RunnerParts,
-    private readonly plan: RunPlan,
+    readonly plan: RunPlan,
   ) {
     this.api = tracing.api;
-    const provider = parts.provider;
-    const traced: ModelProvider = { respond: (request, signal) => this.chat(provider, request, signal) };
-    this.parts = { ...parts, provider: traced };
+    this.provider = providerOf(parts.provider);
+    this.parts = { ...parts, provider: tracedProvider(this, parts.provider) };
   }
 
   now(): number {
@@ -128,29 +150,36 @@ export class RunTrace {
 
   /** The run was made (its id known): its span starts, under its caller's span if it is nested. */
   begin(runId: string): void {
-    const { api, plan } = this;
     this.runId = runId;
-    const active = api.context.active();
-    const caller = plan.nesting === undefined ? undefined : this.tracing.callSpan(plan.nesting.parent);
-    const parent = caller === undefined ? active : api.trace.setSpan(active, caller);
-    const span = this.tracing.tracer.startSpan(
-      `invoke_agent ${plan.agent.name}`,
-      {
-        kind: api.SpanKind.INTERNAL,
-        startTime: this.now(),
-        attributes: {
-          [TracingAttributes.OPERATION]: 'invoke_agent',
-          [TracingAttributes.AGENT_NAME]: plan.agent.name,
-          [TracingAttributes.REQUEST_MODEL]: plan.agent.model,
-          [TracingAttributes.RUN_ID]: runId,
-          [TracingAttributes.TENANT]: plan.tenant,
+    try {
+      const { api, plan } = this;
+      const active = api.context.active();
+      const caller = plan.nesting === undefined ? undefined : this.tracing.callSpan(plan.nesting.parent);
+      const parent = caller === undefined ? active : api.trace.setSpan(active, caller);
+      const { name, server } = this.provider;
+      const span = this.tracing.tracer.startSpan(
+        `invoke_agent ${plan.agent.name}`,
+        {
+          kind: api.SpanKind.INTERNAL,
+          startTime: this.now(),
+          attributes: {
+            [TracingAttributes.OPERATION]: 'invoke_agent',
+            [TracingAttributes.PROVIDER_NAME]: name,
+            [TracingAttributes.AGENT_NAME]: plan.agent.name,
+            [TracingAttributes.REQUEST_MODEL]: plan.agent.model,
+            ...server,
+            [TracingAttributes.RUN_ID]: runId,
+            [TracingAttributes.TENANT]: plan.tenant,
+          },
         },
-      },
-      parent,
-    );
-    this.span = span;
-    this.context = api.trace.setSpan(parent, span);
-    this.tracing.add(runId, this);
+        parent,
+      );
+      this.span = span;
+      this.context = api.trace.setSpan(parent, span);
+      this.tracing.add(runId, this);
+    } catch (error) {
+      this.broke(error);
+    }
   }
 
   /**
@@ -160,11 +189,19 @@ export class RunTrace {
   follow(run$: Observable<RunEvent>): Observable<RunEvent> {
     return new Observable<RunEvent>((subscriber) => {
       // Added first, so it runs first when the run is left: before the batch classifies the calls it stops.
-      subscriber.add(() => this.leaving());
+      subscriber.add(() => {
+        if (!this.ended) this.left = true;
+      });
       subscriber.add(
         run$.subscribe({
           next: (event) => {
-            this.event(event);
+            if (!this.broken) {
+              try {
+                this.event(event);
+              } catch (error) {
+                this.broke(error);
+              }
+            }
             subscriber.next(event);
           },
           error: (error: unknown) => subscriber.error(error),
@@ -177,20 +214,30 @@ export class RunTrace {
 
   /** Runs a call's body with its span as the active context, so spans the body makes nest under it. */
   within(callId: string, body: () => unknown): unknown {
-    const span = this.runningCall(callId);
-    return span === undefined || this.context === undefined ? body() : this.api.context.with(this.api.trace.setSpan(this.context, span), body);
+    const call = this.running.get(callId);
+    const { context } = this;
+    if (call === undefined || context === undefined || this.broken) return body();
+    return this.api.context.with((call.context ??= this.api.trace.setSpan(context, call.span)), body);
   }
 
   /** @internal The span of this run's call `callId` while its body runs. */
   runningCall(callId: string): otel.Span | undefined {
-    return this.running.get(callId)?.span;
+    return this.broken ? undefined : this.running.get(callId)?.span;
   }
 
-  /** @internal A call's scheduling event, from the runner's activity. */
-  activity(event: CallEvent): void {
-    if (this.ended) return;
-    if (event.turn !== this.turn) this.nextTurn(event.turn);
-    const call = this.calls[event.index] ?? this.callOf(event);
+  /** A call's scheduling event, from its turn's batch. Never throws: a tracer that does ends the run's tracing. */
+  activity(turn: number, event: CallActivity): void {
+    if (this.ended || this.broken) return;
+    try {
+      this.callActivity(turn, event);
+    } catch (error) {
+      this.broke(error);
+    }
+  }
+
+  private callActivity(turn: number, event: CallActivity): void {
+    if (turn !== this.turn) this.nextTurn(turn);
+    const call = this.calls[event.index] ?? this.callOf(turn, event);
     if (!call.open) return;
     const { span } = call;
     switch (event.type) {
@@ -201,16 +248,15 @@ export class RunTrace {
         return;
       case 'started':
         call.started = true;
+        call.startedAt = event.at;
         this.running.set(call.callId, call);
         span.addEvent(TracingEvents.STARTED, event.at);
-        this.waited(call, event.at);
         return;
       case 'ended':
         call.endedAt = event.at;
         if (this.running.get(call.callId) === call) this.running.delete(call.callId);
-        if (event.overrun) span.setAttribute(TracingAttributes.OVERRUN, true);
+        if (event.overrun) call.overrun = true;
         if (this.left) call.stoppedByLeaving = true;
-        if (!call.started) this.waited(call, event.at);
         return;
       case 'released':
         span.addEvent(TracingEvents.RELEASED, { [TracingAttributes.ABANDONED]: event.abandoned }, event.at);
@@ -218,68 +264,56 @@ export class RunTrace {
       case 'settled':
         call.kind = event.outcome;
         // A run being left emits no more events: what the activity said is all there is.
-        if (this.left) this.endCall(call, ...this.fromKind(call));
-        else this.awaiting = call;
+        if (this.left) call.endFromKind(this);
         return;
     }
   }
 
-  private callOf(event: CallEvent): CallSpan {
+  private callOf(turn: number, event: CallActivity): CallSpan {
     const { api } = this;
-    const span = this.tracing.tracer.startSpan(
-      `execute_tool ${event.tool}`,
-      {
-        kind: api.SpanKind.INTERNAL,
-        startTime: event.at,
-        attributes: {
-          [TracingAttributes.OPERATION]: 'execute_tool',
-          [TracingAttributes.TOOL_NAME]: event.tool,
-          [TracingAttributes.TOOL_CALL_ID]: event.callId,
-          [TracingAttributes.TOOL_TYPE]: 'function',
-          [TracingAttributes.TURN]: event.turn,
-          [TracingAttributes.CALL_INDEX]: event.index,
-        },
-      },
-      this.context,
-    );
+    const description = this.tracing.description(event.tool);
+    const attributes: otel.Attributes = {
+      [TracingAttributes.OPERATION]: 'execute_tool',
+      [TracingAttributes.TOOL_NAME]: event.tool,
+      [TracingAttributes.TOOL_CALL_ID]: event.callId,
+      [TracingAttributes.TOOL_TYPE]: 'function',
+      [TracingAttributes.TURN]: turn,
+      [TracingAttributes.CALL_INDEX]: event.index,
+    };
+    if (description !== undefined) attributes[TracingAttributes.TOOL_DESCRIPTION] = description;
+    const span = this.tracing.tracer.startSpan(`execute_tool ${event.tool}`, { kind: api.SpanKind.INTERNAL, startTime: event.at, attributes }, this.context);
     const call = new CallSpan(span, event.callId);
     this.calls[event.index] = call;
     return call;
   }
 
-  // The time a call waited in its lanes, and which held it, as it starts (or ends, never started).
-  private waited(call: CallSpan, at: number): void {
-    const { span, queuedAt, lanes } = call;
-    span.setAttribute(TracingAttributes.LANE_WAIT_MS, queuedAt === undefined ? 0 : at - queuedAt);
-    if (lanes === undefined) return;
-    span.setAttribute(TracingAttributes.LANES_QUEUED_ON, lanes);
-    span.setAttribute(TracingAttributes.LANE_HELD_BY, lanes[lanes.length - 1]!);
-  }
-
   private nextTurn(turn: number): void {
     // Every call of a turn has its event before the next turn starts; anything left is ended as it stands.
-    for (const call of this.calls) if (call?.open) this.endCall(call, ...this.fromKind(call));
+    for (const call of this.calls) if (call?.open) call.endFromKind(this);
     this.turn = turn;
     this.calls = [];
+    this.told = 0;
     this.running.clear();
-    this.awaiting = undefined;
   }
 
-  /** @internal An event of the run's transcript. */
-  event(event: RunEvent): void {
+  // An event of the run's transcript. A turn's calls' events go out in call order, one per call,
+  // so the k-th names the call at index k: a streamed turn's calls, settled before its
+  // MODEL_RESPONSE, are found all the same.
+  private event(event: RunEvent): void {
     switch (event.type) {
       case 'TOOL_RESULT':
       case 'TOOL_ERROR':
       case 'TOOL_INDETERMINATE': {
-        const call = this.awaiting;
-        this.awaiting = undefined;
-        if (call === undefined || call.callId !== event.callId || !call.open) return;
-        if (event.type === 'TOOL_RESULT') this.endCall(call, undefined, undefined, undefined);
-        else if (event.type === 'TOOL_INDETERMINATE') this.endCall(call, 'indeterminate', 'indeterminate', event.message);
+        if (event.turn !== this.turn) return;
+        let call = this.calls[this.told++];
+        if (call?.callId !== event.callId) call = this.calls.find((c) => c?.open === true && c.callId === event.callId);
+        if (call === undefined || !call.open) return;
+        if (event.type === 'TOOL_RESULT') call.end(this, undefined, undefined, undefined);
+        else if (event.type === 'TOOL_INDETERMINATE') call.end(this, 'indeterminate', 'indeterminate', event.message);
         else {
           const { name, message } = event.error;
           const stop = name === 'CallStoppedError' ? (call.started ? 'safe_to_call_again' : 'never_dispatched') : undefined;
-          this.endCall(call, name, stop, message);
+          call.end(this, name, stop, message);
         }
         return;
       }
@@ -297,66 +331,59 @@ export class RunTrace {
     }
   }
 
-  // What a call's span says when no transcript event came for it (the run was left): its kind,
-  // and, if the leaving stopped it, its stop class. A failure the batch had decided before gives
-  // no name here: `_OTHER`, as the conventions say for an error type not known.
-  private fromKind(call: CallSpan): [string | undefined, string | undefined, string | undefined] {
-    switch (call.kind) {
-      case 'result':
-        return [undefined, undefined, undefined];
-      case 'indeterminate':
-        return ['indeterminate', 'indeterminate', 'the run was left while the call was in flight'];
-      case 'error':
-        if (call.stoppedByLeaving) return ['CallStoppedError', call.started ? 'safe_to_call_again' : 'never_dispatched', 'the run was left before the call ended'];
-        return ['_OTHER', undefined, undefined];
-      default:
-        return ['cancelled', call.started ? 'indeterminate' : 'never_dispatched', 'the run was left before the call ended'];
-    }
-  }
-
-  private endCall(call: CallSpan, errorType: string | undefined, stop: string | undefined, message: string | undefined): void {
-    if (!call.open) return;
-    call.open = false;
-    const { span } = call;
-    span.setAttribute(TracingAttributes.OUTCOME, call.kind ?? (errorType === undefined ? 'result' : 'error'));
-    span.setAttribute(TracingAttributes.DISPATCHED, call.started);
-    if (stop !== undefined) span.setAttribute(TracingAttributes.STOP_CLASS, stop);
-    if (errorType !== undefined) {
-      span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
-      span.setStatus({ code: this.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
-    }
-    // The call's time is until its outcome was decided, not until it went out in call order.
-    span.end(call.endedAt ?? this.now());
-  }
-
   private endRun(status: 'completed' | 'failed' | 'cancelled', errorType: string | undefined, message: string | undefined): void {
     const { span } = this;
     if (span === undefined || this.ended) return;
     this.ended = true;
-    span.setAttribute(TracingAttributes.RUN_STATUS, status);
-    if (this.inputTokens !== undefined) span.setAttribute(TracingAttributes.INPUT_TOKENS, this.inputTokens);
-    if (this.outputTokens !== undefined) span.setAttribute(TracingAttributes.OUTPUT_TOKENS, this.outputTokens);
-    if (errorType !== undefined) {
-      span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
-      span.setStatus({ code: this.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
-    }
+    const attributes: otel.Attributes = { [TracingAttributes.RUN_STATUS]: status };
+    if (this.inputTokens !== undefined) attributes[TracingAttributes.INPUT_TOKENS] = this.inputTokens;
+    if (this.outputTokens !== undefined) attributes[TracingAttributes.OUTPUT_TOKENS] = this.outputTokens;
+    if (errorType !== undefined) attributes[TracingAttributes.ERROR_TYPE] = errorType;
+    span.setAttributes(attributes);
+    if (errorType !== undefined) span.setStatus({ code: this.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
     span.end(this.now());
-  }
-
-  // The run's subscriber is leaving: calls the batch now stops were stopped by the leaving.
-  private leaving(): void {
-    if (!this.ended) this.left = true;
   }
 
   // The run is over, however it ended: every span still open ends, and the run is forgotten.
   private close(): void {
-    for (const call of this.calls) if (call?.open) this.endCall(call, ...this.fromKind(call));
-    for (const chat of [...this.chats]) chat.left();
-    this.endRun('cancelled', 'cancelled', 'the run was left before it ended');
+    try {
+      if (!this.broken) {
+        for (const call of this.calls) if (call?.open) call.endFromKind(this);
+        for (const chat of [...this.chats]) chat.left();
+        this.endRun('cancelled', 'cancelled', 'the run was left before it ended');
+      }
+    } catch (error) {
+      this.broke(error);
+    }
     this.calls = [];
     this.running.clear();
-    this.awaiting = undefined;
-    this.tracing.remove(this.runId);
+    this.tracing.remove(this.runId, this);
+  }
+
+  /**
+   * @internal The tracer threw (a span's method, a processor, an exporter it calls at once): the
+   * run's tracing stops here, told once, and the run goes on as it would without a tracer. The
+   * spans still open are ended as they stand, each on its own, whatever they throw.
+   */
+  broke(error: unknown): void {
+    if (this.broken) return;
+    this.broken = true;
+    this.tracing.remove(this.runId, this);
+    const open: otel.Span[] = [];
+    for (const call of this.calls) if (call?.open) open.push(call.span);
+    for (const chat of this.chats) open.push(chat.span);
+    if (this.span !== undefined && !this.ended) open.push(this.span);
+    this.calls = [];
+    this.running.clear();
+    this.chats.clear();
+    for (const span of open) {
+      try {
+        span.end();
+      } catch {
+        // The tracer's own failure, said once below; an end that throws again adds nothing.
+      }
+    }
+    this.tracing.failed(this.runId, this.plan.nesting?.parent, error);
   }
 
   /** @internal A model turn's usage, added to the run's. */
@@ -364,79 +391,17 @@ export class RunTrace {
     if (usage.input !== undefined) this.inputTokens = (this.inputTokens ?? 0) + usage.input;
     if (usage.output !== undefined) this.outputTokens = (this.outputTokens ?? 0) + usage.output;
   }
-
-  /** @internal */ chatEnded(chat: ChatSpan): void {
-    this.chats.delete(chat);
-  }
-
-  // One model request, inside its chat span: the provider's answer passes through as it came (a
-  // Promise, an Observable, a value), watched for its ending.
-  private chat(provider: ModelProvider, request: ModelRequest, signal: AbortSignal): Answer {
-    const { api } = this;
-    const turn = ++this.requests;
-    const span = this.tracing.tracer.startSpan(
-      `chat ${request.model}`,
-      {
-        kind: api.SpanKind.CLIENT,
-        startTime: this.now(),
-        attributes: { [TracingAttributes.OPERATION]: 'chat', [TracingAttributes.REQUEST_MODEL]: request.model, [TracingAttributes.AGENT_NAME]: request.agent, [TracingAttributes.TURN]: turn },
-      },
-      this.context,
-    );
-    const chat = new ChatSpan(this, span);
-    this.chats.add(chat);
-    let produced: unknown;
-    try {
-      produced = api.context.with(api.trace.setSpan(this.context ?? api.context.active(), span), () => provider.respond(request, signal));
-    } catch (error) {
-      chat.fail(error);
-      throw error;
-    }
-    if (isObservable(produced)) {
-      const answer$ = produced;
-      return new Observable<unknown>((subscriber) => {
-        subscriber.add(() => chat.left());
-        subscriber.add(
-          answer$.subscribe({
-            next: (value) => {
-              chat.saw(value);
-              subscriber.next(value);
-            },
-            error: (error: unknown) => {
-              chat.fail(error);
-              subscriber.error(error);
-            },
-            complete: () => {
-              chat.done();
-              subscriber.complete();
-            },
-          }),
-        );
-      }) as Answer;
-    }
-    if (isPromiseLike(produced)) {
-      // A provider that ignores its signal may never settle: the run's stop ends the span.
-      const abandoned = (): void => chat.left();
-      signal.addEventListener('abort', abandoned, { once: true });
-      return Promise.resolve(produced).then(
-        (value) => {
-          signal.removeEventListener('abort', abandoned);
-          chat.saw(value);
-          chat.done();
-          return value;
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', abandoned);
-          chat.fail(error);
-          throw error;
-        },
-      ) as Answer;
-    }
-    chat.saw(produced);
-    chat.done();
-    return produced as Answer;
-  }
 }
 
-/** What a provider's respond gives back, whatever its kind. */
-type Answer = ReturnType<ModelProvider['respond']>;
+/** What a provider says of itself for the spans: its GenAI provider name (`_OTHER` when it names none) and its server. */
+export function providerOf(provider: { readonly providerName?: unknown; readonly server?: unknown }): { name: string; server: otel.Attributes } {
+  const { providerName, server } = provider;
+  const name = typeof providerName === 'string' && providerName !== '' ? providerName : '_OTHER';
+  const attributes: otel.Attributes = {};
+  if (server !== null && typeof server === 'object') {
+    const { address, port } = server as { address?: unknown; port?: unknown };
+    if (typeof address === 'string' && address !== '') attributes[TracingAttributes.SERVER_ADDRESS] = address;
+    if (typeof port === 'number' && Number.isInteger(port) && port > 0) attributes[TracingAttributes.SERVER_PORT] = port;
+  }
+  return { name, server: attributes };
+}

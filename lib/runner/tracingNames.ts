@@ -4,11 +4,20 @@
 /** The attribute and event names the spans carry: the GenAI conventions', then this library's own. */
 export const TracingAttributes = {
   OPERATION: 'gen_ai.operation.name',
+  /** Who serves the model (`openai`, `anthropic` ...), as the provider names itself; `_OTHER` when it does not. */
+  PROVIDER_NAME: 'gen_ai.provider.name',
   AGENT_NAME: 'gen_ai.agent.name',
   REQUEST_MODEL: 'gen_ai.request.model',
   TOOL_NAME: 'gen_ai.tool.name',
   TOOL_CALL_ID: 'gen_ai.tool.call.id',
   TOOL_TYPE: 'gen_ai.tool.type',
+  TOOL_DESCRIPTION: 'gen_ai.tool.description',
+  /** The model that answered and the id of its response, as the wire (or the AI SDK) says them. */
+  RESPONSE_MODEL: 'gen_ai.response.model',
+  RESPONSE_ID: 'gen_ai.response.id',
+  /** The server a provider sends its requests to, when it knows it. */
+  SERVER_ADDRESS: 'server.address',
+  SERVER_PORT: 'server.port',
   INPUT_TOKENS: 'gen_ai.usage.input_tokens',
   OUTPUT_TOKENS: 'gen_ai.usage.output_tokens',
   FINISH_REASONS: 'gen_ai.response.finish_reasons',

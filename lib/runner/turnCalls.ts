@@ -167,9 +167,11 @@ export interface NestedRuns {
   readonly trace: BodyTrace | undefined;
 }
 
-/** A traced run, as a call's body needs it: the body runs with its call's span active. */
+/** A traced run, as its calls need it: it hears their activity, and a body runs with its call's span active. */
 export interface BodyTrace {
   within(callId: string, body: () => unknown): unknown;
+  /** A call's scheduling event; never throws. */
+  activity(turn: number, activity: CallActivity): void;
 }
 
 // One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
@@ -219,20 +221,23 @@ export class RunnerCall implements BatchCall {
   }
 }
 
-// One turn's call activity as the runner's activity$ carries it: with the run and turn.
+// One turn's call activity: to the run's trace as it is, when the run is traced, and as the
+// runner's activity$ carries it (with the run and turn) when someone watches.
 export class TurnActivity implements ActivitySink {
   constructor(
     private readonly activity: Subject<RunnerActivity>,
     private readonly runId: string,
     private readonly turn: number,
     private readonly parent: RunParent | undefined,
+    private readonly trace: BodyTrace | undefined,
   ) {}
 
   get observed(): boolean {
-    return this.activity.observed;
+    return this.trace !== undefined || this.activity.observed;
   }
 
   next(activity: CallActivity): void {
+    this.trace?.activity(this.turn, activity);
     if (!this.activity.observed) return;
     const { runId, turn, parent } = this;
     this.activity.next(Object.assign({}, activity, parent === undefined ? { runId, turn } : { runId, turn, parent }));

@@ -33,6 +33,12 @@ export interface RunResult {
    * absent when none did. A nested run's turns are in its own result, not its caller's.
    */
   readonly usage?: Usage;
+  /**
+   * The tokens of the run's whole tree: its own turns and those of every run nested in it, at
+   * any depth (each nested run's `totalUsage`), counted as each nested run resolves before this
+   * run ends; absent when none of them reported usage.
+   */
+  readonly totalUsage?: Usage;
 }
 
 /** Where a nested run sits: the run and call that started it. */
@@ -51,4 +57,6 @@ export type RunnerActivity =
   | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
   | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent })
   // What the runner's lane store says of itself (a fleet store that lost its Redis).
-  | LaneStoreNotice;
+  | LaneStoreNotice
+  // The runner's tracer threw while tracing this run: its tracing stopped there; the run goes on (docs/tracing.md).
+  | { readonly type: 'tracing-failed'; readonly runId: string; readonly error: ErrorInfo; readonly parent?: RunParent; readonly at: number };

@@ -11,12 +11,22 @@ export interface AgentRef {
   readonly name: string;
 }
 
+/** Tokens used, as a model provider reported them. */
+export interface NestedRunUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
 /** What a nested run gives back to the tool that started it. */
 export interface NestedRunResult {
   readonly status: 'completed' | 'failed' | 'cancelled';
   readonly output?: unknown;
   readonly error?: ErrorInfo;
   readonly state: RunState;
+  /** The tokens of the nested run's own turns, when its provider reported any. */
+  readonly usage?: NestedRunUsage;
+  /** The tokens of the nested run and of every run nested in it, when any reported usage. */
+  readonly totalUsage?: NestedRunUsage;
 }
 
 export interface ToolContext {

@@ -1,6 +1,6 @@
 export { ToolRegistry, type RegisteredTool, type ToolSpec } from './ToolRegistry.js';
 export { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration, type ToolLane } from './ToolDeclaration.js';
-export type { AgentRef, NestedRunResult, RunState, ToolBody, ToolContext } from './ToolContext.js';
+export type { AgentRef, NestedRunResult, NestedRunUsage, RunState, ToolBody, ToolContext } from './ToolContext.js';
 export { decodeArguments } from './decodeArguments.js';
 export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } from './plainData.js';
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';

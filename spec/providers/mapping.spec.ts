@@ -110,6 +110,7 @@ describe('fromChatCompletion', () => {
       ],
       usage: { inputTokens: 82, outputTokens: 64 },
       finishReason: 'tool-calls',
+      response: { id: 'chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG', model: 'gpt-4.1-mini-2025-04-14' },
     });
   });
 
@@ -118,6 +119,7 @@ describe('fromChatCompletion', () => {
       text: 'Lisbon from 122, Porto from 115; no partner covers Atlantis.',
       usage: { inputTokens: 171, outputTokens: 19 },
       finishReason: 'stop',
+      response: { id: 'chatcmpl-B9MHEm1BqlXvRkPcQ1o2ZkdM1ZQfN', model: 'gpt-4.1-mini-2025-04-14' },
     });
   });
 
@@ -146,6 +148,7 @@ describe('fromMessagesReply', () => {
       ],
       usage: { inputTokens: 412, outputTokens: 137 },
       finishReason: 'tool-calls',
+      response: { id: 'msg_01Aq9w938a90dw8q2YQJ3Rxs', model: 'claude-sonnet-4-5-20250929' },
     });
   });
 

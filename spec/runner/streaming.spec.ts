@@ -295,7 +295,7 @@ describe('streamed model turns', () => {
       ]);
       expect(String(seen.aborted)).to.match(/the run stopped/);
       const unknown = play([stream([[0, { type: 'reasoning-delta', delta: 'hmm' } as never]], { hang: true }, {})]);
-      expect(unknown.lines[1]).to.equal('0 FAILED ProviderError: model provider failed on turn 1: the reply does not decode: stream part 1: unknown type "reasoning-delta"; expected text-delta, tool-call, usage or finish');
+      expect(unknown.lines[1]).to.equal('0 FAILED ProviderError: model provider failed on turn 1: the reply does not decode: stream part 1: unknown type "reasoning-delta"; expected text-delta, tool-call, usage, finish or response');
     });
 
     it('cancels mid-stream: the request aborted, the calls so far classified, then RUN_CANCELLED', () => {

@@ -94,6 +94,7 @@ describe('AgentRunner with a tracer', () => {
     expect(run.parentSpanContext).to.equal(undefined);
     expect(run.attributes).to.deep.equal({
       'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': '_OTHER',
       'gen_ai.agent.name': 'planner',
       'gen_ai.request.model': 'test-model',
       'agent_lanes.run.id': (result.events[0] as { runId: string }).runId,
@@ -101,8 +102,8 @@ describe('AgentRunner with a tracer', () => {
       'agent_lanes.run.status': 'completed',
     });
     expect(chats(spans).map((span) => span.attributes)).to.deep.equal([
-      { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'test-model', 'gen_ai.agent.name': 'planner', 'agent_lanes.turn': 1 },
-      { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'test-model', 'gen_ai.agent.name': 'planner', 'agent_lanes.turn': 2 },
+      { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': '_OTHER', 'gen_ai.request.model': 'test-model', 'gen_ai.agent.name': 'planner', 'agent_lanes.turn': 1 },
+      { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': '_OTHER', 'gen_ai.request.model': 'test-model', 'gen_ai.agent.name': 'planner', 'agent_lanes.turn': 2 },
     ]);
     expect(callSpan(spans, 'c2').attributes).to.deep.equal({
       'gen_ai.operation.name': 'execute_tool',
