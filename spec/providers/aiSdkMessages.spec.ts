@@ -4,8 +4,10 @@
 // cannot send is refused naming the place.
 import { expect } from 'chai';
 import { convertToModelMessages, type ModelMessage, type UIMessage } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type Message } from '../../lib/index.js';
-import { fromModelMessages, fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
+import { aiSdkProvider, fromModelMessages, fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
 
 /** A chat as useChat holds it: a question answered with two lookups (one failed) and a text, then the next question. */
 const chat: UIMessage[] = [
@@ -119,6 +121,38 @@ describe('the AI SDK conversations as input', () => {
     const result = await runner.run(new Agent({ name: 'desk', instructions: 'Find hotels.', model: 'm' }), fromUIMessages(chat));
     expect(result.status).to.equal('completed');
     expect(provider.requests[0]!.messages).to.deep.equal(expected);
+  });
+
+  it('goes back to an AI SDK model through aiSdkProvider as the prompt\'s earlier messages, calls and results in their parts', async () => {
+    const model = new MockLanguageModelV3({
+      doGenerate: [
+        {
+          content: [{ type: 'text', text: 'Porto from 115.' }],
+          finishReason: { unified: 'stop', raw: 'stop' },
+          usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } },
+          warnings: [],
+        },
+      ],
+    });
+    const history: ModelMessage[] = [
+      { role: 'user', content: 'Hotels in Lisbon?' },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { city: 'Lisbon' } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: { city: 'Lisbon', from: 122 } } }] },
+      { role: 'assistant', content: 'Lisbon from 122.' },
+      { role: 'user', content: 'And Porto?' },
+    ];
+    const runner = new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: new ToolRegistry().register({ name: 'lookup' }, () => null) });
+    const result = await runner.run(new Agent({ name: 'desk', instructions: 'Find hotels.', model: 'mock' }), fromModelMessages(history));
+    expect(result.status).to.equal('completed');
+    const [first] = model.doGenerateCalls as [LanguageModelV3CallOptions];
+    expect(first.prompt).to.deep.equal([
+      { role: 'system', content: 'Find hotels.' },
+      { role: 'user', content: [{ type: 'text', text: 'Hotels in Lisbon?' }] },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { city: 'Lisbon' } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'text', value: '{"city":"Lisbon","from":122}' } }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Lisbon from 122.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'And Porto?' }] },
+    ]);
   });
 
   describe('refuses, naming the place and what was expected', () => {

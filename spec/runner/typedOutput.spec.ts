@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { filter, lastValueFrom } from 'rxjs';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunCompletedEvent, type RunEvent, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, toAsyncIterable, ToolRegistry, toUIMessageStream, type RunCompletedEvent, type RunEvent, type RunResult } from '../../lib/index.js';
 
 const Quote = t.type({ city: t.string, from: t.number });
 type Quote = t.TypeOf<typeof Quote>;
@@ -41,6 +41,14 @@ describe('typed output', () => {
     // @ts-expect-error the output is a Quote, not a number
     const wrong: number = completed.output;
     expect([quote, wrong]).to.deep.equal([{ city: 'Porto', from: 115 }, { city: 'Porto', from: 115 }]);
+  });
+
+  it('hands a typed run$ to the adapters that take any run', async () => {
+    const chunks = await lastValueFrom(toUIMessageStream(runnerAnswering('{"city":"Faro","from":90}').run$(quoting, 'Faro?')).pipe(filter((c) => c.type === 'data-output')));
+    expect(chunks).to.deep.include({ data: { city: 'Faro', from: 90 } });
+    const seen: RunEvent<Quote>[] = [];
+    for await (const event of toAsyncIterable(runnerAnswering('{"city":"Faro","from":90}').run$(quoting, 'Faro?'))) seen.push(event);
+    expect(seen.at(-1)).to.deep.equal({ type: 'RUN_COMPLETED', output: { city: 'Faro', from: 90 } });
   });
 
   it('narrows RUN_COMPLETED from run$ by its type alone', async () => {
