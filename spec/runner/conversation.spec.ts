@@ -92,6 +92,24 @@ describe('a conversation as input', () => {
     expect(provider.requests.find((r) => r.agent === 'helper')!.messages).to.deep.equal(conversation);
   });
 
+  it('rejects ctx.runAgent given a conversation that could not be sent, failing that call alone', async () => {
+    const helper = new Agent({ name: 'helper', instructions: 'help', model: 'test-model', tools: [] });
+    const provider = new ScriptedProvider({
+      desk: [{ toolCalls: [{ id: 'd1', name: 'delegate', arguments: {} }, { id: 'l1', name: 'lookup', arguments: { city: 'Faro' } }] }, { text: 'done' }],
+      helper: [],
+    });
+    const registry = tools().register({ name: 'delegate' }, (_args, ctx) => ctx.runAgent(helper, [{ role: 'assistant', content: 'hi' }]));
+    const desk = new Agent({ name: 'desk', instructions: 'Find hotels.', model: 'test-model', tools: ['delegate', 'lookup'] });
+    const result = await new AgentRunner({ provider, tools: registry }).run(desk, 'go');
+    expect(result.status).to.equal('completed');
+    const outcomes = result.events.filter((e) => e.type === 'TOOL_ERROR' || e.type === 'TOOL_RESULT');
+    expect(outcomes.map((e) => (e.type === 'TOOL_ERROR' ? `${e.callId} ${e.error.name}: ${e.error.message}` : `${e.callId} ok`))).to.deep.equal([
+      'd1 ConfigError: input[0].role: expected "user": a conversation ends with the user message the run answers, got "assistant"',
+      'l1 ok',
+    ]);
+    expect(provider.requests.filter((r) => r.agent === 'helper')).to.deep.equal([]);
+  });
+
   describe('on the built-in wires, earlier calls and results in their own forms', () => {
     let server: WireServer | undefined;
     afterEach(async () => {
