@@ -24,11 +24,11 @@ const encoderOptions = (options: UIMessageStreamOptions): UIMessageStreamOptions
  *
  * ## Example
  * ```ts
- * // POST /api/chat from useChat (DefaultChatTransport): { id, messages: [...], trigger }
+ * // POST /api/chat from useChat (DefaultChatTransport): { id, messages: [...], trigger }, the whole chat
+ * import { fromUIMessages } from 'agent-lanes/ai-sdk';
  * const chat = uiMessageStreamHandler(async (req, signal) => {
- *   const { messages } = JSON.parse(await text(req));
- *   const last = messages.at(-1).parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
- *   return runner.run$(agent, last, { signal });
+ *   const { messages } = JSON.parse(await text(req));             // text from node:stream/consumers
+ *   return runner.run$(agent, fromUIMessages(messages), { signal }); // the model sees every earlier turn
  * });
  * createServer(chat).listen(3001, '127.0.0.1');
  * ```
@@ -63,7 +63,7 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
  * ```ts
  * export async function POST(req: Request) {
  *   const { messages } = await req.json();
- *   return uiMessageStreamResponse((signal) => runner.run$(agent, lastUserText(messages), { signal }));
+ *   return uiMessageStreamResponse((signal) => runner.run$(agent, fromUIMessages(messages), { signal }));
  * }
  * ```
  */

@@ -8,10 +8,11 @@ import { asyncScheduler, merge, Subject, Subscription, type Observable, type Obs
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
-import { LoopMonitor, ToolRegistry, type RunState, type ToolSpec } from '../tools/index.js';
+import { LoopMonitor, ToolRegistry } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import { statusOf, type RunEvent } from './events.js';
-import type { ModelProvider, Usage } from './model.js';
+import type { ModelProvider, RunInput, Usage } from './model.js';
+import { checkedInput } from './conversation.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
@@ -19,7 +20,7 @@ import { emptyState, startingState } from './turnCalls.js';
 import type { AgentTools, Nesting, RunFinal, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
-export type { RunnerActivity, RunOptions, RunParent, RunResult, RunStatus } from './types.js';
+export type { CompletedRunResult, EndedRunResult, RunnerActivity, RunOptions, RunParent, RunResult, RunResultFields, RunStatus } from './types.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -110,9 +111,8 @@ function resultOf(events: readonly RunEvent[], final: RunFinal): RunResult {
   if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
     return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
   }
-  const status = statusOf(last);
-  if (last.type === 'RUN_COMPLETED') return { status, output: last.output, ...base };
-  return { status, error: last.type === 'RUN_CANCELLED' ? { name: 'RunCancelled', message: last.reason } : last.error, ...base };
+  if (last.type === 'RUN_COMPLETED') return { status: 'completed', output: last.output, ...base };
+  return { status: statusOf(last) as 'failed' | 'cancelled', error: last.type === 'RUN_CANCELLED' ? { name: 'RunCancelled', message: last.reason } : last.error, ...base };
 }
 
 // An agent's tools on one runner, as of a registry's `version`. A tool the registry took out (an
@@ -217,10 +217,12 @@ export class AgentRunner {
    * The run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE and
    * one TOOL_RESULT / TOOL_ERROR / TOOL_INDETERMINATE per call in call order, then RUN_COMPLETED,
    * RUN_FAILED or RUN_CANCELLED. Unsubscribing stops the run (permits back, bodies aborted).
-   * Bad options throw a ConfigError at once.
+   * `input` is the user's text, or a conversation ending with the user's message (its earlier
+   * turns are sent to the model as given). Bad options or input throw a ConfigError at once.
    */
-  run$(agent: Agent, input: string, options: RunOptions = {}): Observable<RunEvent> {
-    return this.start(agent, input, options, undefined, undefined);
+  run$<O>(agent: Agent<O>, input: RunInput, options: RunOptions = {}): Observable<RunEvent<O>> {
+    // The engine runs any agent; RUN_COMPLETED carries what the agent's output codec decoded, an O.
+    return this.start(agent, input, options, undefined, undefined) as Observable<RunEvent<O>>;
   }
 
   // The tools an agent may call here and what the provider is shown of them, worked out once for
@@ -258,18 +260,22 @@ export class AgentRunner {
     return config;
   }
 
-  /** Runs to the end; resolves for every ending (`result.status` says which), never rejects for a failed run. */
-  run(agent: Agent, input: string, options: RunOptions = {}): Promise<RunResult> {
+  /**
+   * Runs to the end; resolves for every ending (`result.status` says which), never rejects for a
+   * failed run. Completed, `result.output` is the answer of the `Agent<O>`, typed `O`;
+   * `result.messages` is the whole conversation, to append the user's next message to.
+   */
+  run<O>(agent: Agent<O>, input: RunInput, options: RunOptions = {}): Promise<RunResult<O>> {
     // Always a Promise, even for a call without its runner (`const { run } = runner`).
     try {
-      return this.collect(agent, input, options, undefined);
+      return this.collect(agent, input, options, undefined) as Promise<RunResult<O>>;
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   // run() is run$ folded: the same Observable, its events collected into the RunResult.
-  private collect(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
+  private collect(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
     return new Promise<RunResult>((resolve, reject) => {
       const collector = new Collector(resolve, reject);
       runEvents(this.parts, this.plan(agent, input, options, nesting, collector)).subscribe(collector);
@@ -278,7 +284,7 @@ export class AgentRunner {
 
   private start(
     agent: Agent,
-    input: string,
+    input: RunInput,
     options: RunOptions,
     nesting: Nesting | undefined,
     onFinish: RunFinish | undefined,
@@ -288,9 +294,10 @@ export class AgentRunner {
   }
 
   // A run's options checked (a ConfigError for the first that is wrong), and what it needs worked out.
-  private plan(agent: Agent, input: string, options: RunOptions, nesting: Nesting | undefined, onFinish: RunFinish | undefined): RunPlan {
+  private plan(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined, onFinish: RunFinish | undefined): RunPlan {
     if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
-    if (typeof input !== 'string') throw new ConfigError('input', `input must be a string, got ${describeValue(input)}`);
+    // Checked and copied now, once: a caller changing its array afterwards changes no run.
+    const { text, history } = checkedInput(input);
     if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
     refuseUnknownFields(options, runFields, 'run options');
     const { tenant = 'default', signal, state = emptyState, maxTurns = 20 } = options;
@@ -305,7 +312,7 @@ export class AgentRunner {
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input, tenant, signal, initial, maxTurns, tools: agentTools, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
+    return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
   }
 }
 

@@ -3,7 +3,7 @@
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
 import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
-import type { FinishReason, ModelResponse, ToolCall, Usage } from './model.js';
+import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model.js';
 
 export type RunEventType =
   | 'RUN_STARTED'
@@ -32,7 +32,10 @@ export interface RunStartedEvent {
   readonly runId: string;
   readonly agent: string;
   readonly tenant: string;
+  /** The text of the user message the run answers: the whole input when it was a string. */
   readonly input: string;
+  /** The conversation before that message, when the run was given one (as the model is shown it). */
+  readonly history?: readonly Message[];
 }
 export interface ModelResponseEvent {
   readonly type: 'MODEL_RESPONSE';
@@ -66,9 +69,10 @@ export interface ToolIndeterminateEvent {
   readonly tool: string;
   readonly message: string;
 }
-export interface RunCompletedEvent {
+/** The run's answer: the model's text, or for an agent with an output codec what it decoded (`O`). */
+export interface RunCompletedEvent<O = unknown> {
   readonly type: 'RUN_COMPLETED';
-  readonly output: unknown;
+  readonly output: O;
 }
 export interface RunFailedEvent {
   readonly type: 'RUN_FAILED';
@@ -82,11 +86,12 @@ export interface RunCancelledEvent {
 /** How one tool call ended, as the transcript (and `hooks.onToolEnd`) sees it. */
 export type ToolOutcomeEvent = ToolResultEvent | ToolErrorEvent | ToolIndeterminateEvent;
 
-export type RunEvent =
+/** One event of a run's transcript; `O` is the output type of the run's agent (`Agent<O>`). */
+export type RunEvent<O = unknown> =
   | RunStartedEvent
   | ModelResponseEvent
   | ToolOutcomeEvent
-  | RunCompletedEvent
+  | RunCompletedEvent<O>
   | RunFailedEvent
   | RunCancelledEvent;
 

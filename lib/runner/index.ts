@@ -1,5 +1,18 @@
 export { Agent, OnToolError, type AgentOptions } from './Agent.js';
-export { AgentRunner, type RunnerActivity, type RunnerOptions, type TracerLike, type RunOptions, type RunParent, type RunResult, type RunStatus } from './AgentRunner.js';
+export {
+  AgentRunner,
+  type CompletedRunResult,
+  type EndedRunResult,
+  type RunnerActivity,
+  type RunnerOptions,
+  type TracerLike,
+  type RunOptions,
+  type RunParent,
+  type RunResult,
+  type RunResultFields,
+  type RunStatus,
+} from './AgentRunner.js';
+export { decodeConversation } from './conversation.js';
 export { RunEventType, toOutcomeEvent, toResponseEvent, type OutcomeLike } from './events.js';
 export type {
   ModelResponseEvent,
@@ -27,6 +40,7 @@ export {
   type ModelResponse,
   type ModelStreamPart,
   type ResponseInfo,
+  type RunInput,
   type ToolCall,
   type Usage,
 } from './model.js';

@@ -7,25 +7,9 @@ import * as t from 'io-ts';
 import { describeFailures } from '../config/index.js';
 import type { Observable } from 'rxjs';
 import type { ToolSpec } from '../tools/index.js';
+import type { Message, ToolCall } from '../conversation.js';
 
-/** One message of the conversation. Tool results go back as `tool` messages, in call order. */
-export interface Message {
-  readonly role: 'user' | 'assistant' | 'tool';
-  readonly content: string;
-  /** On an assistant message: the calls the model asked for. */
-  readonly toolCalls?: readonly ToolCall[];
-  /** On a tool message: the call it answers. */
-  readonly toolCallId?: string;
-  /** On a tool message: true when the call failed or its outcome is unknown. */
-  readonly isError?: boolean;
-}
-
-/** One tool call as the model asked for it; `arguments` is JSON text or an object. */
-export interface ToolCall {
-  readonly id: string;
-  readonly name: string;
-  readonly arguments: string | Readonly<Record<string, unknown>>;
-}
+export type { Message, RunInput, ToolCall } from '../conversation.js';
 
 export interface ModelRequest {
   /** The agent's name. */

@@ -5,7 +5,7 @@ import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
 import type { Agent } from './Agent.js';
-import type { Message, ModelProvider, Usage } from './model.js';
+import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
@@ -24,7 +24,7 @@ export interface RunnerParts {
   /** True when any policy (approval, a guardrail, a hook) is set: calls are then shown to them. */
   readonly policed: boolean;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
-  readonly collect: (agent: Agent, input: string, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
+  readonly collect: (agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
   /** The runner's tracing, when it was given a tracer. */
   readonly tracing: Tracing | undefined;
   /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */
@@ -51,7 +51,10 @@ export interface Nesting {
 /** One run, its options checked by the runner. */
 export interface RunPlan {
   readonly agent: Agent;
+  /** The text of the user message the run answers. */
   readonly input: string;
+  /** The conversation before that message, checked and frozen; empty for a string input. */
+  readonly history: readonly Message[];
   readonly tenant: string;
   readonly signal: AbortSignal | undefined;
   readonly initial: Readonly<Record<string, unknown>>;

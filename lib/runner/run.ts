@@ -16,7 +16,7 @@ import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } f
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
-import type { Message, ModelResponse, ToolCall, Usage } from './model.js';
+import type { Message, ModelResponse, RunInput, ToolCall, Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
@@ -79,7 +79,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = plan.initial;
-    this.messages = [{ role: 'user', content: plan.input }];
+    // The conversation given, then the message this run answers.
+    const { history } = plan;
+    this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
     const { runSeconds } = parts.deadline;
     const sources: Array<Observable<StopReason>> = [];
     if (plan.signal !== undefined) sources.push(aborted(plan.signal));
@@ -186,7 +188,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
    * nothing: its lanes and its signal no longer stand for a running body, so the sub-run
    * resolves cancelled at once, as it would have had the stop come a moment after it started.
    */
-  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+  nested(agent: AgentRef, input: RunInput, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
     const { callId, tool } = call;
     const { signal } = context;
     if (signal.aborted) {
@@ -353,7 +355,12 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 // ends it (its final event, a failure, the subscriber leaving), its stop's sources end with it.
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
-  subscriber.next({ type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input });
+  const { history } = plan;
+  subscriber.next(
+    history.length === 0
+      ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
+      : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
+  );
   turnByTurn(run).subscribe(subscriber);
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
   subscriber.add(run);

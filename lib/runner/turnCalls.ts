@@ -7,7 +7,7 @@ import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, typ
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
 import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
-import type { Message, ToolCall } from './model.js';
+import type { Message, RunInput, ToolCall } from './model.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
 
 /**
@@ -120,7 +120,7 @@ class ToolCallContext implements ToolContext {
     readonly state: RunState,
     invocation: InvokeContext,
     readonly record: (delta: Readonly<Record<string, unknown>>) => void,
-    readonly runAgent: (agent: AgentRef, input: string) => Promise<NestedRunResult>,
+    readonly runAgent: (agent: AgentRef, input: RunInput) => Promise<NestedRunResult>,
   ) {
     this.idempotencyKey = `${runId}:${callId}`;
     this.#invocation = invocation;
@@ -156,14 +156,14 @@ export class TurnScope {
     this.trace = run.trace;
   }
 
-  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
+  nested(agent: AgentRef, input: RunInput, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
     return this.run.nested(agent, input, context, call);
   }
 }
 
 /** Where a body's runAgent goes: the run its call belongs to. */
 export interface NestedRuns {
-  nested(agent: AgentRef, input: string, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
+  nested(agent: AgentRef, input: RunInput, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
   readonly trace: BodyTrace | undefined;
 }
 
@@ -212,7 +212,7 @@ export class RunnerCall implements BatchCall {
       scope.view,
       context,
       (delta) => context.record(recordable(delta)),
-      (sub: AgentRef, subInput: string) => scope.nested(sub, subInput, context, this),
+      (sub: AgentRef, subInput: RunInput) => scope.nested(sub, subInput, context, this),
     );
     // The one thing tracing costs a call when it is off: this check.
     const { trace } = scope;

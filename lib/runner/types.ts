@@ -21,12 +21,15 @@ export interface RunOptions {
 
 export type RunStatus = 'completed' | 'failed' | 'cancelled';
 
-export interface RunResult {
-  readonly status: RunStatus;
-  readonly output?: unknown;
-  readonly error?: ErrorInfo;
-  readonly events: readonly RunEvent[];
+/** What every RunResult holds, whatever its ending. */
+export interface RunResultFields<O = unknown> {
+  readonly events: readonly RunEvent<O>[];
   readonly state: RunState;
+  /**
+   * The whole conversation: the messages the run was given (a string input is one user
+   * message), then the model's and the tools' messages of its turns. Append the user's next
+   * message to it and pass it to the next run to go on with the conversation.
+   */
   readonly messages: readonly Message[];
   /**
    * The tokens of the run's own turns, summed over the turns whose provider reported usage;
@@ -40,6 +43,26 @@ export interface RunResult {
    */
   readonly totalUsage?: Usage;
 }
+
+/** A run that completed: `output` is the agent's answer, of its output type `O`. */
+export interface CompletedRunResult<O = unknown> extends RunResultFields<O> {
+  readonly status: 'completed';
+  readonly output: O;
+  readonly error?: undefined;
+}
+
+/** A run that ended otherwise: `error` says why; there is no output. */
+export interface EndedRunResult<O = unknown> extends RunResultFields<O> {
+  readonly status: Exclude<RunStatus, 'completed'>;
+  readonly output?: undefined;
+  readonly error?: ErrorInfo;
+}
+
+/**
+ * How a run ended. `status` tells which: narrowed to `'completed'`, `output` is the answer of
+ * the run's `Agent<O>`, typed `O`.
+ */
+export type RunResult<O = unknown> = CompletedRunResult<O> | EndedRunResult<O>;
 
 /** Where a nested run sits: the run and call that started it. */
 export interface RunParent {

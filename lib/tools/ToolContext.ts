@@ -1,6 +1,7 @@
 // What a tool body is handed besides its arguments: who is calling, a signal that
 // aborts when the call is stopped, a read-only view of the run's state, a way to
 // record what it changed, and a way to start a sub-agent inside its own lanes.
+import type { RunInput } from '../conversation.js';
 import type { ErrorInfo } from '../errors.js';
 
 /** The run's state as tools see it: JSON-like data, frozen all the way down, as it was when the batch started. */
@@ -73,9 +74,10 @@ export interface ToolContext {
   record(delta: Readonly<Record<string, unknown>>): void;
   /**
    * Runs a sub-agent under the same runner and tenant. It spends the lanes this call already
-   * stands in rather than queueing behind itself, and is stopped if this call is.
+   * stands in rather than queueing behind itself, and is stopped if this call is. `input` is the
+   * user's text or a conversation ending with the user's message, as for `runner.run`.
    */
-  runAgent(agent: AgentRef, input: string): Promise<NestedRunResult>;
+  runAgent(agent: AgentRef, input: RunInput): Promise<NestedRunResult>;
 }
 
 /**

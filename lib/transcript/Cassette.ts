@@ -17,7 +17,10 @@ export interface RecordedRun {
   /** The agent's name. */
   readonly agent: string;
   readonly tenant: string;
+  /** The text of the user message the run answered. */
   readonly input: string;
+  /** The conversation before it, when the run was given one (JSON inside it canonical and scrubbed, as in requests). */
+  readonly history?: readonly Message[];
   /** The run's starting state. */
   readonly state: Readonly<Record<string, unknown>>;
   /** Set when the recorded run was given one. */
@@ -127,7 +130,7 @@ export const CassetteCodec: t.Decoder<unknown, Cassette> = t.type({
   redact: t.array(t.string),
   run: t.intersection([
     t.type({ agent: t.string, tenant: t.string, input: t.string, state: t.UnknownRecord }),
-    t.partial({ maxTurns: t.number }),
+    t.partial({ maxTurns: t.number, history: t.array(MessageCodec) }),
   ]),
   turns: t.array(t.type({ turn: t.number, request: t.type({ messages: t.array(MessageCodec), tools: t.array(t.string) }), reply: ReplyCodec, calls: t.array(CallCodec) })),
   ending: EndingCodec,

@@ -14,6 +14,7 @@ import {
   type ModelStreamPart,
   type RunEvent,
   type RunOptions,
+  type RunInput,
   type RunResult,
   type RunnerActivity,
 } from '../runner/index.js';
@@ -21,7 +22,7 @@ import { ownCopy, ToolRegistry, type ToolContext } from '../tools/index.js';
 import { CASSETTE_VERSION, type Cassette, type RecordedCall, type RecordedDelta, type RecordedEnding, type RecordedReply, type RecordedTurn } from './Cassette.js';
 import { fingerprint } from './fingerprint.js';
 import { rebodied } from './rebodied.js';
-import { recordedRequest } from './recordedRequest.js';
+import { recordedMessage, recordedRequest } from './recordedRequest.js';
 import { redactionKeys, scrubbed, scrubbedJsonText, scrubString, type Scrub } from './scrub.js';
 import { acceptedResponse } from './transcript.js';
 
@@ -162,7 +163,7 @@ export class CassetteRecorder {
    * Runs `agent` on `runner` (built with this recorder's provider and tools) and records it.
    * Resolves for every ending of the run, as `runner.run` does; rejects only for misuse.
    */
-  async record(runner: AgentRunner, agent: Agent, input: string, options: RunOptions = {}): Promise<Recording> {
+  async record(runner: AgentRunner, agent: Agent, input: RunInput, options: RunOptions = {}): Promise<Recording> {
     if (!(runner instanceof AgentRunner) || runner.provider !== this.provider || runner.tools !== this.tools) {
       throw new TypeError('CassetteRecorder.record: build the runner with the recorder\'s provider and tools: new AgentRunner({ provider: recorder.provider, tools: recorder.tools, ... })');
     }
@@ -180,12 +181,15 @@ export class CassetteRecorder {
       watching.unsubscribe();
       this.session = undefined;
     }
-    return { result, cassette: this.cassette(session, runner.tools, input, options, result) };
+    return { result, cassette: this.cassette(session, runner.tools, options, result) };
   }
 
-  private cassette(session: Session, tools: ToolRegistry, input: string, options: RunOptions, result: RunResult): Cassette {
+  // The run's input is read from its RUN_STARTED, as the runner checked and copied it.
+  private cassette(session: Session, tools: ToolRegistry, options: RunOptions, result: RunResult): Cassette {
     const started = result.events.find((event) => event.type === 'RUN_STARTED');
     const runId = started?.type === 'RUN_STARTED' ? started.runId : '';
+    const input = started?.type === 'RUN_STARTED' ? started.input : '';
+    const history = started?.type === 'RUN_STARTED' ? started.history : undefined;
     const scrub: Scrub = { redact: new Set(this.redact), runId };
     const turns = session.exchanges.map(
       (exchange, i): RecordedTurn => ({
@@ -203,6 +207,7 @@ export class CassetteRecorder {
         agent: session.agent.name,
         tenant: options.tenant ?? 'default',
         input: scrubString(input, scrub),
+        ...(history !== undefined ? { history: history.map((message) => recordedMessage(message, scrub)) } : {}),
         state: (scrubbed(options.state ?? {}, scrub) ?? {}) as Readonly<Record<string, unknown>>,
         ...(options.maxTurns !== undefined ? { maxTurns: options.maxTurns } : {}),
       },

@@ -147,7 +147,10 @@ export class CassetteReplay {
     if (!(runner instanceof AgentRunner) || runner.provider !== this.provider || runner.tools !== this.tools) {
       throw new TypeError('CassetteReplay.run: build the runner with the replay\'s provider and tools: new AgentRunner({ provider: replay.provider, tools: replay.tools, ... })');
     }
-    const result = await runner.run(this.agent, this.cassette.run.input, this.runOptions(options.signal));
+    const { input, history } = this.cassette.run;
+    // The recorded conversation, then the message the recorded run answered.
+    const given = history === undefined ? input : [...history, { role: 'user' as const, content: input }];
+    const result = await runner.run(this.agent, given, this.runOptions(options.signal));
     this.verify(result.events);
     return result;
   }

@@ -10,7 +10,8 @@ function recordedCall(call: ToolCall, scrub: Scrub): ToolCall {
   return { id: call.id, name: call.name, arguments: args };
 }
 
-function recordedMessage(message: Message, scrub: Scrub): Message {
+/** One message as a cassette holds it: JSON inside it canonical, redacted keys scrubbed. */
+export function recordedMessage(message: Message, scrub: Scrub): Message {
   const { role, content, toolCalls, toolCallId, isError } = message;
   return {
     role,

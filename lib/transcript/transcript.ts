@@ -62,8 +62,8 @@ export function deterministicTranscript(events: readonly RunEvent[]): Transcript
  * ```
  */
 export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
-  const { agent, tenant, input } = cassette.run;
-  const events: TranscriptEvent[] = [{ type: 'RUN_STARTED', agent, tenant, input }];
+  const { agent, tenant, input, history } = cassette.run;
+  const events: TranscriptEvent[] = [history === undefined ? { type: 'RUN_STARTED', agent, tenant, input } : { type: 'RUN_STARTED', agent, tenant, input, history }];
   for (const { turn, reply, calls } of cassette.turns) {
     const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
     if (response === undefined) continue;

@@ -219,6 +219,15 @@ describe('bad input catalogue', () => {
         .with.property('field', 'state.format');
     });
 
+    it('a conversation with a tool result answering no call: ConfigError naming the message, nothing asked of the model', () => {
+      const provider = new ScriptedProvider([]);
+      const runner = new AgentRunner({ provider, tools: new ToolRegistry() });
+      expect(() => runner.run$(agent, [{ role: 'tool', toolCallId: 'c9', content: '{}' }, { role: 'user', content: 'go' }]))
+        .to.throw(ConfigError, 'input[0].toolCallId: expected the id of a call an earlier assistant message asked for, got "c9"')
+        .with.property('field', 'input[0].toolCallId');
+      expect(provider.requests).to.deep.equal([]);
+    });
+
     it('a delta holding a function: the recording call fails, its siblings and the state are untouched', async () => {
       const tools = new ToolRegistry().register({ name: 'write' }, (_args, ctx) => {
         ctx.record({ format: () => 'x' });

@@ -1,0 +1,87 @@
+// A chat through uiMessageStreamHandler as useChat drives it: each request carries the whole
+// conversation (UIMessage[], read with fromUIMessages), each reply is read back with the ai
+// package's own transport and reader and appended, and over three turns the model sees every
+// earlier turn, its calls and their results included.
+import { expect } from 'chai';
+import type { IncomingMessage } from 'node:http';
+import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
+import { ConfigError, uiMessageStreamHandler, type Message, type ModelRequest } from '../../lib/index.js';
+import { fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
+import { fixture, planner, serve, threeLookups, type TestServer } from './runs.js';
+
+const readBody = async (request: IncomingMessage): Promise<{ messages: UIMessage[] }> => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+};
+
+const said = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
+
+describe('a chat through the UI message stream handler', () => {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('sends the whole conversation each turn, and the model sees the earlier turns, calls and results included', async () => {
+    const { runner, provider } = fixture([
+      threeLookups,
+      { text: 'Lisbon or Porto.' },
+      { text: 'Porto, from 115.' },
+      (request: ModelRequest) => ({ text: `You asked ${request.messages.filter((m) => m.role === 'user').length} questions.` }),
+    ]);
+    server = await serve(uiMessageStreamHandler(async (request, signal) => runner.run$(planner, fromUIMessages((await readBody(request)).messages), { signal })));
+    const transport = new DefaultChatTransport<UIMessage>({ api: `${server.url}/api/chat` });
+
+    // What useChat does on each submit: send every message so far, read the reply into one more message.
+    const chat: UIMessage[] = [];
+    const turn = async (text: string): Promise<UIMessage> => {
+      chat.push(said(`u${chat.length}`, text));
+      const stream = await transport.sendMessages({ trigger: 'submit-message', chatId: 'chat-1', messageId: undefined, messages: chat, abortSignal: undefined });
+      let reply: UIMessage | undefined;
+      for await (const snapshot of readUIMessageStream({ stream })) reply = snapshot;
+      chat.push(reply!);
+      return reply!;
+    };
+
+    await turn('Hotels in Lisbon, Atlantis and Porto?');
+    await turn('Which is cheaper?');
+    const third = await turn('How many questions did I ask?');
+
+    const firstTurn: Message[] = [
+      { role: 'user', content: 'Hotels in Lisbon, Atlantis and Porto?' },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: ['Lisbon', 'Atlantis', 'Porto'].map((city, i) => ({ id: `c${i + 1}`, name: 'lookup', arguments: { city } })),
+      },
+      { role: 'tool', toolCallId: 'c1', content: '{"city":"Lisbon","from":122}' },
+      { role: 'tool', toolCallId: 'c2', content: 'Error: no partner covers Atlantis', isError: true },
+      { role: 'tool', toolCallId: 'c3', content: '{"city":"Porto","from":115}' },
+      { role: 'assistant', content: 'Lisbon or Porto.' },
+    ];
+    const secondTurn: Message[] = [{ role: 'user', content: 'Which is cheaper?' }, { role: 'assistant', content: 'Porto, from 115.' }];
+    expect(provider.requests).to.have.length(4);
+    expect(provider.requests[2]!.messages).to.deep.equal([...firstTurn, { role: 'user', content: 'Which is cheaper?' }]);
+    expect(provider.requests[3]!.messages).to.deep.equal([...firstTurn, ...secondTurn, { role: 'user', content: 'How many questions did I ask?' }]);
+    expect(third.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).to.deep.equal(['You asked 3 questions.']);
+  });
+
+  it('answers a conversation that does not end with the user\'s message with a 500, runs nothing, and tells onEnd the place', async () => {
+    const { runner, provider } = fixture([{ text: 'never' }]);
+    const endings: unknown[] = [];
+    server = await serve(
+      uiMessageStreamHandler(async (request, signal) => runner.run$(planner, fromUIMessages((await readBody(request)).messages), { signal }), {
+        onEnd: (ending) => endings.push(ending.error),
+      }),
+    );
+    const messages: UIMessage[] = [said('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }];
+    const response = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
+    expect(response.status).to.equal(500);
+    await response.text();
+    expect(provider.requests).to.have.length(0);
+    expect(endings).to.have.length(1);
+    expect(endings[0]).to.be.instanceOf(ConfigError).and.to.include({ field: 'input[1].role' });
+  });
+});
