@@ -10,7 +10,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createAnthropic as createAnthropicV4 } from '@ai-sdk/anthropic-v4';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
-import { Agent, AgentRunner, ToolRegistry, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, AnthropicMessagesProvider, OpenAIChatProvider, ToolRegistry, type ModelProvider, type RunResult } from '../../lib/index.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 import { fixture, sseChunks, startWireServer, type WireServer } from './wireServer.js';
 
@@ -103,13 +103,24 @@ for (const provider of providers) {
       expect(JSON.stringify(vendor.received[1]!.body)).to.include('no partner covers Atlantis');
     });
 
-    it('keeps an HTTP error’s status, code, isRetryable and Retry-After on the run’s error', async () => {
-      const vendor = (server = await startWireServer([{ status: 429, headers: { 'retry-after': '7' }, body: fixture(`${provider.prefix}-error-429`) }]));
-      const result = await new AgentRunner({ provider: aiSdkProvider(provider.model(vendor)), tools: new ToolRegistry() }).run(planner, 'go');
+    it('keeps an HTTP error’s status, code, isRetryable and Retry-After on the run’s error, in the fields the built-in adapter’s error has', async () => {
+      const reply = { status: 429, headers: { 'retry-after': '7' }, body: fixture(`${provider.prefix}-error-429`) };
+      const vendor = (server = await startWireServer([reply, reply]));
+      const failed = async (model: ModelProvider): Promise<RunResult> => new AgentRunner({ provider: model, tools: new ToolRegistry() }).run(planner, 'go');
+      const result = await failed(aiSdkProvider(provider.model(vendor)));
       expect(result.status).to.equal('failed');
       expect(result.error).to.deep.include({ name: 'ProviderError', status: 429, isRetryable: true, retryAfterSeconds: 7, attempts: 1 });
       expect(result.error?.code).to.equal(provider.prefix === 'openai' ? fixture('openai-error-429').error.type : fixture('anthropic-error-429').error.type);
       expect(vendor.received).to.have.length(1);
+      // The built-in adapter, told not to retry, on the same reply: the same facts under the same names.
+      const builtIn =
+        provider.prefix === 'openai'
+          ? new OpenAIChatProvider({ baseURL: `${vendor.url}/v1`, apiKey: KEY, retry: { attempts: 1 } })
+          : new AnthropicMessagesProvider({ baseURL: vendor.url, apiKey: KEY, retry: { attempts: 1 } });
+      const { name, message, ...facts } = (await failed(builtIn)).error!;
+      const { message: _ours, ...ourFacts } = result.error!;
+      expect(name).to.equal('ProviderError');
+      expect(ourFacts).to.deep.equal({ name, ...facts });
     });
   });
 }
