@@ -650,6 +650,14 @@ async function w5(): Promise<void> {
   row({ workload, figure: 'AI SDK streamText(mock)', value: await best(repeats, sdk, 1), unit: 'ms', note: 'ai 6, MockLanguageModelV3: runs the tools once the finish part came' });
 }
 
+// W5 over the wire (bench/w5.ts): real vendor streams from a server on 127.0.0.1, through the
+// built-in adapters, aiSdkProvider with the real provider packages, and the AI SDK's streamText.
+// Loaded only for its own workload, as the provider packages are.
+async function w5Wire(): Promise<void> {
+  const { w5Wire: run } = await import('./w5.js');
+  await run(row, quick);
+}
+
 // Lanes shared by a fleet of processes through Redis (bench/fleet.ts), beside redis-semaphore.
 // Loaded only for its own workload: the others do not pay for the Redis clients' import.
 async function fleet(): Promise<void> {
@@ -659,7 +667,7 @@ async function fleet(): Promise<void> {
 
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, fleet };
+const workloads: Record<string, () => Promise<void>> = { w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet };
 // The node flags a workload's process runs with, besides --expose-gc.
 const flags: Record<string, string[]> = { w3FreshNoOpt: ['--no-opt'] };
 const only = process.argv.indexOf('--only');

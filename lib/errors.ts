@@ -15,14 +15,19 @@ export interface ErrorInfo {
   readonly code?: string | number;
   /** How many requests were sent, when the error counted them. */
   readonly attempts?: number;
+  /** Whether the request is worth repeating, when the provider's client said (the AI SDK's `isRetryable`). */
+  readonly isRetryable?: boolean;
+  /** The wait the vendor asked for before another request (its Retry-After), in seconds, when it asked. */
+  readonly retryAfterSeconds?: number;
 }
 
 /**
  * Turns anything thrown (an Error, a string, an object, undefined) into an ErrorInfo. It never
  * throws itself: a value whose reading throws (a Proxy, an Error whose `message` getter throws)
- * gives an ErrorInfo that says so. `status`, `code` and `attempts` are copied when they are the
- * error's own data properties holding a number (a string or a number for `code`); an error
- * without them gives exactly `{ name, message }`.
+ * gives an ErrorInfo that says so. `status`, `code`, `attempts`, `isRetryable` and
+ * `retryAfterSeconds` are copied when they are the error's own data properties holding a number
+ * (a string or a number for `code`, a boolean for `isRetryable`); an error without them gives
+ * exactly `{ name, message }`.
  */
 export function toErrorInfo(reason: unknown): ErrorInfo {
   if (typeof reason === 'string') return { name: 'Error', message: reason };
@@ -77,23 +82,31 @@ function withFacts(reason: object, name: string, message: string): ErrorInfo {
   let status: unknown;
   let code: unknown;
   let attempts: unknown;
+  let isRetryable: unknown;
+  let retryAfterSeconds: unknown;
   try {
     status = ownData(reason, 'status');
     code = ownData(reason, 'code');
     attempts = ownData(reason, 'attempts');
+    isRetryable = ownData(reason, 'isRetryable');
+    retryAfterSeconds = ownData(reason, 'retryAfterSeconds');
   } catch {
     return { name, message };
   }
   const hasStatus = isCount(status);
   const hasCode = isCount(code) || (typeof code === 'string' && code !== '');
   const hasAttempts = isCount(attempts);
-  if (!hasStatus && !hasCode && !hasAttempts) return { name, message };
+  const hasRetryable = typeof isRetryable === 'boolean';
+  const hasRetryAfter = isCount(retryAfterSeconds) && retryAfterSeconds >= 0;
+  if (!hasStatus && !hasCode && !hasAttempts && !hasRetryable && !hasRetryAfter) return { name, message };
   return {
     name,
     message,
     ...(hasStatus ? { status: status as number } : {}),
     ...(hasCode ? { code: code as string | number } : {}),
     ...(hasAttempts ? { attempts: attempts as number } : {}),
+    ...(hasRetryable ? { isRetryable: isRetryable as boolean } : {}),
+    ...(hasRetryAfter ? { retryAfterSeconds: retryAfterSeconds as number } : {}),
   };
 }
 
@@ -340,7 +353,7 @@ export class ToolRejectedError extends AgentLanesError {
 
 /**
  * A model provider failed, or its reply did not decode. The facts of the provider's own error
- * (a ProviderHttpError's `status`, `code` and `attempts`) are kept as fields, so a failed run's
+ * (a ProviderHttpError's `status`, `code`, `attempts`, `isRetryable`, `retryAfterSeconds`) are kept as fields, so a failed run's
  * `RUN_FAILED.error` and `RunResult.error` carry them too.
  */
 export class ProviderError extends AgentLanesError {
@@ -348,12 +361,20 @@ export class ProviderError extends AgentLanesError {
   readonly status: number | undefined;
   readonly code: string | number | undefined;
   readonly attempts: number | undefined;
-  constructor(turn: number, detail: string, facts: { readonly status?: number; readonly code?: string | number; readonly attempts?: number } = {}) {
+  readonly isRetryable: boolean | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  constructor(
+    turn: number,
+    detail: string,
+    facts: { readonly status?: number; readonly code?: string | number; readonly attempts?: number; readonly isRetryable?: boolean; readonly retryAfterSeconds?: number } = {},
+  ) {
     super(`model provider failed on turn ${turn}: ${detail}`);
     this.turn = turn;
     this.status = facts.status;
     this.code = facts.code;
     this.attempts = facts.attempts;
+    this.isRetryable = facts.isRetryable;
+    this.retryAfterSeconds = facts.retryAfterSeconds;
   }
 }
 

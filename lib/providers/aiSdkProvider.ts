@@ -1,31 +1,37 @@
 // Any Vercel AI SDK language model as a ModelProvider, so every provider the AI SDK supports
 // (OpenAI, Anthropic, Google, Bedrock, OpenAI-compatible local servers) runs inside the lanes.
-// It speaks the AI SDK's model interface (LanguageModelV3, `@ai-sdk/provider` 3, as in `ai` 6)
-// directly: the conversation goes out as the SDK's prompt, tool specs as JSON Schema from the
+// It speaks the AI SDK's model interface directly, of either major: LanguageModelV3 (`ai` 6,
+// `@ai-sdk/provider` 3) and LanguageModelV4 (`ai` 7, `@ai-sdk/provider` 4), the version read from
+// the model. The conversation goes out as the SDK's prompt, tool specs as JSON Schema from the
 // io-ts codecs, and the reply streams back (doStream) as the runner's stream parts, each tool
-// call handed on as soon as the model completes it. The AI SDK is an optional peer dependency:
-// this file imports only its types, so nothing of it loads unless a model of it is passed in.
-import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3FinishReason,
-  LanguageModelV3FunctionTool,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
-  LanguageModelV3ToolCallPart,
-  LanguageModelV3ToolResultPart,
-  LanguageModelV3Usage,
-} from '@ai-sdk/provider';
+// call handed on as soon as its input is complete (aiSdkStream.ts). The AI SDK is an optional
+// peer dependency: these files import only its types, so nothing of it loads unless a model of
+// it is passed in. This file is the `agent-lanes/ai-sdk` entry point.
 import { Observable } from 'rxjs';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError } from '../errors.js';
-import type { FinishReason, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall, Usage } from '../runner/index.js';
+import type { ModelProvider, ModelRequest, ModelStreamPart } from '../runner/index.js';
+import { fromAiSdkError, fromAiSdkStreamError } from './aiSdkErrors.js';
+import { fromAiSdkContent, toAiSdkPrompt, toAiSdkTools, type AiSdkLanguageModel, type AiSdkModel, type AiSdkModelCallOptions, type AiSdkStreamPart } from './aiSdkModel.js';
+import { streamReader } from './aiSdkStream.js';
+
+export {
+  fromAiSdkContent,
+  toAiSdkPrompt,
+  toAiSdkTools,
+  type AiSdkContentPart,
+  type AiSdkFinishReason,
+  type AiSdkLanguageModel,
+  type AiSdkLanguageModelV4,
+  type AiSdkModelCallOptions,
+  type AiSdkStreamPart,
+  type AiSdkUsage,
+} from './aiSdkModel.js';
+export { fromAiSdkError } from './aiSdkErrors.js';
 export { fromModelMessages, fromUIMessages, type AiSdkPartLike, type ModelMessageLike, type UIMessageLike } from './aiSdkMessages.js';
 
 /** The call options the adapter sends besides the prompt, the tools and the signal. */
-export type AiSdkCallOptions = Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'toolChoice' | 'abortSignal'>;
+export type AiSdkCallOptions = Omit<AiSdkModelCallOptions, 'prompt' | 'tools' | 'toolChoice' | 'abortSignal'>;
 
 export interface AiSdkProviderOptions {
   /**
@@ -39,159 +45,22 @@ export interface AiSdkProviderOptions {
 
 const fields = ['stream', 'callOptions'];
 
-// The SDK's unified finish reasons are the runner's; a model of another version may send a
-// bare string (`unknown` among them), read as its nearest.
-function finishReasonOf(reason: LanguageModelV3FinishReason | string | undefined): FinishReason | undefined {
-  const unified = typeof reason === 'string' ? reason : reason?.unified;
-  switch (unified) {
-    case undefined:
-      return undefined;
-    case 'stop':
-    case 'length':
-    case 'content-filter':
-    case 'tool-calls':
-    case 'error':
-      return unified;
-    default:
-      return 'other';
-  }
-}
-
-// The SDK's usage, when the model reported any.
-function usageOf(usage: LanguageModelV3Usage | undefined): Usage | undefined {
-  const input = usage?.inputTokens?.total;
-  const output = usage?.outputTokens?.total;
-  if (input === undefined && output === undefined) return undefined;
-  return { inputTokens: input ?? 0, outputTokens: output ?? 0 };
-}
-
-// A call's arguments as the SDK's prompt holds them: a value. JSON text is parsed; a call whose
-// arguments were not a JSON object was refused before dispatch (its result says so) and is
-// shown with an empty input, which every provider's wire accepts.
-function inputOf(call: ToolCall): unknown {
-  if (typeof call.arguments !== 'string') return call.arguments;
-  try {
-    const parsed: unknown = JSON.parse(call.arguments);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {};
-  } catch {
-    return {};
-  }
-}
-
 /**
- * The conversation as the SDK's prompt: the instructions as the system message, then the
- * messages in order; an assistant message's calls as tool-call parts, and the tool messages
- * after it as one tool message of tool-result parts, in call order (each named after the call
- * it answers: the n-th tool message after an assistant message answers its n-th call).
- */
-export function toAiSdkPrompt(request: ModelRequest): LanguageModelV3Prompt {
-  const prompt: LanguageModelV3Message[] = [];
-  if (request.instructions !== '') prompt.push({ role: 'system', content: request.instructions });
-  // The last assistant message's calls, and how many of them have had their tool message.
-  let calls: readonly ToolCall[] = [];
-  let answered = 0;
-  let results: LanguageModelV3ToolResultPart[] | undefined;
-  for (const message of request.messages) {
-    if (message.role !== 'tool') results = undefined;
-    switch (message.role) {
-      case 'user':
-        prompt.push({ role: 'user', content: [{ type: 'text', text: message.content }] });
-        break;
-      case 'assistant': {
-        calls = message.toolCalls ?? [];
-        answered = 0;
-        const parts: Array<{ type: 'text'; text: string } | LanguageModelV3ToolCallPart> = [];
-        if (message.content !== '') parts.push({ type: 'text', text: message.content });
-        for (const call of calls) parts.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: inputOf(call) });
-        prompt.push({ role: 'assistant', content: parts });
-        break;
-      }
-      case 'tool': {
-        const call = calls[answered++];
-        const toolName = call?.id === message.toolCallId ? call.name : (calls.find((c) => c.id === message.toolCallId)?.name ?? '');
-        const part: LanguageModelV3ToolResultPart = {
-          type: 'tool-result',
-          toolCallId: message.toolCallId ?? '',
-          toolName,
-          // The content is what the runner's own wires send: the result's JSON (a string as
-          // itself), or the failure's text; sent as text, every provider passes it on unchanged.
-          output: message.isError === true ? { type: 'error-text', value: message.content } : { type: 'text', value: message.content },
-        };
-        if (results === undefined) {
-          results = [part];
-          prompt.push({ role: 'tool', content: results });
-        } else results.push(part);
-        break;
-      }
-    }
-  }
-  return prompt;
-}
-
-/** The tools as the SDK's function tools: their parameters are the JSON Schema derived from each tool's io-ts codec. */
-export function toAiSdkTools(request: ModelRequest): LanguageModelV3FunctionTool[] {
-  return request.tools.map((tool) => ({
-    type: 'function',
-    name: tool.name,
-    ...(tool.description !== undefined ? { description: tool.description } : {}),
-    inputSchema: tool.parameters as LanguageModelV3FunctionTool['inputSchema'],
-  }));
-}
-
-/**
- * A whole reply (`doGenerate`'s content) as a ModelResponse: text parts joined, the calls in
- * order with their JSON input as arguments. Calls the provider ran itself (`providerExecuted`),
- * their results, reasoning, files and sources are not the runner's to run, and are left out.
- */
-export function fromAiSdkContent(content: readonly LanguageModelV3Content[], finishReason?: LanguageModelV3FinishReason, usage?: LanguageModelV3Usage): ModelResponse {
-  const texts: string[] = [];
-  const toolCalls: ToolCall[] = [];
-  for (const part of content) {
-    if (part.type === 'text') texts.push(part.text);
-    else if (part.type === 'tool-call' && part.providerExecuted !== true) toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input });
-  }
-  const text = texts.join('');
-  const counted = usageOf(usage);
-  const reason = finishReasonOf(finishReason);
-  return {
-    ...(texts.length > 0 && (text !== '' || toolCalls.length === 0) ? { text } : {}),
-    ...(toolCalls.length > 0 ? { toolCalls } : {}),
-    ...(counted !== undefined ? { usage: counted } : {}),
-    ...(reason !== undefined ? { finishReason: reason } : {}),
-  };
-}
-
-/**
- * One of the SDK's stream parts as the runner's, or undefined for a part the runner does not
- * read (the start and end of text, tool input as it is written: the complete call follows).
- * An `error` part is thrown.
- */
-function partOf(part: LanguageModelV3StreamPart): ModelStreamPart[] | undefined {
-  switch (part.type) {
-    case 'text-delta':
-      return part.delta === '' ? undefined : [{ type: 'text-delta', delta: part.delta }];
-    case 'tool-call':
-      return part.providerExecuted === true ? undefined : [{ type: 'tool-call', id: part.toolCallId, name: part.toolName, arguments: part.input }];
-    case 'finish': {
-      const usage = usageOf(part.usage);
-      const reason = finishReasonOf(part.finishReason);
-      return [...(usage !== undefined ? [{ type: 'usage' as const, ...usage }] : []), ...(reason !== undefined ? [{ type: 'finish' as const, finishReason: reason }] : [])];
-    }
-    case 'error':
-      throw part.error;
-    default:
-      return undefined;
-  }
-}
-
-/**
- * Any Vercel AI SDK language model (`LanguageModelV3`, what `openai('gpt-4.1')`,
- * `anthropic('claude-sonnet-4-5')` and the other AI SDK providers of `ai` 6 give) as a
- * ModelProvider. The model object decides which model answers; the agent's `model` is not sent.
+ * Any Vercel AI SDK language model as a ModelProvider: a `LanguageModelV3` (what
+ * `openai('gpt-4.1')`, `anthropic('claude-sonnet-4-5')` and the other providers of `ai` 6 give)
+ * or a `LanguageModelV4` (the same of `ai` 7), told apart by the model's `specificationVersion`.
+ * The model object decides which model answers; the agent's `model` is not sent.
  *
  * Streams by default: the reply comes through `doStream`, text deltas go to `activity$`, and
- * each tool call starts inside its lanes as soon as its `tool-call` part arrives. An `error`
- * part fails the turn. Tool results go back as tool-result parts in call order.
+ * each tool call starts inside its lanes as soon as its input is complete: at its
+ * `tool-input-end`, or once its streamed input is a whole JSON object, or at its `tool-call`
+ * part, whichever comes first (see `streamReader`). An `error` part fails the turn. Tool results
+ * go back as tool-result parts in call order.
+ *
+ * A failure keeps its facts: the SDK's `APICallError` becomes a ProviderHttpError with `status`
+ * (its `statusCode`), the vendor's `code`, `isRetryable` and `retryAfterSeconds` (from its
+ * response headers), which the run's `RUN_FAILED.error` and `RunResult.error` carry. The adapter
+ * does not retry: the SDK's retries live in `generateText` and `streamText`, not in its models.
  *
  * ## Example
  * ```ts
@@ -200,20 +69,28 @@ function partOf(part: LanguageModelV3StreamPart): ModelStreamPart[] | undefined 
  * await runner.run(new Agent({ name: 'planner', instructions: 'Plan.', model: 'gpt-4.1-mini' }), 'Four hotels in Lisbon');
  * ```
  */
-export function aiSdkProvider(model: LanguageModelV3, options: AiSdkProviderOptions = {}): ModelProvider {
+export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderOptions = {}): ModelProvider {
   if (model === null || typeof model !== 'object' || typeof model.doStream !== 'function' || typeof model.doGenerate !== 'function') {
     throw new ConfigError('model', `aiSdkProvider: model must be an AI SDK language model object (with doStream and doGenerate), got ${typeof model === 'string' ? `the string ${describeValue(model)}: pass the provider's model, e.g. openai('gpt-4.1-mini')` : describeValue(model)}`);
   }
-  if (model.specificationVersion !== 'v3') {
-    throw new ConfigError('model', `aiSdkProvider: model must implement the AI SDK's LanguageModelV3 (ai 6, @ai-sdk/provider 3), got specificationVersion ${describeValue(model.specificationVersion)}`);
+  const version: unknown = model.specificationVersion;
+  if (version !== 'v3' && version !== 'v4') {
+    throw new ConfigError(
+      'model',
+      `aiSdkProvider: model must implement the AI SDK's LanguageModelV3 (ai 6, @ai-sdk/provider 3) or LanguageModelV4 (ai 7, @ai-sdk/provider 4), got specificationVersion ${describeValue(version)}`,
+    );
   }
   if (options === null || typeof options !== 'object') throw new ConfigError('aiSdkProvider', `aiSdkProvider options must be an object, got ${describeValue(options)}`);
   refuseUnknownFields(options, fields, 'aiSdkProvider', { noun: 'option' });
   const { stream = true, callOptions = {} } = options;
   if (typeof stream !== 'boolean') throw new ConfigError('stream', `stream must be true or false, got ${describeValue(stream)}`);
   if (callOptions === null || typeof callOptions !== 'object') throw new ConfigError('callOptions', `callOptions must be an object, got ${describeValue(callOptions)}`);
+  // Both majors are called the same way: the fields read differ in nothing the adapter uses.
+  const sdk = model as AiSdkModel;
+  // How errors name the model: `AI SDK model openai.chat/gpt-4.1-mini`.
+  const label = `AI SDK model ${String(sdk.provider)}/${String(sdk.modelId)}`;
 
-  const callFor = (request: ModelRequest, abortSignal: AbortSignal): LanguageModelV3CallOptions => {
+  const callFor = (request: ModelRequest, abortSignal: AbortSignal): AiSdkModelCallOptions => {
     const tools = toAiSdkTools(request);
     return { ...callOptions, prompt: toAiSdkPrompt(request), ...(tools.length > 0 ? { tools, toolChoice: { type: 'auto' } } : {}), abortSignal };
   };
@@ -221,7 +98,12 @@ export function aiSdkProvider(model: LanguageModelV3, options: AiSdkProviderOpti
   if (!stream) {
     return {
       respond: async (request, signal) => {
-        const result = await model.doGenerate(callFor(request, signal));
+        let result: Awaited<ReturnType<AiSdkModel['doGenerate']>>;
+        try {
+          result = await sdk.doGenerate(callFor(request, signal));
+        } catch (error) {
+          throw fromAiSdkError(error, label);
+        }
         return fromAiSdkContent(result.content, result.finishReason, result.usage);
       },
     };
@@ -237,14 +119,21 @@ export function aiSdkProvider(model: LanguageModelV3, options: AiSdkProviderOpti
         else signal.addEventListener('abort', onAbort, { once: true });
         // Set once the stream ended, one way or another: unsubscribing then aborts nothing.
         let ended = false;
-        let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
+        let reader: ReadableStreamDefaultReader<AiSdkStreamPart> | undefined;
+        const partsOf = streamReader();
         const read = async (): Promise<void> => {
-          const { stream: parts } = await model.doStream(callFor(request, controller.signal));
+          const { stream: parts } = await sdk.doStream(callFor(request, controller.signal));
+          // The run left before the stream came (a model that does not heed the abort): nobody
+          // will read it, so it is cancelled, and the request under it let go, unread.
+          if (subscriber.closed) {
+            parts.cancel(controller.signal.reason).catch(() => undefined);
+            return;
+          }
           reader = parts.getReader();
           for (;;) {
             const { done, value } = await reader.read();
             if (done || subscriber.closed) return;
-            const out = partOf(value);
+            const out = partsOf(value);
             if (out !== undefined) for (const part of out) subscriber.next(part);
           }
         };
@@ -256,7 +145,7 @@ export function aiSdkProvider(model: LanguageModelV3, options: AiSdkProviderOpti
           (error: unknown) => {
             ended = true;
             reader?.cancel().catch(() => undefined);
-            subscriber.error(error);
+            subscriber.error(fromAiSdkStreamError(error, label));
           },
         );
         return () => {

@@ -3,6 +3,12 @@
 // wraps any of them in a ProviderError naming the turn; these carry the facts as fields.
 import { AgentLanesError } from '../errors.js';
 
+/** What a failed request says about repeating it. */
+export interface RetryFacts {
+  readonly isRetryable?: boolean;
+  readonly retryAfterSeconds?: number;
+}
+
 /** The vendor could not be reached, or answered with an HTTP error status, on every attempt allowed. */
 export class ProviderHttpError extends AgentLanesError {
   /** Which wire and host, e.g. `OpenAI Chat Completions at api.openai.com`. */
@@ -13,13 +19,19 @@ export class ProviderHttpError extends AgentLanesError {
   readonly code: string | undefined;
   /** How many requests were sent. */
   readonly attempts: number;
-  constructor(provider: string, status: number | undefined, code: string | undefined, detail: string, attempts: number) {
+  /** Whether the vendor's client judged the request worth repeating (the AI SDK's `isRetryable`), when it said. */
+  readonly isRetryable: boolean | undefined;
+  /** The wait the vendor asked for before another request (its Retry-After), in seconds, when it asked. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(provider: string, status: number | undefined, code: string | undefined, detail: string, attempts: number, facts: RetryFacts = {}) {
     const what = status === undefined ? 'could not be reached' : `replied ${status}${code === undefined ? '' : ` ${code}`}`;
     super(`${provider} ${what}: ${detail}${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`);
     this.provider = provider;
     this.status = status;
     this.code = code;
     this.attempts = attempts;
+    this.isRetryable = facts.isRetryable;
+    this.retryAfterSeconds = facts.retryAfterSeconds;
   }
 }
 

@@ -201,7 +201,9 @@ async function attempts(post: JsonPost, streamed: boolean): Promise<unknown> {
       }
     } catch (error) {
       if (attempt >= retry.attempts) {
-        throw clock.expired ? new ProviderTimeoutError(provider, clock.seconds, attempt) : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt);
+        throw clock.expired
+          ? new ProviderTimeoutError(provider, clock.seconds, attempt)
+          : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt, { isRetryable: true });
       }
       await retry.sleep(retryDelay(attempt, undefined, retry), signal);
       continue;
@@ -218,7 +220,10 @@ async function attempts(post: JsonPost, streamed: boolean): Promise<unknown> {
     }
     if (!isRetryable(response.status) || attempt >= retry.attempts) {
       const { code, message } = vendorError(text ?? '');
-      throw new ProviderHttpError(provider, response.status, code && scrub(code), clip(scrub(message)), attempt);
+      // What the last reply said about repeating the request, for whoever decides the next step.
+      const asked = retryAfterMs(response.headers, retry.now());
+      const facts = { isRetryable: isRetryable(response.status), ...(asked !== undefined ? { retryAfterSeconds: asked / 1000 } : {}) };
+      throw new ProviderHttpError(provider, response.status, code && scrub(code), clip(scrub(message)), attempt, facts);
     }
     await retry.sleep(retryDelay(attempt, response.headers, retry), signal);
   }

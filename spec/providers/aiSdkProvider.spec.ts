@@ -1,15 +1,16 @@
-// aiSdkProvider against the AI SDK's own mock model (MockLanguageModelV3 from `ai/test`),
-// streaming (doStream) and not (doGenerate): the prompt and tools it sends (JSON Schema from the
-// io-ts codecs, results back in call order as tool-result parts), a tool-call stream whose calls
-// start before the stream ends, an error part, a rejected call, a cancel mid-stream, and the
-// same transcript either way.
+// aiSdkProvider against the AI SDK's own mock models of both majors it takes (MockLanguageModelV3
+// from ai 6's `ai/test`, MockLanguageModelV4 from ai 7's), streaming (doStream) and not
+// (doGenerate): the prompt and tools it sends (JSON Schema from the io-ts codecs, results back in
+// call order as tool-result parts), a tool-call stream whose calls start before the stream ends,
+// an error part, a rejected call, a cancel mid-stream, and the same transcript either way.
 import { readdirSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
+import { MockLanguageModelV4 } from 'ai7/test';
 import { Agent, AgentRunner, ConfigError, ToolRegistry, deterministicTranscript, toJsonSchema, type RunResult } from '../../lib/index.js';
-import { aiSdkProvider } from '../../lib/providers/aiSdkProvider.js';
+import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'Find hotels.', model: 'mock' });
 const City = t.type({ city: t.string });
@@ -87,9 +88,25 @@ const outline = (result: RunResult): string[] =>
     e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE' ? [`${e.type} ${e.callId}`] : e.type === 'RUN_STARTED' ? [] : [e.type],
   );
 
-describe('aiSdkProvider with the AI SDK mock model', () => {
+/** A mock model of one major, as the specs below drive it (the V4 mock takes the same parts and results). */
+type Mock = AiSdkLanguageModel & { readonly doGenerateCalls: LanguageModelV3CallOptions[]; readonly doStreamCalls: LanguageModelV3CallOptions[] };
+type MockOptions = { doGenerate?: unknown; doStream?: unknown };
+
+const majors: ReadonlyArray<{ readonly title: string; mock(options?: MockOptions): Mock }> = [
+  { title: 'ai 6, MockLanguageModelV3', mock: (options = {}) => new MockLanguageModelV3(options as never) as Mock },
+  { title: 'ai 7, MockLanguageModelV4', mock: (options = {}) => new MockLanguageModelV4(options as never) as unknown as Mock },
+];
+
+it('aiSdkProvider takes a model of either major as it is typed, without a cast', () => {
+  expect(aiSdkProvider(new MockLanguageModelV3()).respond).to.be.a('function');
+  expect(aiSdkProvider(new MockLanguageModelV4()).respond).to.be.a('function');
+});
+
+for (const major of majors)
+describe(`aiSdkProvider with the AI SDK mock model (${major.title})`, () => {
+
   it('sends the instructions, the conversation and the tools as JSON Schema from their codecs, and the results back in call order', async () => {
-    const model = new MockLanguageModelV3({ doGenerate: [generated(threeCalls, 'tool-calls', [40, 12]), generated(finalText, 'stop', [90, 8])] });
+    const model = major.mock({ doGenerate: [generated(threeCalls, 'tool-calls', [40, 12]), generated(finalText, 'stop', [90, 8])] });
     const result = await new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: lookupTools() }).run(planner, 'Lisbon, Atlantis or Porto?');
     expect(result.status).to.equal('completed');
     expect(result.output).to.equal('Lisbon from 122, Porto from 115.');
@@ -124,10 +141,10 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
   });
 
   it('streams by default and gives the same transcript as the whole replies, usage and finish reasons included', async () => {
-    const streamed = new MockLanguageModelV3({
+    const streamed = major.mock({
       doStream: [{ stream: fromArray(streamParts(threeCalls, 'tool-calls', [40, 12])) }, { stream: fromArray(streamParts(finalText, 'stop', [90, 8])) }],
     });
-    const whole = new MockLanguageModelV3({ doGenerate: [generated(threeCalls, 'tool-calls', [40, 12]), generated(finalText, 'stop', [90, 8])] });
+    const whole = major.mock({ doGenerate: [generated(threeCalls, 'tool-calls', [40, 12]), generated(finalText, 'stop', [90, 8])] });
     const a = await new AgentRunner({ provider: aiSdkProvider(streamed), tools: lookupTools() }).run(planner, 'go');
     const b = await new AgentRunner({ provider: aiSdkProvider(whole, { stream: false }), tools: lookupTools() }).run(planner, 'go');
     expect(streamed.doStreamCalls).to.have.length(2);
@@ -139,7 +156,7 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
 
   it('starts each call of a tool-call stream as soon as its part arrives, before the stream ends', async () => {
     const fed = handFed();
-    const model = new MockLanguageModelV3({ doStream: [{ stream: fed.stream }, { stream: fromArray(streamParts(finalText, 'stop', [1, 1])) }] });
+    const model = major.mock({ doStream: [{ stream: fed.stream }, { stream: fromArray(streamParts(finalText, 'stop', [1, 1])) }] });
     const started: string[] = [];
     const activity: string[] = [];
     const runner = new AgentRunner({ provider: aiSdkProvider(model), tools: lookupTools(started) });
@@ -163,7 +180,7 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
   it('fails the turn on an error part, classifying the call that had started', async () => {
     const apiError = Object.assign(new Error('Overloaded'), { name: 'AI_APICallError', statusCode: 529 });
     const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, call('c1', 'Lisbon'), { type: 'error', error: apiError }];
-    const model = new MockLanguageModelV3({ doStream: [{ stream: fromArray(parts) }] });
+    const model = major.mock({ doStream: [{ stream: fromArray(parts) }] });
     const result = await new AgentRunner({ provider: aiSdkProvider(model), tools: lookupTools() }).run(planner, 'go');
     expect(outline(result)).to.deep.equal(['MODEL_RESPONSE', 'TOOL_INDETERMINATE c1', 'RUN_FAILED']);
     expect(result.error).to.deep.equal({ name: 'ProviderError', message: 'model provider failed on turn 1: Overloaded' });
@@ -174,7 +191,7 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
       const fail = async (): Promise<never> => {
         throw new Error('Invalid API key');
       };
-      const model = new MockLanguageModelV3({ doStream: fail, doGenerate: fail });
+      const model = major.mock({ doStream: fail, doGenerate: fail });
       const result = await new AgentRunner({ provider: aiSdkProvider(model, { stream }), tools: lookupTools() }).run(planner, 'go');
       expect(result.error).to.deep.equal({ name: 'ProviderError', message: 'model provider failed on turn 1: Invalid API key' });
     }
@@ -182,7 +199,7 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
 
   it('aborts the model call and cancels its stream when the run is cancelled mid-stream', async () => {
     const fed = handFed();
-    const model = new MockLanguageModelV3({ doStream: [{ stream: fed.stream }] });
+    const model = major.mock({ doStream: [{ stream: fed.stream }] });
     const controller = new AbortController();
     const running = new AgentRunner({ provider: aiSdkProvider(model), tools: lookupTools() }).run(planner, 'go', { signal: controller.signal });
     fed.push({ type: 'text-delta', id: 't', delta: 'Thinking' });
@@ -201,20 +218,23 @@ describe('aiSdkProvider with the AI SDK mock model', () => {
       { type: 'tool-result', toolCallId: 's1', toolName: 'web_search', result: { hits: 3 } },
       { type: 'text', text: 'Found it.' },
     ];
-    const model = new MockLanguageModelV3({ doGenerate: [generated(content, 'stop', [1, 1])] });
+    const model = major.mock({ doGenerate: [generated(content, 'stop', [1, 1])] });
     const result = await new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: lookupTools() }).run(planner, 'go');
     expect(result.events.find((e) => e.type === 'MODEL_RESPONSE')).to.deep.equal({ type: 'MODEL_RESPONSE', turn: 1, text: 'Found it.', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'stop' });
   });
 
-  it('sends the call options given, and refuses what is not a V3 model or a known option', () => {
-    const model = new MockLanguageModelV3();
+  it('sends the call options given, and refuses what is not a V3 or V4 model or a known option', () => {
+    const model = major.mock();
     expect(() => aiSdkProvider('openai/gpt-4.1' as never)).to.throw(ConfigError, "pass the provider's model, e.g. openai('gpt-4.1-mini')");
-    expect(() => aiSdkProvider({ ...model, specificationVersion: 'v2', doStream: model.doStream, doGenerate: model.doGenerate } as never)).to.throw(ConfigError, 'LanguageModelV3 (ai 6, @ai-sdk/provider 3), got specificationVersion "v2"');
+    expect(() => aiSdkProvider({ ...model, specificationVersion: 'v2', doStream: model.doStream, doGenerate: model.doGenerate } as never)).to.throw(
+      ConfigError,
+      'LanguageModelV3 (ai 6, @ai-sdk/provider 3) or LanguageModelV4 (ai 7, @ai-sdk/provider 4), got specificationVersion "v2"',
+    );
     expect(() => aiSdkProvider(model, { streaming: true } as never)).to.throw(ConfigError, 'streaming');
   });
 
   it('passes callOptions on every call', async () => {
-    const model = new MockLanguageModelV3({ doGenerate: [generated(finalText, 'stop', [1, 1])] });
+    const model = major.mock({ doGenerate: [generated(finalText, 'stop', [1, 1])] });
     await new AgentRunner({ provider: aiSdkProvider(model, { stream: false, callOptions: { temperature: 0, maxOutputTokens: 256 } }), tools: new ToolRegistry() }).run(planner, 'go');
     expect(model.doGenerateCalls[0]).to.deep.include({ temperature: 0, maxOutputTokens: 256 });
     expect(model.doGenerateCalls[0]!.tools).to.equal(undefined);

@@ -22,6 +22,8 @@ export interface StreamReply {
   readonly chunks: readonly string[];
   readonly gapMs?: number;
   readonly then?: 'end' | 'drop' | 'hang';
+  /** Holds the stream open after `after` chunks until `until` settles, e.g. until a tool has started. */
+  readonly holds?: ReadonlyArray<{ readonly after: number; readonly until: Promise<unknown> }>;
 }
 
 /**
@@ -92,7 +94,7 @@ export async function startWireServer(steps: readonly Step[]): Promise<WireServe
       }
       if (step !== undefined && 'chunks' in step) {
         const request = received.length;
-        const { chunks, gapMs = 0, then = 'end' } = step;
+        const { chunks, gapMs = 0, then = 'end', holds = [] } = step;
         res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
         res.flushHeaders();
         res.on('close', () => {
@@ -107,11 +109,16 @@ export async function startWireServer(steps: readonly Step[]): Promise<WireServe
           }
           written.push(`${request}:${i + 1}`);
           res.write(chunks[i]!);
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            write(i + 1);
-          }, gapMs);
-          timers.add(timer);
+          const next = (): void => {
+            const timer = setTimeout(() => {
+              timers.delete(timer);
+              write(i + 1);
+            }, gapMs);
+            timers.add(timer);
+          };
+          const hold = holds.find((h) => h.after === i + 1);
+          if (hold === undefined) next();
+          else void hold.until.then(next, next);
         };
         write(0);
         return;
