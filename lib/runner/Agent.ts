@@ -1,9 +1,9 @@
 // Agent: who the model is for a run (name, instructions, model), what its final
 // answer must look like, which tools it may call, how it narrows the runner's lanes
 // for its own turns, and what a failed call does to the run.
-import type * as t from 'io-ts';
 import { ConcurrencyConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { isCodec, isStandardSchema, type Schema } from '../tools/standardSchema.js';
 
 /** What a failed call does to its run. */
 export const OnToolError = {
@@ -20,8 +20,8 @@ export interface AgentOptions<O = unknown> {
   readonly model: string;
   /** The final answer is the model's text. Default: true unless `output` is given. */
   readonly freeText?: boolean;
-  /** The final answer is JSON text decoding with this codec. */
-  readonly output?: t.Decoder<unknown, O>;
+  /** The final answer is JSON text decoding with this io-ts codec or Standard Schema (zod, valibot, arktype). */
+  readonly output?: Schema<O>;
   /** Narrows the runner's lanes for this agent's turns; never widens them. A config or its options. */
   readonly concurrency?: ConcurrencyConfig | ConcurrencyOptions;
   readonly onToolError?: OnToolError;
@@ -42,7 +42,7 @@ export class Agent<O = unknown> {
   readonly instructions: string;
   readonly model: string;
   readonly freeText: boolean;
-  readonly output: t.Decoder<unknown, O> | undefined;
+  readonly output: Schema<O> | undefined;
   readonly concurrency: ConcurrencyConfig | undefined;
   readonly onToolError: OnToolError;
   readonly tools: readonly string[] | undefined;
@@ -57,8 +57,8 @@ export class Agent<O = unknown> {
     this.instructions = text(record, 'instructions', false);
     this.model = text(record, 'model', true);
     const { output, concurrency, onToolError = OnToolError.SURFACE_TO_MODEL, tools, freeText } = options;
-    if (output !== undefined && (output === null || typeof output.decode !== 'function')) {
-      throw new ConfigError('output', `Agent output must be an io-ts codec, got ${describeValue(output)}`);
+    if (output !== undefined && !isStandardSchema(output) && !isCodec(output)) {
+      throw new ConfigError('output', `Agent output must be an io-ts codec or a Standard Schema (zod, valibot, arktype), got ${describeValue(output)}`);
     }
     if (freeText !== undefined && typeof freeText !== 'boolean') {
       throw new ConfigError('freeText', `Agent freeText must be a boolean, got ${describeValue(freeText)}`);

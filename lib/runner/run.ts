@@ -9,16 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { describeFailures } from '../config/index.js';
 import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
-import { decodeArguments, type AgentRef, type NestedRunResult, type RunState } from '../tools/index.js';
+import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import type { Message, ModelResponse, RunInput, ToolCall, Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
+import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './tracing.js';
 import { turn } from './turn.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
@@ -207,7 +206,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     });
   }
 
-  finalAnswer(text: string | undefined): RunEvent {
+  // The run's final answer, decoded with the agent's output schema; a Promise when a Standard
+  // Schema checks it asynchronously (it never rejects).
+  finalAnswer(text: string | undefined): RunEvent | Promise<RunEvent> {
     const { agent } = this.plan;
     if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
     let parsed: unknown;
@@ -216,9 +217,10 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     } catch (error) {
       return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
     }
-    const decoded = agent.output.decode(parsed);
-    if (isLeft(decoded)) return failed(new RunError(`the final answer of ${agent.name} does not decode: ${describeFailures(decoded.left, 'output')}`));
-    return { type: 'RUN_COMPLETED', output: decoded.right };
+    const answer = (decoded: Checked): RunEvent =>
+      isLeft(decoded) ? failed(new RunError(`the final answer of ${agent.name} does not decode: ${decoded.left}`)) : { type: 'RUN_COMPLETED', output: decoded.right };
+    const decoded = check(agent.output, parsed, 'output');
+    return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
   }
 
   /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
@@ -257,9 +259,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     }
     const { declaration, body } = registered;
     const decoded = decodeArguments(declaration, toolCall.arguments);
-    if (isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+    const now = !(decoded instanceof Promise);
+    if (now && isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
     // Decoded a second time for the policies, only when one will see the call.
     const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
+    // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
+    if (!now || shown instanceof Promise) return new RunnerCall(callId, name, undefined, undefined, declaration, body, scope, undefined, checkedLater(decoded, shown));
     return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
   }
 
@@ -275,6 +280,14 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   mayNeedApproval(): boolean {
     const { tools } = this.parts;
     return (this.approvals ??= this.tools.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true));
+  }
+
+  // True when some tool the agent may call checks its arguments with a Standard Schema, which
+  // may answer asynchronously: a streamed turn's gate must then wait for such verdicts.
+  private checksLater: boolean | undefined = undefined;
+  mayCheckLater(): boolean {
+    const { tools } = this.parts;
+    return (this.checksLater ??= this.tools.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args)));
   }
 
   /**
@@ -293,9 +306,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     const targets: PolicyTarget[] = policed && whole ? (given as readonly RunnerCall[]).map(targetOf) : [];
     // A streamed turn's targets are added as its calls come, before the batch sees each.
     const calls = policed && !whole ? (given as Observable<RunnerCall>).pipe(tap((call) => targets.push(targetOf(call)))) : given;
-    const { gate, settle: policySettle } = policed
+    const { gate: policyGate, settle: policySettle } = policed
       ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals)
       : { gate: undefined, settle: undefined };
+    // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
+    const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : this.mayCheckLater();
+    const gate = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
     // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
     // policies, the transcript, the model's message and everything built from them see the same
     // value, and a result that has no JSON form fails its own call.

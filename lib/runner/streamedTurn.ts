@@ -1,6 +1,6 @@
 // A streamed turn: its calls handed to its batch as the model writes them, its outcomes held
 // until the response is complete, so its transcript is the whole turn's.
-import { catchError, concat, connectable, defer, EMPTY, finalize, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
+import { catchError, concat, concatMap, connectable, defer, EMPTY, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { toErrorInfo } from '../errors.js';
 import { providerFailure } from './ask.js';
@@ -95,10 +95,12 @@ function respond(run: Run, n: number, response: ModelResponse, contents: Array<s
   );
 }
 
-// The run's final event, if it has not ended already.
-function finishing(run: Run, event: RunEvent): Observable<RunEvent> {
-  return defer(() => {
-    const last = run.end(event);
+// The run's final event, if it has not ended already; a final answer whose output schema checks
+// asynchronously, once it has.
+function finishing(run: Run, event: RunEvent | Promise<RunEvent>): Observable<RunEvent> {
+  const end = (final: RunEvent): Observable<RunEvent> => {
+    const last = run.end(final);
     return last === undefined ? EMPTY : of(last);
-  });
+  };
+  return event instanceof Promise ? from(event).pipe(concatMap(end)) : defer(() => end(event));
 }

@@ -101,7 +101,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
       const { response, malformed } = answer.reply;
       subscriber.next(run.responded(n, response));
       const { toolCalls = [] } = response;
-      if (toolCalls.length === 0) return this.end(run.finalAnswer(response.text));
+      if (toolCalls.length === 0) return this.answer(run.finalAnswer(response.text));
       if (this.closed) return;
       this.contents = new Array<string | undefined>(toolCalls.length);
       this.outcomes = new Array<Outcome>(toolCalls.length);
@@ -180,6 +180,19 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     } catch (error) {
       this.subscriber.error(error);
     }
+  }
+
+  // The final answer as the run's final event: at once, or once an output schema that checks
+  // asynchronously has given its verdict (a turn left meanwhile ends nothing, as below).
+  private answer(event: RunEvent | Promise<RunEvent>): void {
+    if (!(event instanceof Promise)) return this.end(event);
+    void event.then((final) => {
+      try {
+        this.end(final);
+      } catch (error) {
+        this.subscriber.error(error);
+      }
+    });
   }
 
   // The run's final event, if it has not ended already, and the turn is over. A turn left

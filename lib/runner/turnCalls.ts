@@ -1,13 +1,14 @@
 // The calls of one turn as the runner hands them to its batch: each decoded against its tool
 // (or refused, keeping what the model sent), the context its body is handed, the JSON form its
 // result goes back in, the tool message the model reads, and the run's state as bodies see it.
-import { isLeft } from 'fp-ts/lib/Either.js';
+import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Subject } from 'rxjs';
-import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
-import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
+import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
-import { decodeArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
+import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, RunInput, ToolCall } from './model.js';
+import type { PolicyTarget } from './policies.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
 
 /**
@@ -83,6 +84,7 @@ export function recordable(delta: Delta): Delta {
 // The arguments as the policies see them: what the model sent, decoded on their own and
 // frozen, so a policy can neither change what the body gets nor see what the body did to its
 // copy. A call refused before decoding shows what the model sent (a copy, if it was an object).
+// A Standard Schema that checks asynchronously shows them once its verdict is in (a Promise).
 export function shownArguments(declaration: ResolvedDeclaration | undefined, sent: ToolCall['arguments'], rejected: boolean): unknown {
   if (rejected || declaration === undefined) {
     try {
@@ -94,7 +96,49 @@ export function shownArguments(declaration: ResolvedDeclaration | undefined, sen
     }
   }
   const decoded = decodeArguments(declaration, sent);
+  if (decoded instanceof Promise) return decoded.then((later) => (isLeft(later) ? undefined : frozenView(later.right)));
   return isLeft(decoded) ? undefined : frozenView(decoded.right);
+}
+
+/** A call's arguments checked later: the body's own, and the policies' view of them. */
+export interface CheckedLater {
+  readonly args: unknown;
+  readonly shown: unknown;
+}
+
+/**
+ * The verdict on a call's arguments that a Standard Schema gives asynchronously, with the
+ * policies' view of them (if they see the call). The Promise never rejects: a schema that throws
+ * or rejects is a ToolArgumentsError already (decodeArguments).
+ */
+export function checkedLater(decoded: DecodedArguments | Promise<DecodedArguments>, shown: unknown): Promise<Either<ToolArgumentsError, CheckedLater>> {
+  return Promise.all([decoded, shown]).then(([verdict, view]) => (isLeft(verdict) ? left(verdict.left) : right({ args: verdict.right, shown: view })));
+}
+
+type GateStepOf = (call: BatchCall, index: number) => GateVerdict | Promise<GateVerdict>;
+
+/**
+ * The gate of a turn some of whose calls have their arguments checked later: such a call waits
+ * there (in call order, holding no permit) for its verdict, and is refused with its
+ * ToolArgumentsError (never dispatched) or given its arguments, and shown to the policies of
+ * `next` with them. A call checked already goes straight to `next`. `targets` are the policies'
+ * view of the calls, by index, when there are policies.
+ */
+export function afterArguments(next: GateStepOf | undefined, targets: PolicyTarget[] | undefined): GateStepOf {
+  return (call, index) => {
+    const runnerCall = call as RunnerCall;
+    const { later } = runnerCall;
+    if (later === undefined) return next === undefined ? undefined : next(call, index);
+    return later.then((verdict) => {
+      if (isLeft(verdict)) return toErrorInfo(verdict.left);
+      const { args, shown } = verdict.right;
+      runnerCall.args = args;
+      runnerCall.shown = shown;
+      const target = targets?.[index];
+      if (target !== undefined) targets![index] = { call: { ...target.call, args: shown }, needsApproval: target.needsApproval };
+      return next === undefined ? undefined : next(call, index);
+    });
+  };
 }
 
 // A tool body's context. `signal` is an own, enumerable getter (so `{ ...ctx }` keeps it),
@@ -186,14 +230,19 @@ export class RunnerCall implements BatchCall {
   constructor(
     readonly callId: string,
     readonly tool: string,
-    /** The body's own decoded arguments; for a call refused before decoding, what the model sent. */
-    readonly args: unknown,
+    /**
+     * The body's own decoded arguments; for a call refused before decoding, what the model sent;
+     * for a call whose arguments are checked later, undefined until the gate has their verdict.
+     */
+    public args: unknown,
     readonly rejected: ErrorInfo | undefined,
     declaration: ResolvedDeclaration | undefined,
     private readonly body: ToolBody<unknown> | undefined,
     private readonly scope: TurnScope,
     /** The arguments as the policies see them (frozen, apart from the body's); undefined when no policy will. */
-    readonly shown: unknown,
+    public shown: unknown,
+    /** The verdict on the arguments, when a Standard Schema gives it asynchronously: the gate waits for it. */
+    readonly later: Promise<Either<ToolArgumentsError, CheckedLater>> | undefined = undefined,
   ) {
     this.parallelSafe = declaration?.parallelSafe;
     this.idempotent = declaration?.idempotent;

@@ -2,11 +2,12 @@
 // three separate facts about it: parallelSafe (scheduling), idempotent (what a stop
 // may claim) and needsApproval (the gate), and a lane of its own if it has one (its
 // server's). Only name, description and the argument schema are ever shown to a model provider.
-import * as t from 'io-ts';
+// The arguments are checked with an io-ts codec or with any Standard Schema (zod, valibot, arktype).
 import { ConfigError, toErrorInfo } from '../errors.js';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { jsonForm } from '../json.js';
 import type { JsonSchema } from './jsonSchema.js';
+import { describeStandard, isCodec, isStandardSchema, type Schema, type SchemaOutput, type StandardSchema } from './standardSchema.js';
 
 /**
  * A lane a tool's calls take besides the runner's (after the tool lane): `key` names it in the
@@ -19,11 +20,16 @@ export interface ToolLane {
   readonly limit: number;
 }
 
-export interface ToolDeclaration<C extends t.Decoder<unknown, unknown> | undefined = t.Decoder<unknown, unknown> | undefined> {
+export interface ToolDeclaration<C extends Schema | undefined = Schema | undefined> {
   /** 1 to 64 letters, digits, `_` or `-`: what providers accept as a tool name. */
   readonly name: string;
   readonly description?: string;
-  /** Decodes the model's arguments before dispatch; a failure is a TOOL_ERROR on that call alone. */
+  /**
+   * Checks the model's arguments before dispatch; a failure is a TOOL_ERROR on that call alone.
+   * An io-ts codec, or a Standard Schema (zod 4, valibot, arktype): the model is shown the JSON
+   * Schema the codec describes, or the one the Standard Schema's own converter gives
+   * (`~standard.jsonSchema`, zod's `toJSONSchema`); one without a converter needs `parameters`.
+   */
   readonly args?: C;
   /** false: the call runs in a phase of its own, and identical concurrent calls run one at a time. Default true. */
   readonly parallelSafe?: boolean;
@@ -41,18 +47,18 @@ export interface ToolDeclaration<C extends t.Decoder<unknown, unknown> | undefin
   readonly lane?: ToolLane;
 }
 
-/** The arguments a body receives: what the codec decodes to, or the raw JSON value without one. */
-export type ArgsOf<C> = C extends t.Decoder<unknown, infer A> ? A : unknown;
+/** The arguments a body receives: what the codec decodes to (or the schema's output), or the raw JSON value without one. */
+export type ArgsOf<C> = SchemaOutput<C>;
 
 /** A declaration with every default filled in. */
 export interface ResolvedDeclaration {
   readonly name: string;
   readonly description: string;
-  readonly args: t.Decoder<unknown, unknown> | undefined;
+  readonly args: Schema | undefined;
   readonly parallelSafe: boolean;
   readonly idempotent: boolean;
   readonly needsApproval: boolean;
-  /** The schema shown as it is, or undefined to derive it from `args`. */
+  /** The schema shown as it is (declared, or a Standard Schema's own), or undefined to derive it from an io-ts `args`. */
   readonly parameters: JsonSchema | undefined;
   readonly lane: ToolLane | undefined;
 }
@@ -71,10 +77,31 @@ function checkParameters(parameters: unknown): JsonSchema {
   } catch (error) {
     throw new ConfigError('parameters', `parameters must be a JSON Schema in plain JSON (${toErrorInfo(error).message})`);
   }
-  if (form === null || typeof form !== 'object' || Array.isArray(form) || (form as JsonSchema)['type'] !== 'object') {
+  if (!isObjectSchema(form)) {
     throw new ConfigError('parameters', `parameters must be an object JSON Schema ({ type: 'object', ... }), got ${describeValue(parameters)}`);
   }
-  return form as JsonSchema;
+  return form;
+}
+
+function isObjectSchema(form: unknown): form is JsonSchema {
+  return form !== null && typeof form === 'object' && !Array.isArray(form) && (form as JsonSchema)['type'] === 'object';
+}
+
+// What the model is shown for a Standard Schema's arguments: its converter's JSON Schema, an
+// object schema in plain JSON, without `$schema` (a provider reads the vocabulary, not its name).
+function standardParameters(name: string, args: StandardSchema): JsonSchema {
+  const fix = `give the declaration \`parameters\` (an object JSON Schema) or a schema whose library converts it (zod 4, arktype, valibot through @valibot/to-json-schema's toStandardJsonSchema)`;
+  const described = describeStandard(args);
+  if ('missing' in described) throw new ConfigError('args', `tool ${name}: the model cannot be shown its arguments: ${described.missing}; ${fix}`);
+  let form: unknown;
+  try {
+    form = jsonForm(described.schema);
+  } catch (error) {
+    throw new ConfigError('args', `tool ${name}: the JSON Schema of its args is not plain JSON (${toErrorInfo(error).message}); ${fix}`);
+  }
+  if (!isObjectSchema(form)) throw new ConfigError('args', `tool ${name}: its args must describe an object (type: 'object'), got ${describeValue(described.schema)}`);
+  const { $schema: _name, ...schema } = form;
+  return schema;
 }
 
 function checkLane(lane: unknown): ToolLane {
@@ -113,9 +140,10 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
   if (description !== undefined && typeof description !== 'string') {
     throw new ConfigError('description', `description must be a string, got ${describeValue(description)}`);
   }
-  if (args !== undefined && (args === null || typeof (args as { decode?: unknown }).decode !== 'function')) {
-    throw new ConfigError('args', `args must be an io-ts codec, got ${describeValue(args)}`);
+  if (args !== undefined && !isStandardSchema(args) && !isCodec(args)) {
+    throw new ConfigError('args', `args must be an io-ts codec or a Standard Schema (zod, valibot, arktype), got ${describeValue(args)}`);
   }
+  const declared = declaration.parameters === undefined ? undefined : checkParameters(declaration.parameters);
   return {
     name,
     description: description ?? '',
@@ -123,7 +151,7 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
     parallelSafe: flag(record, 'parallelSafe', true),
     idempotent: flag(record, 'idempotent', false),
     needsApproval: flag(record, 'needsApproval', false),
-    parameters: declaration.parameters === undefined ? undefined : checkParameters(declaration.parameters),
+    parameters: declared ?? (args !== undefined && isStandardSchema(args) ? standardParameters(name, args) : undefined),
     lane: declaration.lane === undefined ? undefined : checkLane(declaration.lane),
   };
 }

@@ -1,10 +1,10 @@
 // The runner's tools by name: each declaration (checked once, defaults filled in),
 // its body, and what a model provider is shown of it (name, description, JSON Schema).
-import type * as t from 'io-ts';
 import { ConfigError } from '../errors.js';
 import { toJsonSchema, type JsonSchema } from './jsonSchema.js';
 import { mcpServerOf, type McpClient, type McpToolsOptions } from './mcp.js';
 import { followToolList } from './mcpToolList.js';
+import { isCodec, type Schema } from './standardSchema.js';
 import type { ToolBody } from './ToolContext.js';
 import { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration } from './ToolDeclaration.js';
 
@@ -28,6 +28,7 @@ export interface RegisteredTool {
  * ```ts
  * const tools = new ToolRegistry()
  *   .register({ name: 'search', args: t.type({ q: t.string }), idempotent: true }, ({ q }) => search(q))
+ *   .register({ name: 'weather', args: z.object({ city: z.string() }) }, ({ city }) => forecast(city))
  *   .register({ name: 'booking', args: Booking, parallelSafe: false }, (booking, ctx) => book(booking, ctx.idempotencyKey));
  * ```
  */
@@ -39,7 +40,7 @@ export class ToolRegistry {
   private changes = 0;
 
   /** Adds a tool; chainable. A second tool with the same name throws ConfigError. */
-  register<C extends t.Decoder<unknown, unknown> | undefined = undefined>(declaration: ToolDeclaration<C>, body: ToolBody<ArgsOf<C>>): this {
+  register<C extends Schema | undefined = undefined>(declaration: ToolDeclaration<C>, body: ToolBody<ArgsOf<C>>): this {
     const resolved = resolveDeclaration(declaration);
     if (typeof body !== 'function') {
       throw new ConfigError('body', `the body of tool ${resolved.name} must be a function, got ${typeof body}`);
@@ -47,7 +48,7 @@ export class ToolRegistry {
     if (this.tools.has(resolved.name)) {
       throw new ConfigError('name', `a tool named ${resolved.name} is already registered`);
     }
-    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: resolved.parameters ?? toJsonSchema(resolved.args) };
+    const spec: ToolSpec = { name: resolved.name, description: resolved.description, parameters: resolved.parameters ?? toJsonSchema(isCodec(resolved.args) ? resolved.args : undefined) };
     this.tools.set(resolved.name, { declaration: resolved, body: body as ToolBody<unknown>, spec });
     this.removed.delete(resolved.name);
     this.changes++;

@@ -1,11 +1,11 @@
 // A call's arguments, as the model sent them (JSON text or an object), decoded with
-// the tool's codec. Every failure is a value, never a throw: it becomes a TOOL_ERROR
-// on that call alone and the call is never dispatched. What is decoded shares nothing
+// the tool's codec or Standard Schema. Every failure is a value, never a throw: it becomes a
+// TOOL_ERROR on that call alone and the call is never dispatched. What is decoded shares nothing
 // with what the model sent, so a body that changes its arguments changes only its own.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
-import { describeFailures } from '../config/index.js';
 import { ToolArgumentsError, toErrorInfo } from '../errors.js';
 import { ownCopy } from './plainData.js';
+import { check, type Checked } from './standardSchema.js';
 import type { ResolvedDeclaration } from './ToolDeclaration.js';
 
 function parse(tool: string, text: string): Either<ToolArgumentsError, unknown> {
@@ -29,10 +29,21 @@ function copy(tool: string, raw: unknown): Either<ToolArgumentsError, unknown> {
   }
 }
 
-/** Parses (if text) or copies (if an object) a call's arguments, and decodes them with `declaration.args`. */
-export function decodeArguments(declaration: ResolvedDeclaration, raw: unknown): Either<ToolArgumentsError, unknown> {
+/** A call's decoded arguments, or why they are refused. */
+export type DecodedArguments = Either<ToolArgumentsError, unknown>;
+
+/**
+ * Parses (if text) or copies (if an object) a call's arguments, and decodes them with
+ * `declaration.args`. The verdict is given at once, except from a Standard Schema that checks
+ * asynchronously: then it is a Promise, which never rejects.
+ */
+export function decodeArguments(declaration: ResolvedDeclaration, raw: unknown): DecodedArguments | Promise<DecodedArguments> {
   const parsed = typeof raw === 'string' ? parse(declaration.name, raw) : raw == null ? right({}) : copy(declaration.name, raw);
   if (isLeft(parsed) || declaration.args === undefined) return parsed;
-  const decoded = declaration.args.decode(parsed.right);
-  return isLeft(decoded) ? left(new ToolArgumentsError(declaration.name, describeFailures(decoded.left, 'args'))) : decoded;
+  const checked = check(declaration.args, parsed.right, 'args');
+  return checked instanceof Promise ? checked.then((later) => refusedIf(declaration.name, later)) : refusedIf(declaration.name, checked);
+}
+
+function refusedIf(tool: string, checked: Checked): DecodedArguments {
+  return isLeft(checked) ? left(new ToolArgumentsError(tool, checked.left)) : checked;
 }

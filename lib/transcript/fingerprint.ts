@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical.js';
 import type { Agent } from '../runner/index.js';
-import type { JsonSchema, ToolRegistry } from '../tools/index.js';
+import { schemaName, type JsonSchema, type ToolRegistry } from '../tools/index.js';
 import { differences, type Difference } from './differences.js';
 
 export interface FingerprintedAgent {
@@ -61,7 +61,7 @@ export function fingerprint(agent: Agent, registry: ToolRegistry): Fingerprint {
     Object.defineProperty(tools, name, { value, enumerable: true, writable: true, configurable: true });
   }
   const parts = {
-    agent: { name: agent.name, instructions: agent.instructions, model: agent.model, output: agent.output?.name ?? null },
+    agent: { name: agent.name, instructions: agent.instructions, model: agent.model, output: agent.output === undefined ? null : schemaName(agent.output) },
     tools,
   };
   return { sha256: fingerprintHash(parts), ...parts };

@@ -1,8 +1,7 @@
 // A copy of a ToolRegistry with the same declarations and other bodies: how a recorder
 // listens to each call (its deltas, whether it was dispatched) and how a replay answers
 // each call from the cassette, using only the registry's public API.
-import type * as t from 'io-ts';
-import { ToolRegistry, type ResolvedDeclaration, type ToolBody } from '../tools/index.js';
+import { ToolRegistry, type ResolvedDeclaration, type Schema, type ToolBody } from '../tools/index.js';
 
 /**
  * A new registry holding every tool of `registry`, in the same order and with the same
@@ -12,9 +11,10 @@ export function rebodied(registry: ToolRegistry, bodyOf: (declaration: ResolvedD
   const copy = new ToolRegistry();
   for (const name of registry.names) {
     const { declaration, body } = registry.get(name)!;
-    const { description, args, parallelSafe, idempotent, needsApproval } = declaration;
-    copy.register<t.Decoder<unknown, unknown> | undefined>(
-      { name, description, ...(args !== undefined ? { args } : {}), parallelSafe, idempotent, needsApproval },
+    const { description, args, parallelSafe, idempotent, needsApproval, parameters } = declaration;
+    // The parameters shown go along: a Standard Schema without a converter has no others.
+    copy.register<Schema | undefined>(
+      { name, description, ...(args !== undefined ? { args } : {}), ...(parameters !== undefined ? { parameters } : {}), parallelSafe, idempotent, needsApproval },
       bodyOf(declaration, body),
     );
   }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { isLeft, isRight } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { ConfigError } from '../../lib/errors.js';
-import { decodeArguments, resolveDeclaration, ToolRegistry } from '../../lib/tools/index.js';
+import { decodeArguments, resolveDeclaration, ToolRegistry, type DecodedArguments } from '../../lib/tools/index.js';
 
 function configError(make: () => unknown): ConfigError {
   try {
@@ -12,6 +12,13 @@ function configError(make: () => unknown): ConfigError {
     return error as ConfigError;
   }
   throw new Error('expected a ConfigError');
+}
+
+// The verdict of a codec (or a Standard Schema that checks synchronously), given at once.
+function decodedNow(...params: Parameters<typeof decodeArguments>): DecodedArguments {
+  const decoded = decodeArguments(...params);
+  if (decoded instanceof Promise) throw new Error('expected a verdict at once, got a Promise');
+  return decoded;
 }
 
 describe('ToolRegistry', () => {
@@ -31,7 +38,7 @@ describe('ToolRegistry', () => {
     { title: 'a name with spaces', declaration: { name: 'look up' }, message: 'name must be 1 to 64 letters, digits, "_" or "-", got "look up"' },
     { title: 'a non-boolean parallelSafe', declaration: { name: 'x', parallelSafe: 'no' }, message: 'parallelSafe must be a boolean, got "no"' },
     { title: 'a non-boolean idempotent', declaration: { name: 'x', idempotent: 1 }, message: 'idempotent must be a boolean, got 1' },
-    { title: 'args that are not a codec', declaration: { name: 'x', args: { q: 'string' } }, message: 'args must be an io-ts codec, got {"q":"string"}' },
+    { title: 'args that are not a codec', declaration: { name: 'x', args: { q: 'string' } }, message: 'args must be an io-ts codec or a Standard Schema (zod, valibot, arktype), got {"q":"string"}' },
     { title: 'parameters that are not an object schema', declaration: { name: 'x', parameters: { type: 'string' } }, message: 'parameters must be an object JSON Schema ({ type: \'object\', ... }), got {"type":"string"}' },
     { title: 'a lane without a key', declaration: { name: 'x', lane: { limit: 2 } }, message: 'lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got undefined' },
     { title: 'a lane keyed like one of the batch\'s own', declaration: { name: 'x', lane: { key: 'tool:y', limit: 2 } }, message: 'lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got "tool:y"' },
@@ -70,7 +77,7 @@ describe('ToolRegistry', () => {
     // A copy, frozen: changing the object given changes nothing shown.
     parameters.required.push('mode');
     expect(registry.specs()[0]!.parameters).to.deep.equal({ type: 'object', properties: { path: { type: 'string', description: 'Where' } }, required: ['path'] });
-    expect(isLeft(decodeArguments(registry.get('read')!.declaration, '[1]'))).to.equal(true);
+    expect(isLeft(decodedNow(registry.get('read')!.declaration, '[1]'))).to.equal(true);
   });
 
   it('keeps a tool\'s own lane, and none for a tool that names none', () => {
@@ -90,7 +97,7 @@ describe('decodeArguments', () => {
 
   it('decodes JSON text and objects alike', () => {
     for (const raw of ['{"q":"hotels","page":2}', { q: 'hotels', page: 2 }]) {
-      const decoded = decodeArguments(search, raw);
+      const decoded = decodedNow(search, raw);
       expect(isRight(decoded) && decoded.right).to.deep.equal({ q: 'hotels', page: 2 });
     }
   });
@@ -103,7 +110,7 @@ describe('decodeArguments', () => {
   ];
   for (const c of failing) {
     it(`refuses ${c.title} with a message naming the path, what was expected and what came`, () => {
-      const decoded = decodeArguments(search, c.raw);
+      const decoded = decodedNow(search, c.raw);
       expect(isLeft(decoded)).to.equal(true);
       if (isLeft(decoded)) {
         expect(decoded.left.name).to.equal('ToolArgumentsError');
@@ -113,7 +120,7 @@ describe('decodeArguments', () => {
   }
 
   it('reads an empty string as no arguments', () => {
-    const decoded = decodeArguments(resolveDeclaration({ name: 'ping' }), '');
+    const decoded = decodedNow(resolveDeclaration({ name: 'ping' }), '');
     expect(isRight(decoded) && decoded.right).to.deep.equal({});
   });
 });
