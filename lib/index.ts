@@ -110,6 +110,7 @@ export {
   retryAfterMs,
   retryDelay,
   retryPolicy,
+  retryableFlag,
   toChatCompletionRequest,
   toMessagesRequest,
   type AnthropicBlock,
