@@ -157,18 +157,12 @@ function malformedCall(entry: unknown, i: number): { readonly call: ToolCall; re
 export const replyKeys = 'text, toolCalls, usage or finishReason';
 
 // The first key of a reply that the contract does not know (`content`, `tool_calls`: another
-// wire's shape), or undefined. A switch over a for-in: no array made for a reply that is right.
+// wire's shape), or undefined. Own enumerable keys, as the reply's JSON would have them.
 function unknownReplyKey(raw: object): string | undefined {
-  for (const key in raw) {
-    switch (key) {
-      case 'text':
-      case 'toolCalls':
-      case 'usage':
-      case 'finishReason':
-        continue;
-      default:
-        return key;
-    }
+  const keys = Object.keys(raw);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (key !== 'text' && key !== 'toolCalls' && key !== 'usage' && key !== 'finishReason') return key;
   }
   return undefined;
 }
