@@ -134,6 +134,7 @@ export {
   sseHandler,
   toAsyncIterable,
   toUIMessageStream,
+  toUIMessageReadableStream,
   uiMessageStreamHandler,
   uiMessageStreamResponse,
   type ClientFollow,
