@@ -11,6 +11,7 @@ export {
   type UIMessageChunk,
   type UIMessageStreamOptions,
 } from './toUIMessageStream.js';
+export { toUIMessageReadableStream } from './toUIMessageReadableStream.js';
 export {
   uiMessageStreamHandler,
   uiMessageStreamResponse,

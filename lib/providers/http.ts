@@ -1,4 +1,5 @@
-// The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429 and 5xx with
+// The one HTTP step both wire adapters share: POST JSON over `fetch`, retry 429, 5xx and failures
+// to connect (unless the failure says `retryable: false` or `isRetryable: false`) with
 // bounded exponential backoff and jitter (a Retry-After wins, up to a cap), stop at once on
 // abort, and scrub the API key out of anything that becomes an error. The reply is read whole
 // (postJson), or handed over unread for a streamed reply (postForStream).
@@ -123,6 +124,25 @@ export interface JsonPost {
 
 const isRetryable = (status: number): boolean => status === 429 || status >= 500;
 
+/**
+ * What an error says of retrying it, when it says: its own `retryable` boolean (the name this
+ * library's errors use), else its own `isRetryable` boolean (the AI SDK's `APICallError`, and
+ * errors shaped after it); undefined when it has neither. Only own data properties are read, so
+ * no getter runs, and reading never throws.
+ */
+export function retryableFlag(error: unknown): boolean | undefined {
+  if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return undefined;
+  try {
+    for (const key of ['retryable', 'isRetryable']) {
+      const descriptor = Object.getOwnPropertyDescriptor(error, key);
+      if (descriptor !== undefined && 'value' in descriptor && typeof descriptor.value === 'boolean') return descriptor.value;
+    }
+  } catch {
+    // A Proxy whose traps throw says nothing.
+  }
+  return undefined;
+}
+
 /** The longest stretch of a vendor's error text kept in a message. */
 const DETAIL_CHARS = 300;
 
@@ -200,10 +220,12 @@ async function attempts(post: JsonPost, streamed: boolean): Promise<unknown> {
         text = await response.text();
       }
     } catch (error) {
-      if (attempt >= retry.attempts) {
+      // A failure that says it would fail the same way again (`retryable: false`) is not retried.
+      const flag = retryableFlag(error);
+      if (attempt >= retry.attempts || (flag === false && !clock.expired)) {
         throw clock.expired
           ? new ProviderTimeoutError(provider, clock.seconds, attempt)
-          : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt, { isRetryable: true });
+          : new ProviderHttpError(provider, undefined, undefined, scrub(causeOf(error)), attempt, { isRetryable: flag ?? true });
       }
       await retry.sleep(retryDelay(attempt, undefined, retry), signal);
       continue;

@@ -4,7 +4,7 @@
 // provider interface itself.
 import { isLeft, isRight, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import { describeFailures } from '../config/index.js';
+import { describeFailures, describeValue } from '../config/index.js';
 import type { Observable } from 'rxjs';
 import type { ToolSpec } from '../tools/index.js';
 import type { Message, ToolCall } from '../conversation.js';
@@ -154,23 +154,48 @@ function malformedCall(entry: unknown, i: number): { readonly call: ToolCall; re
   };
 }
 
+/** The keys a whole reply may have, for the message that refuses another. */
+export const replyKeys = 'text, toolCalls, usage or finishReason';
+
+// The first key of a reply that the contract does not know (`content`, `tool_calls`: another
+// wire's shape), or undefined. Own enumerable keys, as the reply's JSON would have them.
+function unknownReplyKey(raw: object): string | undefined {
+  const keys = Object.keys(raw);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (key !== 'text' && key !== 'toolCalls' && key !== 'usage' && key !== 'finishReason') return key;
+  }
+  return undefined;
+}
+
 /**
- * Decodes a provider's reply. A reply that is not an object, or whose text, call list, usage
- * or finish reason has the wrong type, is refused whole (Left, with what was wrong). A single
- * malformed call is kept, with a stand-in id or name if it lacks one, and listed in
- * `malformed`, so that it fails alone and its siblings still run.
+ * Decodes a provider's reply. A reply that is not an object, that has a key the contract does
+ * not know (`content`, `tool_calls`: another wire's shape), that says nothing (neither `text`,
+ * `toolCalls` nor a `finishReason` saying why there are neither: `{}`), or whose text, call
+ * list, usage or finish reason has the wrong type, is refused whole (Left, with what came and
+ * what was expected). `{ text: '' }` is an answer. A single malformed call is kept, with a
+ * stand-in id or name if it lacks one, and listed in `malformed`, so that it fails alone and
+ * its siblings still run.
  */
 export function decodeModelResponse(raw: unknown): Either<string, DecodedResponse> {
   let text: unknown;
   let toolCalls: unknown;
   let usage: unknown;
   let finishReason: unknown;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    return left(`response: expected an object with ${replyKeys}, got ${describeValue(raw)}`);
+  }
+  const unknownKey = unknownReplyKey(raw);
+  if (unknownKey !== undefined) {
+    return left(`response.${unknownKey}: not a key of a reply (expected ${replyKeys}), got ${describeValue(raw)}`);
+  }
   // The common reply checked by hand (exactly what the codec accepts, without its allocations);
   // the codec decides anything else and words the error.
-  const isRecord = raw !== null && typeof raw === 'object' && !Array.isArray(raw);
-  if (isRecord) ({ text, toolCalls, usage, finishReason } = raw as Record<string, unknown>);
+  ({ text, toolCalls, usage, finishReason } = raw as Record<string, unknown>);
+  if (text == null && toolCalls == null && finishReason == null) {
+    return left(`response: expected text or toolCalls (or a finishReason saying why there are neither), got ${describeValue(raw)}`);
+  }
   if (
-    !isRecord ||
     !(text == null || typeof text === 'string') ||
     !(toolCalls == null || Array.isArray(toolCalls)) ||
     !(usage == null || isUsage(usage)) ||

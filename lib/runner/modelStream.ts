@@ -21,6 +21,21 @@ export class StreamPartError extends TypeError {
 
 const partTypes = 'text-delta, tool-call, usage, finish or response';
 
+// The keys each type of part has, besides `type`.
+const partKeys: Readonly<Record<string, readonly string[]>> = {
+  'text-delta': ['delta'],
+  'tool-call': ['id', 'name', 'arguments'],
+  usage: ['inputTokens', 'outputTokens'],
+  finish: ['finishReason'],
+};
+
+// The first key of a part that its type does not have (`textDelta`, `toolCallId`: another
+// library's part), or undefined.
+function unknownPartKey(part: object, keys: readonly string[]): string | undefined {
+  for (const key in part) if (key !== 'type' && !keys.includes(key)) return key;
+  return undefined;
+}
+
 /**
  * A streamed turn, part by part. `read` each part as it comes: it returns the tool call the part
  * completes (malformed ones kept, with what was wrong in `problemAt`), and throws a
@@ -52,6 +67,12 @@ export class WrittenTurn {
     const n = ++this.parts;
     if (!isStreamPart(raw)) throw new StreamPartError(`stream part ${n}: expected a part (an object with type ${partTypes}), got ${describeValue(raw)}`);
     const part = raw as { readonly type: string } & Record<string, unknown>;
+    const keys = Object.hasOwn(partKeys, part.type) ? partKeys[part.type] : undefined;
+    if (keys === undefined) throw new StreamPartError(`stream part ${n}: unknown type ${describeValue(part.type)}; expected ${partTypes}`);
+    const unknownKey = unknownPartKey(part, keys);
+    if (unknownKey !== undefined) {
+      throw new StreamPartError(`stream part ${n} (${part.type}).${unknownKey}: not a key of a ${part.type} part (expected ${['type', ...keys].join(', ')}), got ${describeValue(raw)}`);
+    }
     switch (part.type) {
       case 'text-delta': {
         const { delta } = part;

@@ -139,7 +139,7 @@ function pageLines(): string[] {
 }
 
 describe('docs/embedding.md', () => {
-  let testScheduler: TestScheduler;
+  let testScheduler!: TestScheduler;   // made before each test
   beforeEach(() => {
     testScheduler = new TestScheduler((actual, expected) => {
       expect(actual).to.deep.equal(expected);

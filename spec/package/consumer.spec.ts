@@ -4,7 +4,10 @@
 // used as the docs say: the getting-started program compiled under `nodenext` and `bundler`
 // with skipLibCheck off and run, `require` from CommonJS (plain and compiled TypeScript), and the
 // marble test of docs/testing.md in virtual time, with the project's own rxjs and with a second
-// copy beside the library's. One install serves every check; the folder is removed at the end.
+// copy beside the library's; the `agent-lanes/ai-sdk` entry compiled and run with the AI SDK's
+// mock model; and every ```ts block of the README and docs/ (as spec/docs/snippets.spec.ts reads
+// them) compiled against the installed package. One install serves every check; the folder is
+// removed at the end.
 import { execFile } from 'node:child_process';
 import { access, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -12,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { blockGlobals, docPages, libraryOf, whereIn } from '../docs/compileBlocks.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Top-level entries of the checkout a fresh clone would not have. */
@@ -105,7 +109,9 @@ describe('the packed package, installed into a fresh project', function () {
   let installed: string;
   let pkg: Manifest;
   // The compilers' verdicts, run side by side once the projects are written.
-  let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16', Promise<Ran>>;
+  let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16' | 'docs' | 'aiSdk', Promise<Ran>>;
+  // The docs' pages as modules, by file name, to name a failing block's page and line.
+  let pages: ReadonlyMap<string, import('../docs/pageProgram.js').PageModule>;
 
   before(async function () {
     temp = await mkdtemp(join(tmpdir(), 'agent-lanes-consumer-'));
@@ -123,7 +129,11 @@ describe('the packed package, installed into a fresh project', function () {
     await mkdir(app);
     await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     try {
-      await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20'], app, {
+      // The optional peers and packages the docs' blocks import, at the ranges this checkout tests with.
+      const dev = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+      const docsPackages = ['ai', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/google', '@modelcontextprotocol/sdk', '@opentelemetry/api', 'redis', 'chai', '@types/chai'].map((name) => `${name}@${dev.devDependencies[name]}`);
+      // The AI SDK's own declarations read JSON Schema's types (@types/json-schema) and the DOM's `HeadersInit`.
+      await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20', '@types/json-schema@^7', ...docsPackages], app, {
         env: npmEnv,
         timeoutMs: 240_000,
       });
@@ -148,9 +158,35 @@ describe('the packed package, installed into a fresh project', function () {
       'const it = (title: string, body: () => void): void => { body(); console.log(`ok - ${title}`); };',
     ].join('\n');
     await writeFile(join(esm, 'marble.ts'), `${runner}\n${codeAfter(testing, '## Marble-testing your own tools against the lanes', 'docs/testing.md')}\n`);
+    const strict = { target: 'ES2022', strict: true, skipLibCheck: false, types: ['node'], lib: ['ES2022'] };
+    // The AI SDK entry, with the SDK's own mock model, in a project of its own: the SDK's
+    // declarations need the DOM's types, which the other programs here do without.
+    const aiSdk = join(app, 'aisdk');
+    await mkdir(aiSdk);
+    await writeFile(
+      join(aiSdk, 'main.ts'),
+      [
+        "import { MockLanguageModelV3 } from 'ai/test';",
+        "import { Agent, AgentRunner, ToolRegistry } from 'agent-lanes';",
+        "import { aiSdkProvider, type AiSdkProviderOptions } from 'agent-lanes/ai-sdk';",
+        'const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };',
+        "const model = new MockLanguageModelV3({ doGenerate: async () => ({ content: [{ type: 'text', text: 'hello through the AI SDK' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) });",
+        'const options: AiSdkProviderOptions = { stream: false };',
+        'const runner = new AgentRunner({ provider: aiSdkProvider(model, options), tools: new ToolRegistry() });',
+        "const result = await runner.run(new Agent({ name: 'planner', instructions: 'Greet.', model: 'mock' }), 'hi');",
+        'console.log(result.status, result.output);',
+      ].join('\n'),
+    );
+    await writeFile(join(aiSdk, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, lib: ['ES2022', 'DOM'], module: 'nodenext', moduleResolution: 'nodenext' }, include: ['*.ts'] }));
+    // The docs' blocks, a module per page, with the names they may use unintroduced.
+    const docs = join(app, 'docs');
+    await mkdir(docs);
+    pages = docPages(installed, libraryOf(ROOT).names).pages;
+    for (const [name, page] of pages) await writeFile(join(docs, name), page.text);
+    await writeFile(join(docs, 'context.d.ts'), blockGlobals(ROOT));
+    await writeFile(join(docs, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', strict: true, skipLibCheck: true, types: ['node'], lib: ['ES2022'], module: 'nodenext', moduleResolution: 'nodenext', noEmit: true }, include: ['*.ts'] }));
     // A library error, thrown to read its stack with source maps on.
     await writeFile(join(esm, 'stack.ts'), "import { ConcurrencyConfig } from 'agent-lanes';\ntry {\n  new ConcurrencyConfig({ maxConcurrentTools: 0 });\n} catch (error) {\n  console.log((error as Error).stack);\n}\n");
-    const strict = { target: 'ES2022', strict: true, skipLibCheck: false, types: ['node'], lib: ['ES2022'] };
     await writeFile(join(esm, 'tsconfig.bundler.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'preserve', moduleResolution: 'bundler', noEmit: true }, include: ['*.ts'] }));
 
     // CommonJS: plain require, and TypeScript compiled to CommonJS.
@@ -181,6 +217,8 @@ describe('the packed package, installed into a fresh project', function () {
       nodenext: settled(tsc(join(app, 'tsconfig.json'))),
       bundler: settled(tsc(join(esm, 'tsconfig.bundler.json'))),
       cjsNode16: settled(tsc(join(cjs, 'tsconfig.node16.json'))),
+      docs: settled(tsc(join(docs, 'tsconfig.json'))),
+      aiSdk: settled(tsc(join(aiSdk, 'tsconfig.json'))),
     };
     await Promise.allSettled(Object.values(compiled));
   });
@@ -259,6 +297,26 @@ describe('the packed package, installed into a fresh project', function () {
     const documented = /\/\/ (.*)\s*$/.exec(program)![1];
     const { stdout } = await node(['check.js'], join(app, 'esm'));
     expect(stdout.trim()).to.equal(documented);
+  });
+
+  it('runs the agent-lanes/ai-sdk entry with the AI SDK\'s mock model, compiled under nodenext with skipLibCheck off', async () => {
+    await compiled.aiSdk;
+    expect((await node(['main.js'], join(app, 'aisdk'))).stdout.trim()).to.equal('completed hello through the AI SDK');
+  });
+
+  it('compiles every ```ts block of the README and docs/ against the installed package', async () => {
+    expect(pages.size).to.be.above(5);
+    const error = await compiled.docs.then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    // tsc prints `docs_streaming_md.ts(88,5): error TS...`: named back as the page and line.
+    const problems = [...(error?.message ?? '').matchAll(/^(\S+\.ts)\((\d+),\d+\): (error .*)$/gm)].map(([, file, line, message]) => {
+      const page = pages.get(file!);
+      return `${page === undefined ? file : whereIn(page, Number(line) - 1)}: ${message}`;
+    });
+    expect(problems).to.deep.equal([]);
+    expect(error, error?.message).to.equal(undefined);
   });
 
   it('is required from CommonJS, plain and as TypeScript compiled under nodenext', async () => {
