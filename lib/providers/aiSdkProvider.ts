@@ -22,7 +22,7 @@ import { Observable } from 'rxjs';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import type { FinishReason, ModelProvider, ModelRequest, ModelResponse, ModelStreamPart, ToolCall, Usage } from '../runner/index.js';
-export { fromModelMessages, fromUIMessages, type AiSdkPartLike, type ModelMessageLike, type UIMessageLike } from './aiSdkMessages.js';
+export { fromModelMessages, fromUIMessages, UNKNOWN_OUTCOME, type AiSdkPartLike, type FromUIMessagesOptions, type ModelMessageLike, type UIMessageLike } from './aiSdkMessages.js';
 
 /** The call options the adapter sends besides the prompt, the tools and the signal. */
 export type AiSdkCallOptions = Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'toolChoice' | 'abortSignal'>;
