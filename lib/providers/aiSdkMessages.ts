@@ -26,6 +26,23 @@ export interface ModelMessageLike {
 
 type Fields = Readonly<Record<string, unknown>>;
 
+/** How `fromUIMessages` reads a conversation. */
+export interface FromUIMessagesOptions {
+  /** What the whole value is called in errors. Default `'messages'`. */
+  readonly root?: string;
+  /**
+   * A tool part still without its outcome (`input-streaming`, `input-available`, an approval not
+   * yet settled: the reply was cut off, say by the user's stop button, before its result came).
+   * `'refuse'` (the default): a ConfigError naming the part. `'unknown'`: the call goes on with a
+   * tool message marked an error saying its outcome is unknown and its side effect may have
+   * landed, so the chat can go on and the model is not told a result it never had.
+   */
+  readonly incompleteCalls?: 'refuse' | 'unknown';
+}
+
+/** The tool message of a call whose outcome never reached the conversation. */
+export const UNKNOWN_OUTCOME = 'the outcome of this call is not in the conversation (the reply was cut off before it came). The side effect may have landed';
+
 function refused(path: string, expected: string, actual: unknown): ConfigError {
   return new ConfigError(path, `${path}: expected ${expected}, got ${describeValue(actual)}`);
 }
@@ -82,8 +99,8 @@ class Step {
   }
 }
 
-// A UI tool part's outcome as a tool message; a call still without one is refused.
-function uiOutcome(part: Fields, toolCallId: string, path: string): Message {
+// A UI tool part's outcome as a tool message; a call still without one is refused, or said to be unknown.
+function uiOutcome(part: Fields, toolCallId: string, path: string, incomplete: 'refuse' | 'unknown'): Message {
   switch (part.state) {
     case 'output-available':
       return { role: 'tool', toolCallId, content: jsonText(part.output) };
@@ -95,7 +112,8 @@ function uiOutcome(part: Fields, toolCallId: string, path: string): Message {
       return { role: 'tool', toolCallId, content: `the call was not approved${reason}`, isError: true };
     }
     default:
-      throw refused(`${path}.state`, '"output-available", "output-error" or "output-denied" (a call in the history needs its outcome)', part.state);
+      if (incomplete === 'unknown' && typeof part.state === 'string') return { role: 'tool', toolCallId, content: UNKNOWN_OUTCOME, isError: true };
+      throw refused(`${path}.state`, '"output-available", "output-error" or "output-denied" (a call in the history needs its outcome; incompleteCalls: \'unknown\' sends it on as unknown)', part.state);
   }
 }
 
@@ -111,8 +129,8 @@ function uiOutcome(part: Fields, toolCallId: string, path: string): Message {
  *
  * Refused, with a ConfigError naming the place (`messages[2].parts[1].state`) and what was
  * expected there: a system message (the agent's instructions are the system prompt), a file
- * part (conversations are text), a call still without its outcome. The order of the result
- * (calls answered, the user's message last) is checked by the run.
+ * part (conversations are text), a call still without its outcome (unless `incompleteCalls` is
+ * `'unknown'`). The order of the result (calls answered, the user's message last) is checked by the run.
  *
  * ## Example
  * ```ts
@@ -121,7 +139,9 @@ function uiOutcome(part: Fields, toolCallId: string, path: string): Message {
  * ```
  */
 // Generic, so a message written out in place (with its parts' own fields) is not an excess-property error.
-export function fromUIMessages<M extends UIMessageLike>(messages: readonly M[], root = 'messages'): Message[] {
+export function fromUIMessages<M extends UIMessageLike>(messages: readonly M[], options: FromUIMessagesOptions = {}): Message[] {
+  const { root = 'messages', incompleteCalls = 'refuse' } = options;
+  if (incompleteCalls !== 'refuse' && incompleteCalls !== 'unknown') throw refused('incompleteCalls', '"refuse" or "unknown"', incompleteCalls);
   if (!Array.isArray(messages)) throw refused(root, 'an array of UI messages', messages);
   const out: Message[] = [];
   messages.forEach((raw: unknown, i) => {
@@ -158,7 +178,7 @@ export function fromUIMessages<M extends UIMessageLike>(messages: readonly M[], 
         const name = type === 'dynamic-tool' ? text(part, 'toolName', at) : type.slice('tool-'.length);
         const id = text(part, 'toolCallId', at);
         step.calls.push({ id, name, arguments: callInput(part.input, `${at}.input`) });
-        step.outcomes.push(uiOutcome(part, id, at));
+        step.outcomes.push(uiOutcome(part, id, at, incompleteCalls));
         return;
       }
       if (typeof type === 'string' && unsent(type)) return;
@@ -222,7 +242,8 @@ function modelOutcome(part: Fields, toolCallId: string, path: string): Message {
  * await runner.run(agent, fromModelMessages(history));
  * ```
  */
-export function fromModelMessages<M extends ModelMessageLike>(messages: readonly M[], root = 'messages'): Message[] {
+export function fromModelMessages<M extends ModelMessageLike>(messages: readonly M[], options: { readonly root?: string } = {}): Message[] {
+  const { root = 'messages' } = options;
   if (!Array.isArray(messages)) throw refused(root, 'an array of model messages', messages);
   const out: Message[] = [];
   messages.forEach((raw: unknown, i) => {

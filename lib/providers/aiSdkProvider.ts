@@ -28,7 +28,7 @@ export {
   type AiSdkUsage,
 } from './aiSdkModel.js';
 export { fromAiSdkError } from './aiSdkErrors.js';
-export { fromModelMessages, fromUIMessages, type AiSdkPartLike, type ModelMessageLike, type UIMessageLike } from './aiSdkMessages.js';
+export { fromModelMessages, fromUIMessages, UNKNOWN_OUTCOME, type AiSdkPartLike, type FromUIMessagesOptions, type ModelMessageLike, type UIMessageLike } from './aiSdkMessages.js';
 
 /** The call options the adapter sends besides the prompt, the tools and the signal. */
 export type AiSdkCallOptions = Omit<AiSdkModelCallOptions, 'prompt' | 'tools' | 'toolChoice' | 'abortSignal'>;

@@ -155,7 +155,7 @@ function malformedCall(entry: unknown, i: number): { readonly call: ToolCall; re
 }
 
 /** The keys a whole reply may have, for the message that refuses another. */
-export const replyKeys = 'text, toolCalls, usage or finishReason';
+export const replyKeys = 'text, toolCalls, usage, finishReason or response';
 
 // The first key of a reply that the contract does not know (`content`, `tool_calls`: another
 // wire's shape), or undefined. Own enumerable keys, as the reply's JSON would have them.
@@ -163,7 +163,7 @@ function unknownReplyKey(raw: object): string | undefined {
   const keys = Object.keys(raw);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
-    if (key !== 'text' && key !== 'toolCalls' && key !== 'usage' && key !== 'finishReason') return key;
+    if (key !== 'text' && key !== 'toolCalls' && key !== 'usage' && key !== 'finishReason' && key !== 'response') return key;
   }
   return undefined;
 }

@@ -27,6 +27,7 @@ const partKeys: Readonly<Record<string, readonly string[]>> = {
   'tool-call': ['id', 'name', 'arguments'],
   usage: ['inputTokens', 'outputTokens'],
   finish: ['finishReason'],
+  response: ['id', 'model'],
 };
 
 // The first key of a part that its type does not have (`textDelta`, `toolCallId`: another

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { ConfigError, uiMessageStreamHandler, type Message, type ModelRequest } from '../../lib/index.js';
-import { fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
+import { fromUIMessages, UNKNOWN_OUTCOME } from '../../lib/providers/aiSdkProvider.js';
 import { fixture, planner, serve, threeLookups, type TestServer } from './runs.js';
 
 const readBody = async (request: IncomingMessage): Promise<{ messages: UIMessage[] }> => {
@@ -66,6 +66,59 @@ describe('a chat through the UI message stream handler', () => {
     expect(provider.requests[2]!.messages).to.deep.equal([...firstTurn, { role: 'user', content: 'Which is cheaper?' }]);
     expect(provider.requests[3]!.messages).to.deep.equal([...firstTurn, ...secondTurn, { role: 'user', content: 'How many questions did I ask?' }]);
     expect(third.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).to.deep.equal(['You asked 3 questions.']);
+  });
+
+  it('goes on after the user stopped a reply mid-call: the cut-off call reaches the model as unknown', async () => {
+    const { runner, provider, started } = fixture([
+      { toolCalls: [{ id: 'w2', name: 'wait_booking', arguments: '{}' }] },
+      (request: ModelRequest) => ({ text: `The booking is ${request.messages.some((m) => m.content === UNKNOWN_OUTCOME) ? 'unknown' : 'known'}.` }),
+    ]);
+    const endings: string[] = [];
+    let bothEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (bothEnded = resolve));
+    server = await serve(
+      uiMessageStreamHandler(
+        async (request, signal) => runner.run$(planner, fromUIMessages((await readBody(request)).messages, { incompleteCalls: 'unknown' }), { signal }),
+        {
+          onEnd: (ending) => {
+            endings.push(ending.clientLeft ? 'client left' : 'ended');
+            if (endings.length === 2) bothEnded();
+          },
+        },
+      ),
+    );
+    const transport = new DefaultChatTransport<UIMessage>({ api: `${server.url}/api/chat` });
+    const chat: UIMessage[] = [said('u0', 'Book Lisbon.')];
+    // The user presses stop once the booking call shows: the reply is cut off before its outcome.
+    const stop = new AbortController();
+    const stream = await transport.sendMessages({ trigger: 'submit-message', chatId: 'chat-2', messageId: undefined, messages: chat, abortSignal: stop.signal });
+    let partial: UIMessage | undefined;
+    try {
+      for await (const snapshot of readUIMessageStream({ stream })) {
+        partial = snapshot;
+        if (snapshot.parts.some((p) => p.type === 'tool-wait_booking')) {
+          await started(1);
+          stop.abort();
+        }
+      }
+    } catch {
+      // The reader ends with the abort, as useChat's does.
+    }
+    expect(partial!.parts.filter((p) => p.type === 'tool-wait_booking').map((p) => (p as { state: string }).state)).to.deep.equal(['input-available']);
+    chat.push(partial!, said('u1', 'Did it book?'));
+    const next = await transport.sendMessages({ trigger: 'submit-message', chatId: 'chat-2', messageId: undefined, messages: chat, abortSignal: undefined });
+    let reply: UIMessage | undefined;
+    for await (const snapshot of readUIMessageStream({ stream: next })) reply = snapshot;
+
+    expect(provider.requests[1]!.messages).to.deep.equal([
+      { role: 'user', content: 'Book Lisbon.' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'w2', name: 'wait_booking', arguments: {} }] },
+      { role: 'tool', toolCallId: 'w2', content: UNKNOWN_OUTCOME, isError: true },
+      { role: 'user', content: 'Did it book?' },
+    ]);
+    expect(reply!.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).to.deep.equal(['The booking is unknown.']);
+    await ended;
+    expect([...endings].sort()).to.deep.equal(['client left', 'ended']);
   });
 
   it('answers a conversation that does not end with the user\'s message with a 500, runs nothing, and tells onEnd the place', async () => {

@@ -7,7 +7,7 @@ import { convertToModelMessages, type ModelMessage, type UIMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type Message } from '../../lib/index.js';
-import { aiSdkProvider, fromModelMessages, fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
+import { aiSdkProvider, fromModelMessages, fromUIMessages, UNKNOWN_OUTCOME } from '../../lib/providers/aiSdkProvider.js';
 
 /** A chat as useChat holds it: a question answered with two lookups (one failed) and a text, then the next question. */
 const chat: UIMessage[] = [
@@ -85,6 +85,37 @@ describe('the AI SDK conversations as input', () => {
       { role: 'assistant', content: 'Faro from 90.' },
       { role: 'user', content: 'thanks' },
     ]);
+  });
+
+  it('sends a call cut off before its outcome on as unknown when asked, so a stopped chat can go on', () => {
+    const stopped: UIMessage[] = [
+      chat[0]!,
+      {
+        id: 'a1',
+        role: 'assistant',
+        parts: [
+          { type: 'step-start' },
+          { type: 'tool-lookup', toolCallId: 'c1', state: 'output-available', input: { city: 'Lisbon' }, output: 122 },
+          { type: 'tool-book', toolCallId: 'c2', state: 'input-available', input: { city: 'Lisbon' } },
+        ],
+      },
+      { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'Did it book?' }] },
+    ];
+    expect(refusal(() => fromUIMessages(stopped)).field).to.equal('messages[1].parts[2].state');
+    expect(fromUIMessages(stopped, { incompleteCalls: 'unknown' }).slice(1)).to.deep.equal([
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [
+          { id: 'c1', name: 'lookup', arguments: { city: 'Lisbon' } },
+          { id: 'c2', name: 'book', arguments: { city: 'Lisbon' } },
+        ],
+      },
+      { role: 'tool', toolCallId: 'c1', content: '122' },
+      { role: 'tool', toolCallId: 'c2', content: UNKNOWN_OUTCOME, isError: true },
+      { role: 'user', content: 'Did it book?' },
+    ]);
+    expect(UNKNOWN_OUTCOME).to.contain('The side effect may have landed');
   });
 
   it('reads every tool result output of a ModelMessage, errors and denials marked', () => {
@@ -173,7 +204,7 @@ describe('the AI SDK conversations as input', () => {
         title: 'a call still without its outcome',
         read: () => fromUIMessages([chat[0]!, { id: 'a', role: 'assistant', parts: [{ type: 'tool-lookup', toolCallId: 'c1', state: 'input-available', input: {} }] }]),
         field: 'messages[1].parts[0].state',
-        says: '(a call in the history needs its outcome), got "input-available"',
+        says: '(a call in the history needs its outcome; incompleteCalls: \'unknown\' sends it on as unknown), got "input-available"',
       },
       {
         title: 'a UI message without parts',

@@ -19,11 +19,11 @@ const whole = {
 
 describe('a reply in another shape than the contract', () => {
   const cases: ReadonlyArray<{ readonly title: string; readonly reply: unknown; readonly says: string }> = [
-    { title: '{ content } (another wire\'s text)', reply: { content: 'hi' }, says: 'response.content: not a key of a reply (expected text, toolCalls, usage or finishReason), got {"content":"hi"}' },
-    { title: '{ tool_calls } beside a text', reply: { text: 'hi', tool_calls: [{ id: 'c1' }] }, says: 'response.tool_calls: not a key of a reply (expected text, toolCalls, usage or finishReason)' },
+    { title: '{ content } (another wire\'s text)', reply: { content: 'hi' }, says: 'response.content: not a key of a reply (expected text, toolCalls, usage, finishReason or response), got {"content":"hi"}' },
+    { title: '{ tool_calls } beside a text', reply: { text: 'hi', tool_calls: [{ id: 'c1' }] }, says: 'response.tool_calls: not a key of a reply (expected text, toolCalls, usage, finishReason or response)' },
     { title: '{ choices } (a whole chat completion)', reply: { choices: [{ message: { content: 'hi' } }] }, says: 'response.choices: not a key of a reply' },
-    { title: 'null', reply: null, says: 'response: expected an object with text, toolCalls, usage or finishReason, got null' },
-    { title: 'a string', reply: 'hi', says: 'response: expected an object with text, toolCalls, usage or finishReason, got "hi"' },
+    { title: 'null', reply: null, says: 'response: expected an object with text, toolCalls, usage, finishReason or response, got null' },
+    { title: 'a string', reply: 'hi', says: 'response: expected an object with text, toolCalls, usage, finishReason or response, got "hi"' },
     { title: '{} (nothing said)', reply: {}, says: 'response: expected text or toolCalls (or a finishReason saying why there are neither), got {}' },
     { title: 'usage alone', reply: { usage: { inputTokens: 5, outputTokens: 0 } }, says: 'response: expected text or toolCalls' },
   ];

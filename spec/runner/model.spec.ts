@@ -56,11 +56,11 @@ describe('decodeModelResponse', () => {
 
 describe('a reply in another shape than the contract', () => {
   const refusals: ReadonlyArray<{ readonly title: string; readonly raw: unknown; readonly says: RegExp }> = [
-    { title: 'null', raw: null, says: /^response: expected an object with text, toolCalls, usage or finishReason, got null$/ },
-    { title: 'a string', raw: 'hi', says: /^response: expected an object with text, toolCalls, usage or finishReason, got "hi"$/ },
+    { title: 'null', raw: null, says: /^response: expected an object with text, toolCalls, usage, finishReason or response, got null$/ },
+    { title: 'a string', raw: 'hi', says: /^response: expected an object with text, toolCalls, usage, finishReason or response, got "hi"$/ },
     { title: 'an array', raw: [{ text: 'hi' }], says: /^response: expected an object .*, got \[\{"text":"hi"\}\]$/ },
     { title: 'a number', raw: 42, says: /got 42$/ },
-    { title: 'another wire\'s text ({ content })', raw: { content: 'hi' }, says: /^response\.content: not a key of a reply \(expected text, toolCalls, usage or finishReason\), got \{"content":"hi"\}$/ },
+    { title: 'another wire\'s text ({ content })', raw: { content: 'hi' }, says: /^response\.content: not a key of a reply \(expected text, toolCalls, usage, finishReason or response\), got \{"content":"hi"\}$/ },
     { title: 'another wire\'s calls beside a text ({ text, tool_calls })', raw: { text: '', tool_calls: [] }, says: /^response\.tool_calls: not a key of a reply/ },
     { title: 'a misspelt key ({ toolcalls })', raw: { toolcalls: [] }, says: /^response\.toolcalls: not a key/ },
     { title: 'an empty object', raw: {}, says: /^response: expected text or toolCalls \(or a finishReason saying why there are neither\), got \{\}$/ },
