@@ -70,7 +70,7 @@ describe('a streamed part in another shape than the contract', () => {
     { title: 'a call in another library\'s shape (toolCallId, toolName, input)', parts: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'search', input: '{}' }], says: 'stream part 1 (tool-call).toolCallId: not a key of a tool-call part (expected type, id, name, arguments)' },
     { title: 'usage under another name (promptTokens)', parts: [{ type: 'text-delta', delta: 'a' }, { type: 'usage', promptTokens: 1, completionTokens: 2 }], says: 'stream part 2 (usage).promptTokens: not a key of a usage part (expected type, inputTokens, outputTokens)' },
     { title: 'a finish part with a reason under another name', parts: [{ type: 'text-delta', delta: 'a' }, { type: 'finish', reason: 'stop' }], says: 'stream part 2 (finish).reason: not a key of a finish part (expected type, finishReason)' },
-    { title: 'an unknown type', parts: [{ type: 'reasoning', text: 'hmm' }], says: 'stream part 1: unknown type "reasoning"; expected text-delta, tool-call, usage or finish' },
+    { title: 'an unknown type', parts: [{ type: 'reasoning', text: 'hmm' }], says: 'stream part 1: unknown type "reasoning"; expected text-delta, tool-call, usage, finish or response' },
   ];
   for (const c of cases) {
     it(`fails the run on ${c.title}, naming the part, what came and what was expected`, async () => {
