@@ -61,8 +61,9 @@ export class LaneTable implements LaneStore {
   private readonly metrics: LaneMetrics | undefined;
 
   /** `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default. */
-  constructor(options: { readonly meter?: LaneMeter } = {}) {
-    this.metrics = options.meter === undefined ? undefined : new LaneMetrics(options.meter, () => this.occupancy());
+  constructor(options?: { readonly meter?: LaneMeter }) {
+    const meter = options?.meter;
+    this.metrics = meter === undefined ? undefined : new LaneMetrics(meter, () => this.occupancy());
   }
 
   /** Every queue, grant, release and withdrawal, as it happens. */
