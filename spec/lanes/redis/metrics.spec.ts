@@ -134,7 +134,7 @@ describe('RedisLaneStore metrics', function () {
     flaky.on('error', () => undefined);
     await flaky.connect();
     closers.push(async () => (flaky.isOpen ? flaky.close() : undefined));
-    const lanes = store(meter, { client: flaky, leaseSeconds: 1.2, timeoutSeconds: 0.3 });
+    const lanes = store(meter, { client: flaky, leaseSeconds: 3, timeoutSeconds: 0.75 });
     const notices: LaneStoreNotice[] = [];
     lanes.notices$.subscribe((notice) => notices.push(notice));
     proxy.hold();
