@@ -3,7 +3,8 @@
 // million tenants seen over a day do not mean a million live lanes.
 // A batch keeps a table of its own for the turn lane.
 import { Subject, type Observable } from 'rxjs';
-import { Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+import { grant, Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
 
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
 export interface Permit {
@@ -56,6 +57,14 @@ export class LaneTable implements LaneStore {
   private readonly lanes = new Map<string, Lane>();
   // Made when someone first asks for changes$: a batch's own table never is.
   private changes: Subject<LaneChange> | undefined;
+  // The lane metrics, when a meter was given (the same instruments as the fleet store's).
+  private readonly metrics: LaneMetrics | undefined;
+
+  /** `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default. */
+  constructor(options?: { readonly meter?: LaneMeter }) {
+    const meter = options?.meter;
+    this.metrics = meter === undefined ? undefined : new LaneMetrics(meter, () => this.occupancy());
+  }
 
   /** Every queue, grant, release and withdrawal, as it happens. */
   get changes$(): Observable<LaneChange> {
@@ -78,7 +87,13 @@ export class LaneTable implements LaneStore {
       lane = new Lane(key, limit, this.onChange);
       this.lanes.set(key, lane);
     }
-    return lane.enter(onGrant, party);
+    const metrics = this.metrics;
+    if (metrics === undefined) return lane.enter(onGrant, party);
+    const askedAt = performance.now();
+    return lane.enter(() => {
+      metrics.granted(key, performance.now() - askedAt);
+      grant(onGrant);
+    }, party);
   }
 
   /** The live lane under `key`, if any (for tests and views). */

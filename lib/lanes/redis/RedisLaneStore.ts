@@ -110,6 +110,7 @@ export class RedisLaneStore implements LaneStore {
   private readonly connection: RedisConnection;
   private readonly leaseMs: number;
   private readonly leaseText: string;
+  private readonly keepText: string;
   private readonly timeoutMs: number;
   private readonly beatMs: number;
   // This process's name in request ids, and how many requests it made.
@@ -169,6 +170,7 @@ export class RedisLaneStore implements LaneStore {
     this.whenUnreachable = whenUnreachable;
     this.leaseMs = Math.max(1, Math.round(leaseSeconds * 1000));
     this.leaseText = String(this.leaseMs);
+    this.keepText = String(2 * Math.max(1, Math.round(timeoutSeconds * 1000)));
     this.timeoutMs = Math.max(1, Math.round(timeoutSeconds * 1000));
     this.beatMs = Math.max(1, Math.floor(this.leaseMs / 3));
     const base = `${prefix}{probe}`;
@@ -358,9 +360,9 @@ export class RedisLaneStore implements LaneStore {
 
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
     const seq = ++this.sent;
-    // The request id (safe to repeat), and how long Redis keeps its answer: a lease, far longer
-    // than the timeout within which it may be sent again.
-    args.unshift(`${this.processId}:r${seq.toString(36)}`, this.leaseText);
+    // The request id (safe to repeat), and how long Redis keeps its answer: twice the timeout
+    // within which it may be sent again (answers kept longer would pile up on a busy lane).
+    args.unshift(`${this.processId}:r${seq.toString(36)}`, this.keepText);
     this.transport.send(new Op(kind, lane, subject, script, args, performance.now(), seq));
   }
 

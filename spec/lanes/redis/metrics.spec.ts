@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, ToolRegistry } from '../../../lib/index.js';
-import { RedisLaneStore, type LaneStoreNotice } from '../../../lib/lanes/index.js';
+import { LaneTable, RedisLaneStore, type LaneStoreNotice } from '../../../lib/lanes/index.js';
 import { LaneMetricNames, type LaneMeter } from '../../../lib/lanes/redis/metrics.js';
 import { clearPrefix, nodeRedis, REDIS_HOST, RedisProxy, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 import { createClient } from 'redis';
@@ -134,7 +134,7 @@ describe('RedisLaneStore metrics', function () {
     flaky.on('error', () => undefined);
     await flaky.connect();
     closers.push(async () => (flaky.isOpen ? flaky.close() : undefined));
-    const lanes = store(meter, { client: flaky, leaseSeconds: 1.2, timeoutSeconds: 0.3 });
+    const lanes = store(meter, { client: flaky, leaseSeconds: 3, timeoutSeconds: 0.75 });
     const notices: LaneStoreNotice[] = [];
     lanes.notices$.subscribe((notice) => notices.push(notice));
     proxy.hold();
@@ -162,6 +162,27 @@ describe('RedisLaneStore metrics', function () {
     expect(unreachable.dataPoints[0]!.value).to.be.at.least(0.2);
   });
 
+  it('records the same metrics for the in-process LaneTable when it is given a meter', async () => {
+    const { meter, collect } = pipeline();
+    const table = new LaneTable({ meter });
+    const granted: string[] = [];
+    const first = table.enter('tool:local', 1, () => granted.push('first'));
+    const second = table.enter('tool:local', 1, { granted: () => granted.push('second') });
+    let metrics = await collect();
+    expect(pointOf(metrics, LaneMetricNames.HOLDERS, lane('tool:local'))).to.equal(1);
+    expect(pointOf(metrics, LaneMetricNames.WAITERS, lane('tool:local'))).to.equal(1);
+    await sleep(30);
+    first.leave();
+    expect(granted).to.deep.equal(['first', 'second']);
+    metrics = await collect();
+    expect(pointOf(metrics, LaneMetricNames.GRANTS, lane('tool:local'))).to.equal(2);
+    const wait = pointOf(metrics, LaneMetricNames.WAIT, lane('tool:local')) as { count: number; sum: number };
+    expect(wait.count).to.equal(2);
+    expect(wait.sum).to.be.at.least(0.03);
+    second.leave();
+    expect(table.size).to.equal(0);
+  });
+
   describe('a meter that throws', () => {
     const boom = (): never => {
       throw new Error('the meter is broken');
@@ -180,8 +201,8 @@ describe('RedisLaneStore metrics', function () {
 
     for (const [when, meter] of meters) {
       it(`changes nothing a run does, ${when}`, async () => {
-        const runWith = async (given: LaneMeter | undefined) => {
-          const lanes = store(given);
+        const runWith = async (given: LaneMeter | undefined, inProcess = false) => {
+          const lanes = inProcess ? new LaneTable({ meter: given }) : store(given);
           const tools = new ToolRegistry().register({ name: 'search' }, async () => {
             await sleep(2);
             return 'ok';
@@ -192,6 +213,7 @@ describe('RedisLaneStore metrics', function () {
           return { status: result.status, output: result.output, events: result.events.map((e) => e.type) };
         };
         expect(await runWith(meter)).to.deep.equal(await runWith(undefined));
+        expect(await runWith(meter, true), 'on the in-process LaneTable').to.deep.equal(await runWith(undefined, true));
       });
     }
 
