@@ -144,9 +144,10 @@ export class ServerLink {
   }
 
   // A call the client failed: the server's own error, or one that says the request never left,
-  // goes back as it is; a closed connection is a lost call; a timeout of the client's is a call
-  // cut off in flight; anything else (a transport's error) is a lost call if the server is gone,
-  // and a call cut off in flight if it is there (a gateway's 504, a stream that broke).
+  // goes back as it is; a closed connection is a lost call; a timeout of the client's or a
+  // gateway's (504) is a call cut off in flight; another HTTP status is the server's answer;
+  // anything else (a transport's error) is a lost call if the server is gone, and a call cut off
+  // in flight if it is there (a connection cut, a stream that broke).
   private failed(flight: InFlight, error: unknown): void {
     const code = isMcpError(error) ? error.code : undefined;
     if (code === CONNECTION_CLOSED) {
@@ -162,14 +163,19 @@ export class ServerLink {
       return;
     }
     const status = httpStatusOf(error);
+    // A gateway gave up waiting for the server: the request reached it, whether or not the
+    // gateway answers anything else now (a ping through it may time out the same way).
+    if (status === GATEWAY_TIMEOUT) {
+      flight.reject(new CallInterruptedError(`its request to MCP server ${this.server} ended with HTTP 504, a gateway's timeout (${messageOf(error)})`, { status }));
+      return;
+    }
     // Any other answer over HTTP is the server's (or its proxy's) refusal, given back as it is.
-    if (status !== undefined && status !== GATEWAY_TIMEOUT) {
+    if (status !== undefined) {
       flight.reject(error);
       return;
     }
     void this.check().then((alive) => {
       if (!alive) flight.reject(this.lost(flight.tool, messageOf(error)));
-      else if (status === GATEWAY_TIMEOUT) flight.reject(new CallInterruptedError(`its request to MCP server ${this.server} ended with HTTP 504, a gateway's timeout (${messageOf(error)})`, { status }));
       else flight.reject(new CallInterruptedError(`its request to MCP server ${this.server} was cut off while the server stayed up (${messageOf(error)})`));
     });
   }

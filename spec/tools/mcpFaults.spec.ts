@@ -37,7 +37,9 @@ type Fault = '504' | 'cut' | '404';
 // tools/call of a tool named in `faults` is sent on, and once the server has answered it the
 // client gets a 504 instead, or its connection is cut with no answer at all; or (404) it is
 // answered 404 and never sent on.
-async function gateway(upstream: URL, faults: ReadonlyMap<string, Fault>): Promise<{ url: URL; close(): void }> {
+async function gateway(upstream: URL, faults: ReadonlyMap<string, Fault>): Promise<{ url: URL; close(): void; timingOut: { all: boolean } }> {
+  // Set: every request of a tool named in `faults` (504) is answered 504 at once, and every other request (a ping) too.
+  const timingOut = { all: false };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -49,6 +51,10 @@ async function gateway(upstream: URL, faults: ReadonlyMap<string, Fault>): Promi
         if (message.method === 'tools/call') fault = faults.get(message.params?.name ?? '');
       } catch {
         // Not JSON (a GET): passed on as it is.
+      }
+      if (timingOut.all && (fault === '504' || fault === undefined) && req.method === 'POST') {
+        res.writeHead(504, { 'content-type': 'text/plain' }).end('Gateway Timeout');
+        return;
       }
       if (fault === '404') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('no such endpoint');
@@ -73,6 +79,7 @@ async function gateway(upstream: URL, faults: ReadonlyMap<string, Fault>): Promi
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    timingOut,
     url: new URL(`http://127.0.0.1:${port}/mcp`),
     close: () => {
       server.closeAllConnections();
@@ -118,7 +125,7 @@ describe('MCP calls stopped in flight', () => {
 
   describe('over Streamable HTTP, behind a gateway', () => {
     let served: Served;
-    let front: { url: URL; close(): void };
+    let front: Awaited<ReturnType<typeof gateway>>;
     let client: Client;
     before(async () => {
       served = await overHttp('partner');
@@ -140,6 +147,18 @@ describe('MCP calls stopped in flight', () => {
       expect(w).to.match(/^w\? write was in flight when its request to MCP server partner ended with HTTP 504, a gateway's timeout \(.*\)\. The side effect may have landed$/);
       expect(u).to.match(/^u!CallInterruptedError: upsert was in flight when its request to MCP server partner ended with HTTP 504, a gateway's timeout \(.*\)\. Safe to call again$/);
       expect((await served.stats()).calls.slice(before).sort()).to.deep.equal(['upsert', 'write']);
+    });
+
+    it('classifies a 504 as stopped in flight even when the gateway answers a ping with 504 too', async () => {
+      const tools = await new ToolRegistry().registerMcp(client, { prefix: 'g_' });
+      front.timingOut.all = true;
+      try {
+        const result = await runOnce(tools, [ask('w', 'g_write', { path: '/tmp/c', text: 'z' })]);
+        expect(outcomes(result)).to.have.length(1);
+        expect(outcomes(result)[0]).to.match(/^w\? g_write was in flight when its request to MCP server partner ended with HTTP 504, a gateway's timeout \(.*\)\. The side effect may have landed$/);
+      } finally {
+        front.timingOut.all = false;
+      }
     });
 
     it('classifies a connection cut while the server stays up (it answers a ping) as stopped in flight, not as a lost server', async () => {
