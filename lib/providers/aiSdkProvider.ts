@@ -267,3 +267,4 @@ export function aiSdkProvider(model: LanguageModelV3, options: AiSdkProviderOpti
       }),
   };
 }
+export { aiSdkTools, registerAiSdkTools, type AiSdkModelMessage, type AiSdkTool, type AiSdkToolCallOptions, type AiSdkToolEntry, type AiSdkToolsExtras } from './aiSdkTools.js';

@@ -54,6 +54,8 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   state: RunState;
   // The conversation so far, as the provider will see it next turn.
   readonly messages: Message[];
+  // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
+  asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   stopped: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -210,7 +212,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
 
   /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
   scope(): TurnScope {
-    return new TurnScope(this, this.runId, this.plan.tenant, this.state);
+    return new TurnScope(this, this.runId, this.plan.tenant, this.state, this.asked);
   }
 
   // One call of the turn as the batch runs it, decoded against its tool or refused. `seen`

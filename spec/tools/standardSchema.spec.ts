@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { isLeft, isRight } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { from } from 'rxjs';
+import sinon from 'sinon';
 import * as v from 'valibot';
 import * as z from 'zod';
 import {
@@ -241,6 +242,44 @@ describe('Standard Schema', () => {
         'c1!ToolArgumentsError: bad arguments for weather: args.city: Unknown city, got "Atlantis"',
         'c2="PORTO"',
       ]);
+    });
+  });
+
+  describe('docs/getting-started.md', () => {
+    afterEach(() => sinon.restore());
+
+    it('runs its zod example as written: the model shown the converter\'s schema, the default applied, the output checked', async () => {
+      const fetched: string[] = [];
+      sinon.stub(globalThis, 'fetch').callsFake(async (url) => {
+        fetched.push(String(url));
+        return new Response('{"high":24}');
+      });
+      const Forecast = z.object({
+        city: z.string().describe('A city name, as people write it'),
+        days: z.number().int().min(1).max(7).default(3),
+      });
+      const tools = new ToolRegistry().register(
+        { name: 'forecast', description: 'The weather for the next days', args: Forecast, idempotent: true },
+        async ({ city, days }, ctx) => {
+          const response = await fetch(`https://weather.example/${encodeURIComponent(city)}?days=${days}`, { signal: ctx.signal });
+          return response.json();
+        },
+      );
+      const planner = new Agent({
+        name: 'planner',
+        instructions: 'Answer with JSON: { "pack": [...] }',
+        model: 'your-model',
+        output: z.object({ pack: z.array(z.string()) }),
+      });
+      const provider = new ScriptedProvider([{ toolCalls: [call('f', 'forecast', { city: 'São Paulo' })] }, { text: '{"pack":["shorts"]}' }]);
+      const result = await new AgentRunner({ provider, tools }).run(planner, 'What to pack for São Paulo?');
+      expect(provider.requests[0]!.tools[0]!.parameters).to.deep.equal({
+        type: 'object',
+        properties: { city: { type: 'string', description: 'A city name, as people write it' }, days: { type: 'integer', minimum: 1, maximum: 7, default: 3 } },
+        required: ['city'],
+      });
+      expect(fetched).to.deep.equal(['https://weather.example/S%C3%A3o%20Paulo?days=3']);
+      expect(result.output).to.deep.equal({ pack: ['shorts'] });
     });
   });
 
