@@ -18,6 +18,7 @@ import {
   ConfigError,
   ScriptedProvider,
   ToolRegistry,
+  fingerprint,
   isStandardSchema,
   type ModelStreamPart,
   type PolicyCall,
@@ -311,6 +312,16 @@ describe('Standard Schema', () => {
       const streamed = await new AgentRunner({ provider: new ScriptedProvider([() => from([{ type: 'text-delta', delta: '{"city":"Atlantis"}' } as ModelStreamPart])]), tools }).run(teller, 'go');
       expect(streamed.status).to.equal('failed');
       expect(streamed.error?.message).to.equal('the final answer of teller does not decode: output.city: Unknown city, got "Atlantis"');
+    });
+
+    it('types the agent from the schema, and names the schema in the fingerprint: its vendor and its JSON Schema', () => {
+      expect(same<typeof planner, Agent<{ steps: string[] }>>(true)).to.equal(true);
+      const other = new Agent({ name: 'planner', instructions: 'plan', model: 'm', output: z.object({ steps: z.array(z.number()) }) });
+      const tools = new ToolRegistry();
+      expect(fingerprint(planner, tools).agent.output).to.equal('zod {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"steps":{"minItems":1,"type":"array","items":{"type":"string"}}},"required":["steps"]}');
+      expect(fingerprint(other, tools).sha256).not.to.equal(fingerprint(planner, tools).sha256);
+      const plain = new Agent({ name: 'planner', instructions: 'plan', model: 'm', output: v.object({ steps: v.array(v.string()) }) });
+      expect(fingerprint(plain, tools).agent.output).to.equal('valibot schema');
     });
 
     it('refuses an output that is neither a codec nor a Standard Schema', () => {
