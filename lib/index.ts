@@ -68,7 +68,7 @@ export {
   type ToolSpec,
   type WorkerPoolOptions,
 } from './tools/index.js';
-export { isStandardSchema, type Schema, type SchemaOutput, type StandardIssue, type StandardOutput, type StandardResult, type StandardSchema } from './tools/index.js';
+export { isStandardSchema, type ConversationMessage, type Schema, type SchemaOutput, type StandardIssue, type StandardOutput, type StandardResult, type StandardSchema } from './tools/index.js';
 export {
   runBatch,
   mergeDeltas,

@@ -157,3 +157,4 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
       }),
   };
 }
+export { aiSdkTools, registerAiSdkTools, type AiSdkModelMessage, type AiSdkTool, type AiSdkToolCallOptions, type AiSdkToolEntry, type AiSdkToolsExtras } from './aiSdkTools.js';

@@ -56,6 +56,8 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly messages: Message[];
   // The tokens of the runs nested in this one that reported usage, their own nested runs included.
   private nestedUsage: Usage | undefined = undefined;
+  // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
+  asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   stopped: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -225,7 +227,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
 
   /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
   scope(): TurnScope {
-    return new TurnScope(this, this.runId, this.plan.tenant, this.state);
+    return new TurnScope(this, this.runId, this.plan.tenant, this.state, this.asked);
   }
 
   /**

@@ -64,6 +64,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     if (run.stopped !== undefined) return this.end(ending(run.stopped));
     subscriber.add(this);
     const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: run.toolsNow().specs };
+    run.asked = request.messages;
     // A run nothing outside can stop hears nothing while it asks.
     if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
     // Known before it is sent: a stop while the provider is still being asked leaves it then.

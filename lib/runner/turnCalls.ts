@@ -162,6 +162,7 @@ class ToolCallContext implements ToolContext {
     readonly tenant: string,
     readonly runId: string,
     readonly state: RunState,
+    readonly messages: readonly Message[],
     invocation: InvokeContext,
     readonly record: (delta: Readonly<Record<string, unknown>>) => void,
     readonly runAgent: (agent: AgentRef, input: RunInput) => Promise<NestedRunResult>,
@@ -196,6 +197,8 @@ export class TurnScope {
     readonly runId: string,
     readonly tenant: string,
     readonly view: RunState,
+    /** The conversation as the model was sent it this turn. */
+    readonly messages: readonly Message[] = [],
   ) {
     this.trace = run.trace;
   }
@@ -259,6 +262,7 @@ export class RunnerCall implements BatchCall {
       scope.tenant,
       scope.runId,
       scope.view,
+      scope.messages,
       context,
       (delta) => context.record(recordable(delta)),
       (sub: AgentRef, subInput: RunInput) => scope.nested(sub, subInput, context, this),

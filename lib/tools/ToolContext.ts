@@ -1,7 +1,8 @@
 // What a tool body is handed besides its arguments: who is calling, a signal that
-// aborts when the call is stopped, a read-only view of the run's state, a way to
-// record what it changed, and a way to start a sub-agent inside its own lanes.
-import type { RunInput } from '../conversation.js';
+// aborts when the call is stopped, a read-only view of the run's state and of the
+// conversation, a way to record what it changed, and a way to start a sub-agent
+// inside its own lanes.
+import type { Message, RunInput } from '../conversation.js';
 import type { ErrorInfo } from '../errors.js';
 
 /** The run's state as tools see it: JSON-like data, frozen all the way down, as it was when the batch started. */
@@ -29,6 +30,9 @@ export interface NestedRunResult {
   /** The tokens of the nested run and of every run nested in it, when any reported usage. */
   readonly totalUsage?: NestedRunUsage;
 }
+
+/** One message of the conversation as a body reads it: the runner's `Message`. */
+export type ConversationMessage = Message;
 
 export interface ToolContext {
   /** The call's id, as the model gave it. */
@@ -66,6 +70,12 @@ export interface ToolContext {
   progress(progress: number, total?: number, message?: string): void;
   /** The run's state when the batch started: JSON-like data, frozen all the way down (a write throws). */
   readonly state: RunState;
+  /**
+   * The conversation the model was sent on the turn that asked for this call (the instructions
+   * aside, and without the response that holds the call), as the runner keeps it. Read-only:
+   * the same array is handed to every call of the turn.
+   */
+  readonly messages: readonly ConversationMessage[];
   /**
    * Records what this call changed; merged into the run's state in call order once the batch
    * resolves, if the call succeeds. JSON-like data only (a TypeError names the path of anything

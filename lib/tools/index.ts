@@ -1,6 +1,6 @@
 export { ToolRegistry, type RegisteredTool, type ToolSpec } from './ToolRegistry.js';
 export { resolveDeclaration, type ArgsOf, type ResolvedDeclaration, type ToolDeclaration, type ToolLane } from './ToolDeclaration.js';
-export type { AgentRef, NestedRunResult, NestedRunUsage, RunState, ToolBody, ToolContext } from './ToolContext.js';
+export type { AgentRef, ConversationMessage, NestedRunResult, NestedRunUsage, RunState, ToolBody, ToolContext } from './ToolContext.js';
 export { decodeArguments, type DecodedArguments } from './decodeArguments.js';
 export { check, describeIssues, describeStandard, isCodec, isStandardSchema, schemaName, type Checked, type Schema, type SchemaOutput, type StandardIssue, type StandardOutput, type StandardResult, type StandardSchema } from './standardSchema.js';
 export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } from './plainData.js';

@@ -288,7 +288,7 @@ describe('AgentRunner', () => {
       controller.abort();
       const result = await running;
       expect(result.status).to.equal('cancelled');
-      expect(seen.keys).to.deep.equal(['callId', 'extra', 'idempotencyKey', 'record', 'runAgent', 'runId', 'signal', 'state', 'tenant', 'tool']);
+      expect(seen.keys).to.deep.equal(['callId', 'extra', 'idempotencyKey', 'messages', 'record', 'runAgent', 'runId', 'signal', 'state', 'tenant', 'tool']);
       expect(seen.wrappedSignal).to.equal(seen.ownSignal);
       expect(seen.aborted).to.equal(true);
     });

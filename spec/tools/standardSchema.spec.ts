@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { isLeft, isRight } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { from } from 'rxjs';
+import sinon from 'sinon';
 import * as v from 'valibot';
 import * as z from 'zod';
 import {
@@ -17,6 +18,7 @@ import {
   ConfigError,
   ScriptedProvider,
   ToolRegistry,
+  fingerprint,
   isStandardSchema,
   type ModelStreamPart,
   type PolicyCall,
@@ -244,6 +246,44 @@ describe('Standard Schema', () => {
     });
   });
 
+  describe('docs/getting-started.md', () => {
+    afterEach(() => sinon.restore());
+
+    it('runs its zod example as written: the model shown the converter\'s schema, the default applied, the output checked', async () => {
+      const fetched: string[] = [];
+      sinon.stub(globalThis, 'fetch').callsFake(async (url) => {
+        fetched.push(String(url));
+        return new Response('{"high":24}');
+      });
+      const Forecast = z.object({
+        city: z.string().describe('A city name, as people write it'),
+        days: z.number().int().min(1).max(7).default(3),
+      });
+      const tools = new ToolRegistry().register(
+        { name: 'forecast', description: 'The weather for the next days', args: Forecast, idempotent: true },
+        async ({ city, days }, ctx) => {
+          const response = await fetch(`https://weather.example/${encodeURIComponent(city)}?days=${days}`, { signal: ctx.signal });
+          return response.json();
+        },
+      );
+      const planner = new Agent({
+        name: 'planner',
+        instructions: 'Answer with JSON: { "pack": [...] }',
+        model: 'your-model',
+        output: z.object({ pack: z.array(z.string()) }),
+      });
+      const provider = new ScriptedProvider([{ toolCalls: [call('f', 'forecast', { city: 'São Paulo' })] }, { text: '{"pack":["shorts"]}' }]);
+      const result = await new AgentRunner({ provider, tools }).run(planner, 'What to pack for São Paulo?');
+      expect(provider.requests[0]!.tools[0]!.parameters).to.deep.equal({
+        type: 'object',
+        properties: { city: { type: 'string', description: 'A city name, as people write it' }, days: { type: 'integer', minimum: 1, maximum: 7, default: 3 } },
+        required: ['city'],
+      });
+      expect(fetched).to.deep.equal(['https://weather.example/S%C3%A3o%20Paulo?days=3']);
+      expect(result.output).to.deep.equal({ pack: ['shorts'] });
+    });
+  });
+
   describe('as an agent\'s output', () => {
     const Plan = z.object({ steps: z.array(z.string()).min(1) });
     const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'm', output: Plan });
@@ -272,6 +312,16 @@ describe('Standard Schema', () => {
       const streamed = await new AgentRunner({ provider: new ScriptedProvider([() => from([{ type: 'text-delta', delta: '{"city":"Atlantis"}' } as ModelStreamPart])]), tools }).run(teller, 'go');
       expect(streamed.status).to.equal('failed');
       expect(streamed.error?.message).to.equal('the final answer of teller does not decode: output.city: Unknown city, got "Atlantis"');
+    });
+
+    it('types the agent from the schema, and names the schema in the fingerprint: its vendor and its JSON Schema', () => {
+      expect(same<typeof planner, Agent<{ steps: string[] }>>(true)).to.equal(true);
+      const other = new Agent({ name: 'planner', instructions: 'plan', model: 'm', output: z.object({ steps: z.array(z.number()) }) });
+      const tools = new ToolRegistry();
+      expect(fingerprint(planner, tools).agent.output).to.equal('zod {"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"steps":{"minItems":1,"type":"array","items":{"type":"string"}}},"required":["steps"]}');
+      expect(fingerprint(other, tools).sha256).not.to.equal(fingerprint(planner, tools).sha256);
+      const plain = new Agent({ name: 'planner', instructions: 'plan', model: 'm', output: v.object({ steps: v.array(v.string()) }) });
+      expect(fingerprint(plain, tools).agent.output).to.equal('valibot schema');
     });
 
     it('refuses an output that is neither a codec nor a Standard Schema', () => {
