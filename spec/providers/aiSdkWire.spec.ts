@@ -1,6 +1,7 @@
-// aiSdkProvider with the real provider packages (`@ai-sdk/openai`'s chat model and
+// aiSdkProvider with the real provider packages (`@ai-sdk/openai`'s chat and Responses models and
 // `@ai-sdk/anthropic`, of ai 6 and of ai 7) against the stand-in vendor on 127.0.0.1 writing the
-// recorded wire streams the built-in adapters are tested with: the calls start while the stream
+// recorded wire streams the built-in adapters are tested with (and a recorded Responses stream,
+// spec/fixtures/wire/openai-responses-stream-*.sse): the calls start while the stream
 // is still written (the vendor holds the stream open until they have, and the order of events
 // says which came first), the run ends as the built-in adapters' runs do, and an HTTP error keeps
 // its status, isRetryable and Retry-After.
@@ -20,6 +21,8 @@ const planner = new Agent({ name: 'planner', instructions: 'Find hotels.', model
 interface Provider {
   readonly title: string;
   readonly prefix: 'openai' | 'anthropic';
+  /** The recorded streams' name: `<streams>-stream-three-calls.sse`, `<streams>-stream-final-text.sse`. */
+  readonly streams?: string;
   model(server: WireServer): AiSdkLanguageModel;
   /** How many chunks of `<prefix>-stream-three-calls` the first call is complete in. */
   readonly firstCallChunks: number;
@@ -30,6 +33,10 @@ const providers: Provider[] = [
   // complete once its input is a whole JSON object, at the chunk that closes it.
   { title: '@ai-sdk/openai 3 chat model (ai 6)', prefix: 'openai', model: (s) => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini'), firstCallChunks: 8 },
   { title: '@ai-sdk/openai 4 chat model (ai 7)', prefix: 'openai', model: (s) => createOpenAIV4({ baseURL: `${s.url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini'), firstCallChunks: 8 },
+  // The Responses model writes tool-input-end and the tool-call at the call's output_item.done,
+  // two events after the arguments delta that closes the input.
+  { title: '@ai-sdk/openai 3 responses model (ai 6)', prefix: 'openai', streams: 'openai-responses', model: (s) => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini'), firstCallChunks: 9 },
+  { title: '@ai-sdk/openai 4 responses model (ai 7)', prefix: 'openai', streams: 'openai-responses', model: (s) => createOpenAIV4({ baseURL: `${s.url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini'), firstCallChunks: 9 },
   // The Anthropic model writes tool-input-end and the tool-call at the tool_use block's stop, a
   // chunk after the input_json_delta that closes the input, where the call is already complete.
   { title: '@ai-sdk/anthropic 3 (ai 6)', prefix: 'anthropic', model: (s) => createAnthropic({ baseURL: `${s.url}/v1`, apiKey: KEY })('claude-sonnet-4-5'), firstCallChunks: 14 },
@@ -59,7 +66,7 @@ for (const provider of providers) {
     });
 
     it('starts each call while the stream is still written, as the built-in adapters do', async () => {
-      const chunks = sseChunks(`${provider.prefix}-stream-three-calls`);
+      const chunks = sseChunks(`${provider.streams ?? provider.prefix}-stream-three-calls`);
       // What happened, in order: a call starting (with how many chunks had been written), the stream's end.
       const log: string[] = [];
       const started = new Map<string, number>();
@@ -75,7 +82,7 @@ for (const provider of providers) {
             { after: chunks.length - 2, until: all.promise },
           ],
         },
-        { chunks: sseChunks(`${provider.prefix}-stream-final-text`) },
+        { chunks: sseChunks(`${provider.streams ?? provider.prefix}-stream-final-text`) },
       ]));
       const tools = new ToolRegistry().register({ name: 'lookup', description: 'Hotel prices in a city', args: t.type({ city: t.string }) }, async ({ city }) => {
         started.set(city, vendor.written.length);
