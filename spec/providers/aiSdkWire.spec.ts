@@ -113,21 +113,35 @@ for (const provider of providers) {
     it('keeps an HTTP error’s status, code, isRetryable and Retry-After on the run’s error, in the fields the built-in adapter’s error has', async () => {
       const reply = { status: 429, headers: { 'retry-after': '7' }, body: fixture(`${provider.prefix}-error-429`) };
       const vendor = (server = await startWireServer([reply, reply]));
-      const failed = async (model: ModelProvider): Promise<RunResult> => new AgentRunner({ provider: model, tools: new ToolRegistry() }).run(planner, 'go');
       const result = await failed(aiSdkProvider(provider.model(vendor)));
       expect(result.status).to.equal('failed');
       expect(result.error).to.deep.include({ name: 'ProviderError', status: 429, isRetryable: true, retryAfterSeconds: 7, attempts: 1 });
-      expect(result.error?.code).to.equal(provider.prefix === 'openai' ? fixture('openai-error-429').error.type : fixture('anthropic-error-429').error.type);
+      expect(result.error?.code).to.equal(fixture(`${provider.prefix}-error-429`).error.type);
       expect(vendor.received).to.have.length(1);
-      // The built-in adapter, told not to retry, on the same reply: the same facts under the same names.
+      await sameFactsAsBuiltIn(result, vendor);
+    });
+
+    it('says a 400 is not worth repeating, with no Retry-After, as the built-in adapter does', async () => {
+      const reply = { status: 400, body: fixture(`${provider.prefix}-error-400`) };
+      const vendor = (server = await startWireServer([reply, reply]));
+      const result = await failed(aiSdkProvider(provider.model(vendor)));
+      expect(result.error).to.deep.include({ status: 400, isRetryable: false, attempts: 1, code: fixture(`${provider.prefix}-error-400`).error.type });
+      expect(result.error).not.to.have.property('retryAfterSeconds');
+      await sameFactsAsBuiltIn(result, vendor);
+    });
+
+    const failed = async (model: ModelProvider): Promise<RunResult> => new AgentRunner({ provider: model, tools: new ToolRegistry() }).run(planner, 'go');
+
+    // The built-in adapter, told not to retry, on the vendor's next reply (the same): the same facts under the same names.
+    async function sameFactsAsBuiltIn(result: RunResult, vendor: WireServer): Promise<void> {
       const builtIn =
         provider.prefix === 'openai'
           ? new OpenAIChatProvider({ baseURL: `${vendor.url}/v1`, apiKey: KEY, retry: { attempts: 1 } })
           : new AnthropicMessagesProvider({ baseURL: vendor.url, apiKey: KEY, retry: { attempts: 1 } });
-      const { name, message, ...facts } = (await failed(builtIn)).error!;
+      const { name, message: _theirs, ...facts } = (await failed(builtIn)).error!;
       const { message: _ours, ...ourFacts } = result.error!;
       expect(name).to.equal('ProviderError');
       expect(ourFacts).to.deep.equal({ name, ...facts });
-    });
+    }
   });
 }
