@@ -1,7 +1,8 @@
 // W5 over the wire: how soon each tool call starts while a real vendor stream is still being
-// written. A server on 127.0.0.1 writes the recorded OpenAI and Anthropic streams of a turn with
-// three calls (spec/fixtures/wire) one event every GAP_MS ms; the figure is the time from the
-// stream's first event to each call's start, for the built-in adapters, for aiSdkProvider with
+// written. A server on 127.0.0.1 writes the recorded OpenAI (Chat Completions and Responses) and
+// Anthropic streams of a turn with three calls (spec/fixtures/wire), an event every GAP_MS ms;
+// the figure is the time from the stream's first event to each call's start, for the built-in
+// adapters, for aiSdkProvider with
 // the real provider packages of ai 6 and ai 7, and for the AI SDK's own streamText with the
 // same model and the same tools, executing against the same server.
 import { readFileSync } from 'node:fs';
@@ -46,7 +47,10 @@ interface Vendor {
   close(): Promise<void>;
 }
 
-async function vendor(prefix: 'openai' | 'anthropic'): Promise<Vendor> {
+/** The recorded streams a vendor writes: `<name>-stream-three-calls.sse`, then `<name>-stream-final-text.sse`. */
+type Streams = 'openai' | 'openai-responses' | 'anthropic';
+
+async function vendor(prefix: Streams): Promise<Vendor> {
   const calls = events(`${prefix}-stream-three-calls`);
   const answer = events(`${prefix}-stream-final-text`);
   let requests = 0;
@@ -100,7 +104,7 @@ async function vendor(prefix: 'openai' | 'anthropic'): Promise<Vendor> {
 type Starts = { readonly calls: Record<string, number>; readonly streamMs: number };
 
 /** One turn through `drive`, which calls `started(city)` as each call's body begins. */
-async function measure(prefix: 'openai' | 'anthropic', drive: (url: string, started: (city: string) => void) => Promise<void>): Promise<Starts> {
+async function measure(prefix: Streams, drive: (url: string, started: (city: string) => void) => Promise<void>): Promise<Starts> {
   const server = await vendor(prefix);
   const calls: Record<string, number> = {};
   try {
@@ -167,16 +171,19 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 export async function w5Wire(row: (r: W5Row) => void, quick: boolean): Promise<void> {
   const repeats = quick ? 3 : 5;
   const openai6 = (url: string) => createOpenAI({ baseURL: `${url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini');
+  const openaiResponses6 = (url: string) => createOpenAI({ baseURL: `${url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini');
   const openai7 = (url: string) => createOpenAIV4({ baseURL: `${url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini');
   const anthropic6 = (url: string) => createAnthropic({ baseURL: `${url}/v1`, apiKey: KEY })('claude-sonnet-4-5');
   const anthropic7 = (url: string) => createAnthropicV4({ baseURL: `${url}/v1`, apiKey: KEY })('claude-sonnet-4-5');
   const viaAdapter = (model: (url: string) => AiSdkLanguageModel) => lanes((url) => aiSdkProvider(model(url)));
-  const cases: ReadonlyArray<readonly ['openai' | 'anthropic', string, (url: string, started: (city: string) => void) => Promise<void>]> = [
+  const cases: ReadonlyArray<readonly [Streams, string, (url: string, started: (city: string) => void) => Promise<void>]> = [
     ['openai', 'OpenAIChatProvider (built-in)', lanes((url) => new OpenAIChatProvider({ baseURL: `${url}/v1`, apiKey: KEY }))],
     ['openai', 'aiSdkProvider(@ai-sdk/openai 3 chat)', viaAdapter(openai6)],
     ['openai', 'ai 6 streamText(@ai-sdk/openai 3 chat)', sdk6(openai6)],
     ['openai', 'aiSdkProvider(@ai-sdk/openai 4 chat)', viaAdapter(openai7)],
     ['openai', 'ai 7 streamText(@ai-sdk/openai 4 chat)', sdk7(openai7)],
+    ['openai-responses', 'aiSdkProvider(@ai-sdk/openai 3 responses)', viaAdapter(openaiResponses6)],
+    ['openai-responses', 'ai 6 streamText(@ai-sdk/openai 3 responses)', sdk6(openaiResponses6)],
     ['anthropic', 'AnthropicMessagesProvider (built-in)', lanes((url) => new AnthropicMessagesProvider({ baseURL: url, apiKey: KEY }))],
     ['anthropic', 'aiSdkProvider(@ai-sdk/anthropic 3)', viaAdapter(anthropic6)],
     ['anthropic', 'ai 6 streamText(@ai-sdk/anthropic 3)', sdk6(anthropic6)],

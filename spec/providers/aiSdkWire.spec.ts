@@ -1,6 +1,7 @@
-// aiSdkProvider with the real provider packages (`@ai-sdk/openai`'s chat model and
+// aiSdkProvider with the real provider packages (`@ai-sdk/openai`'s chat and Responses models and
 // `@ai-sdk/anthropic`, of ai 6 and of ai 7) against the stand-in vendor on 127.0.0.1 writing the
-// recorded wire streams the built-in adapters are tested with: the calls start while the stream
+// recorded wire streams the built-in adapters are tested with (and a recorded Responses stream,
+// spec/fixtures/wire/openai-responses-stream-*.sse): the calls start while the stream
 // is still written (the vendor holds the stream open until they have, and the order of events
 // says which came first), the run ends as the built-in adapters' runs do, and an HTTP error keeps
 // its status, isRetryable and Retry-After.
@@ -20,6 +21,8 @@ const planner = new Agent({ name: 'planner', instructions: 'Find hotels.', model
 interface Provider {
   readonly title: string;
   readonly prefix: 'openai' | 'anthropic';
+  /** The recorded streams' name: `<streams>-stream-three-calls.sse`, `<streams>-stream-final-text.sse`. */
+  readonly streams?: string;
   model(server: WireServer): AiSdkLanguageModel;
   /** How many chunks of `<prefix>-stream-three-calls` the first call is complete in. */
   readonly firstCallChunks: number;
@@ -30,6 +33,10 @@ const providers: Provider[] = [
   // complete once its input is a whole JSON object, at the chunk that closes it.
   { title: '@ai-sdk/openai 3 chat model (ai 6)', prefix: 'openai', model: (s) => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini'), firstCallChunks: 8 },
   { title: '@ai-sdk/openai 4 chat model (ai 7)', prefix: 'openai', model: (s) => createOpenAIV4({ baseURL: `${s.url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini'), firstCallChunks: 8 },
+  // The Responses model writes tool-input-end and the tool-call at the call's output_item.done,
+  // two events after the arguments delta that closes the input.
+  { title: '@ai-sdk/openai 3 responses model (ai 6)', prefix: 'openai', streams: 'openai-responses', model: (s) => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini'), firstCallChunks: 9 },
+  { title: '@ai-sdk/openai 4 responses model (ai 7)', prefix: 'openai', streams: 'openai-responses', model: (s) => createOpenAIV4({ baseURL: `${s.url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini'), firstCallChunks: 9 },
   // The Anthropic model writes tool-input-end and the tool-call at the tool_use block's stop, a
   // chunk after the input_json_delta that closes the input, where the call is already complete.
   { title: '@ai-sdk/anthropic 3 (ai 6)', prefix: 'anthropic', model: (s) => createAnthropic({ baseURL: `${s.url}/v1`, apiKey: KEY })('claude-sonnet-4-5'), firstCallChunks: 14 },
@@ -59,7 +66,7 @@ for (const provider of providers) {
     });
 
     it('starts each call while the stream is still written, as the built-in adapters do', async () => {
-      const chunks = sseChunks(`${provider.prefix}-stream-three-calls`);
+      const chunks = sseChunks(`${provider.streams ?? provider.prefix}-stream-three-calls`);
       // What happened, in order: a call starting (with how many chunks had been written), the stream's end.
       const log: string[] = [];
       const started = new Map<string, number>();
@@ -75,7 +82,7 @@ for (const provider of providers) {
             { after: chunks.length - 2, until: all.promise },
           ],
         },
-        { chunks: sseChunks(`${provider.prefix}-stream-final-text`) },
+        { chunks: sseChunks(`${provider.streams ?? provider.prefix}-stream-final-text`) },
       ]));
       const tools = new ToolRegistry().register({ name: 'lookup', description: 'Hotel prices in a city', args: t.type({ city: t.string }) }, async ({ city }) => {
         started.set(city, vendor.written.length);
@@ -106,21 +113,35 @@ for (const provider of providers) {
     it('keeps an HTTP error’s status, code, isRetryable and Retry-After on the run’s error, in the fields the built-in adapter’s error has', async () => {
       const reply = { status: 429, headers: { 'retry-after': '7' }, body: fixture(`${provider.prefix}-error-429`) };
       const vendor = (server = await startWireServer([reply, reply]));
-      const failed = async (model: ModelProvider): Promise<RunResult> => new AgentRunner({ provider: model, tools: new ToolRegistry() }).run(planner, 'go');
       const result = await failed(aiSdkProvider(provider.model(vendor)));
       expect(result.status).to.equal('failed');
       expect(result.error).to.deep.include({ name: 'ProviderError', status: 429, isRetryable: true, retryAfterSeconds: 7, attempts: 1 });
-      expect(result.error?.code).to.equal(provider.prefix === 'openai' ? fixture('openai-error-429').error.type : fixture('anthropic-error-429').error.type);
+      expect(result.error?.code).to.equal(fixture(`${provider.prefix}-error-429`).error.type);
       expect(vendor.received).to.have.length(1);
-      // The built-in adapter, told not to retry, on the same reply: the same facts under the same names.
+      await sameFactsAsBuiltIn(result, vendor);
+    });
+
+    it('says a 400 is not worth repeating, with no Retry-After, as the built-in adapter does', async () => {
+      const reply = { status: 400, body: fixture(`${provider.prefix}-error-400`) };
+      const vendor = (server = await startWireServer([reply, reply]));
+      const result = await failed(aiSdkProvider(provider.model(vendor)));
+      expect(result.error).to.deep.include({ status: 400, isRetryable: false, attempts: 1, code: fixture(`${provider.prefix}-error-400`).error.type });
+      expect(result.error).not.to.have.property('retryAfterSeconds');
+      await sameFactsAsBuiltIn(result, vendor);
+    });
+
+    const failed = async (model: ModelProvider): Promise<RunResult> => new AgentRunner({ provider: model, tools: new ToolRegistry() }).run(planner, 'go');
+
+    // The built-in adapter, told not to retry, on the vendor's next reply (the same): the same facts under the same names.
+    async function sameFactsAsBuiltIn(result: RunResult, vendor: WireServer): Promise<void> {
       const builtIn =
         provider.prefix === 'openai'
           ? new OpenAIChatProvider({ baseURL: `${vendor.url}/v1`, apiKey: KEY, retry: { attempts: 1 } })
           : new AnthropicMessagesProvider({ baseURL: vendor.url, apiKey: KEY, retry: { attempts: 1 } });
-      const { name, message, ...facts } = (await failed(builtIn)).error!;
+      const { name, message: _theirs, ...facts } = (await failed(builtIn)).error!;
       const { message: _ours, ...ourFacts } = result.error!;
       expect(name).to.equal('ProviderError');
       expect(ourFacts).to.deep.equal({ name, ...facts });
-    });
+    }
   });
 }
