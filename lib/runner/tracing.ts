@@ -115,6 +115,9 @@ export class RunTrace {
   span: otel.Span | undefined = undefined;
   // The run span's context: the parent of its chat and execute_tool spans.
   context: otel.Context | undefined = undefined;
+  // True when a context manager carries a context into a function (the API's default does not):
+  // only then is a body run inside its span's context.
+  private carries = false;
   private runId = '';
   // The calls of the current turn, by index, and how many of their transcript events came.
   private turn = 0;
@@ -175,7 +178,8 @@ export class RunTrace {
         parent,
       );
       this.span = span;
-      this.context = api.trace.setSpan(parent, span);
+      const context = (this.context = api.trace.setSpan(parent, span));
+      this.carries = api.context.with(context, () => api.context.active() === context);
       this.tracing.add(runId, this);
     } catch (error) {
       this.broke(error);
@@ -214,9 +218,10 @@ export class RunTrace {
 
   /** Runs a call's body with its span as the active context, so spans the body makes nest under it. */
   within(callId: string, body: () => unknown): unknown {
-    const call = this.running.get(callId);
     const { context } = this;
-    if (call === undefined || context === undefined || this.broken) return body();
+    if (!this.carries || context === undefined || this.broken) return body();
+    const call = this.running.get(callId);
+    if (call === undefined) return body();
     return this.api.context.with((call.context ??= this.api.trace.setSpan(context, call.span)), body);
   }
 
