@@ -117,15 +117,15 @@ export class RunTrace {
   context: otel.Context | undefined = undefined;
   // True when a context manager carries a context into a function (the API's default does not):
   // only then is a body run inside its span's context.
-  private carries = false;
+  carries = false;
   private runId = '';
   // The calls of the current turn, by index, and how many of their transcript events came.
   private turn = 0;
   private calls: Array<CallSpan | undefined> = [];
   private told = 0;
-  // The calls whose bodies run now, by id (a turn dispatches one call per id): a body's span, and
-  // a nested run's caller, found without a search.
-  private readonly running = new Map<string, CallSpan>();
+  // The turn's calls by id (a turn dispatches one call per id), for a body's span and a nested
+  // run's caller: made on the first such lookup of a turn only, most turns never need it.
+  private byId: Map<string, CallSpan> | undefined = undefined;
   /** @internal Model requests not yet answered. */
   readonly chats = new Set<ChatSpan>();
   // The tokens every model turn reported, summed for the run.
@@ -220,14 +220,25 @@ export class RunTrace {
   within(callId: string, body: () => unknown): unknown {
     const { context } = this;
     if (!this.carries || context === undefined || this.broken) return body();
-    const call = this.running.get(callId);
+    const call = this.running(callId);
     if (call === undefined) return body();
-    return this.api.context.with((call.context ??= this.api.trace.setSpan(context, call.span)), body);
+    return this.api.context.with((call.context ??= this.api.trace.setSpan(context, call.span!)), body);
   }
 
   /** @internal The span of this run's call `callId` while its body runs. */
   runningCall(callId: string): otel.Span | undefined {
-    return this.broken ? undefined : this.running.get(callId)?.span;
+    return this.broken ? undefined : this.running(callId)?.span;
+  }
+
+  // This turn's call `callId`, if its body runs now.
+  private running(callId: string): CallSpan | undefined {
+    let { byId } = this;
+    if (byId === undefined) {
+      byId = this.byId = new Map();
+      for (const call of this.calls) if (call !== undefined && !byId.has(call.callId)) byId.set(call.callId, call);
+    }
+    const call = byId.get(callId);
+    return call !== undefined && call.started && call.endedAt === undefined ? call : undefined;
   }
 
   /** A call's scheduling event, from its turn's batch. Never throws: a tracer that does ends the run's tracing. */
@@ -244,7 +255,7 @@ export class RunTrace {
     if (turn !== this.turn) this.nextTurn(turn);
     const call = this.calls[event.index] ?? this.callOf(turn, event);
     if (!call.open) return;
-    const { span } = call;
+    const span = call.span!;
     switch (event.type) {
       case 'queued':
         call.queuedAt ??= event.at;
@@ -254,12 +265,10 @@ export class RunTrace {
       case 'started':
         call.started = true;
         call.startedAt = event.at;
-        this.running.set(call.callId, call);
         span.addEvent(TracingEvents.STARTED, event.at);
         return;
       case 'ended':
         call.endedAt = event.at;
-        if (this.running.get(call.callId) === call) this.running.delete(call.callId);
         if (event.overrun) call.overrun = true;
         if (this.left) call.stoppedByLeaving = true;
         return;
@@ -289,6 +298,7 @@ export class RunTrace {
     const span = this.tracing.tracer.startSpan(`execute_tool ${event.tool}`, { kind: api.SpanKind.INTERNAL, startTime: event.at, attributes }, this.context);
     const call = new CallSpan(span, event.callId);
     this.calls[event.index] = call;
+    if (this.byId !== undefined && !this.byId.has(call.callId)) this.byId.set(call.callId, call);
     return call;
   }
 
@@ -298,7 +308,7 @@ export class RunTrace {
     this.turn = turn;
     this.calls = [];
     this.told = 0;
-    this.running.clear();
+    this.byId = undefined;
   }
 
   // An event of the run's transcript. A turn's calls' events go out in call order, one per call,
@@ -361,7 +371,7 @@ export class RunTrace {
       this.broke(error);
     }
     this.calls = [];
-    this.running.clear();
+    this.byId = undefined;
     this.tracing.remove(this.runId, this);
   }
 
@@ -375,11 +385,11 @@ export class RunTrace {
     this.broken = true;
     this.tracing.remove(this.runId, this);
     const open: otel.Span[] = [];
-    for (const call of this.calls) if (call?.open) open.push(call.span);
+    for (const call of this.calls) if (call?.open) open.push(call.span!);
     for (const chat of this.chats) open.push(chat.span);
     if (this.span !== undefined && !this.ended) open.push(this.span);
     this.calls = [];
-    this.running.clear();
+    this.byId = undefined;
     this.chats.clear();
     for (const span of open) {
       try {
