@@ -2,7 +2,7 @@
 // and what a provider's answer says of its usage, finish reason and response (id, model).
 import type * as otel from '@opentelemetry/api';
 import { toErrorInfo } from '../errors.js';
-import type { RunTrace } from './tracing.js';
+import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 
 /** One call's span, and what is known of the call so far. */
