@@ -13,7 +13,7 @@ import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { trace, type Tracer } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import pLimit from 'p-limit';
 import { concat, from, ignoreElements, lastValueFrom, map, mergeMap, timer, toArray, type Observable } from 'rxjs';
 import * as t from 'io-ts';
@@ -266,20 +266,28 @@ async function w2(): Promise<void> {
 
 // What tracing costs a call, at N = 10,000 in one turn, all lanes, bodies that resolve: no tracer
 // (one undefined check), the API's no-op tracer (the activity and the span bookkeeping alone), and
-// sdk-trace-base recording every span into an in-memory exporter through a SimpleSpanProcessor
-// (each span exported as it ends, the exporter emptied after each run).
+// sdk-trace-base recording every span: with no processor (spans made and ended, sent nowhere),
+// into an in-memory exporter through a SimpleSpanProcessor (each span exported as it ends), and
+// through a BatchSpanProcessor as a service runs it (its queue sized for the turn). The exporter is
+// emptied after each run, as one sending the spans away would be.
 async function tracing(): Promise<void> {
   const n = 10_000;
   const workload = `Tracing per call, N=${n}`;
   const none = await perCall(n, { concurrency: everything }, immediate);
   row({ workload, figure: 'no tracer', value: none, unit: 'us/call' });
+  const ratio = (value: number): string => `${(value / none).toFixed(2)}x no tracer`;
   const noop = await perCall(n, { concurrency: everything, tracer: trace.getTracer('bench') }, immediate);
-  row({ workload, figure: 'no-op tracer', value: noop, unit: 'us/call', note: `${(noop / none).toFixed(2)}x no tracer` });
+  row({ workload, figure: 'no-op tracer', value: noop, unit: 'us/call', note: ratio(noop) });
+  const bare = await perCall(n, { concurrency: everything, tracer: new BasicTracerProvider().getTracer('bench') }, immediate);
+  row({ workload, figure: 'recording tracer, no processor', value: bare, unit: 'us/call', note: ratio(bare) });
   const exporter = new InMemorySpanExporter();
-  const recorder = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('bench');
-  // The finished spans are let go after each run, as an exporter sending them would.
-  const recording = await perCall(n, { concurrency: everything, tracer: recorder, afterRun: () => exporter.reset() }, immediate);
-  row({ workload, figure: 'recording tracer, in-memory exporter', value: recording, unit: 'us/call', note: `${(recording / none).toFixed(2)}x no tracer` });
+  const afterRun = (): void => exporter.reset();
+  const simple = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('bench');
+  const simply = await perCall(n, { concurrency: everything, tracer: simple, afterRun }, immediate);
+  row({ workload, figure: 'recording tracer, SimpleSpanProcessor + in-memory exporter', value: simply, unit: 'us/call', note: ratio(simply) });
+  const batching = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 4 * n, maxExportBatchSize: 512 })] }).getTracer('bench');
+  const batched = await perCall(n, { concurrency: everything, tracer: batching, afterRun }, immediate);
+  row({ workload, figure: 'recording tracer, BatchSpanProcessor + in-memory exporter', value: batched, unit: 'us/call', note: ratio(batched) });
 }
 
 /** `runs` agents, each with a script of its own (one turn of 4 calls, then an answer), so runs on one runner do not share a script position. */

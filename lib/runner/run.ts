@@ -18,7 +18,7 @@ import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import type { Message, ModelResponse, RunInput, ToolCall, Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
-import type { RunTrace } from './tracing.js';
+import type { RunTrace } from './runTrace.js';
 import { turn } from './turn.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';

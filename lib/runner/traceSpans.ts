@@ -2,7 +2,7 @@
 // and what a provider's answer says of its usage, finish reason and response (id, model).
 import type * as otel from '@opentelemetry/api';
 import { toErrorInfo } from '../errors.js';
-import type { RunTrace } from './tracing.js';
+import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 
 /** One call's span, and what is known of the call so far. */
@@ -25,7 +25,8 @@ export class CallSpan {
   context: otel.Context | undefined = undefined;
 
   constructor(
-    readonly span: otel.Span,
+    /** Its span while it is open; let go once ended, so a span sent away is not kept until the turn ends. */
+    public span: otel.Span | undefined,
     readonly callId: string,
   ) {}
 
@@ -36,21 +37,21 @@ export class CallSpan {
   end(run: RunTrace, errorType: string | undefined, stop: string | undefined, message: string | undefined): void {
     if (!this.open) return;
     this.open = false;
-    const { span, queuedAt, lanes, started } = this;
+    const { queuedAt, lanes, started } = this;
+    const span = this.span!;
+    this.span = undefined;
     const endedAt = this.endedAt ?? run.now();
-    const attributes: otel.Attributes = {
-      [TracingAttributes.LANE_WAIT_MS]: queuedAt === undefined ? 0 : (this.startedAt ?? endedAt) - queuedAt,
-      [TracingAttributes.OUTCOME]: this.kind ?? (errorType === undefined ? 'result' : 'error'),
-      [TracingAttributes.DISPATCHED]: started,
-    };
+    // One attribute at a time: no object made per call for them.
+    span.setAttribute(TracingAttributes.LANE_WAIT_MS, queuedAt === undefined ? 0 : (this.startedAt ?? endedAt) - queuedAt);
     if (lanes !== undefined) {
-      attributes[TracingAttributes.LANES_QUEUED_ON] = lanes;
-      attributes[TracingAttributes.LANE_HELD_BY] = lanes[lanes.length - 1]!;
+      span.setAttribute(TracingAttributes.LANES_QUEUED_ON, lanes);
+      span.setAttribute(TracingAttributes.LANE_HELD_BY, lanes[lanes.length - 1]!);
     }
-    if (this.overrun) attributes[TracingAttributes.OVERRUN] = true;
-    if (stop !== undefined) attributes[TracingAttributes.STOP_CLASS] = stop;
-    if (errorType !== undefined) attributes[TracingAttributes.ERROR_TYPE] = errorType;
-    span.setAttributes(attributes);
+    if (this.overrun) span.setAttribute(TracingAttributes.OVERRUN, true);
+    span.setAttribute(TracingAttributes.OUTCOME, this.kind ?? (errorType === undefined ? 'result' : 'error'));
+    span.setAttribute(TracingAttributes.DISPATCHED, started);
+    if (stop !== undefined) span.setAttribute(TracingAttributes.STOP_CLASS, stop);
+    if (errorType !== undefined) span.setAttribute(TracingAttributes.ERROR_TYPE, errorType);
     if (errorType !== undefined) span.setStatus({ code: run.api.SpanStatusCode.ERROR, ...(message === undefined ? {} : { message }) });
     // The call's time is until its outcome was decided, not until it went out in call order.
     span.end(endedAt);

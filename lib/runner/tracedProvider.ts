@@ -9,7 +9,7 @@ import { isObservable, Observable } from 'rxjs';
 import { isPromiseLike } from '../batch/index.js';
 import type { ModelProvider, ModelRequest } from './model.js';
 import { ChatSpan } from './traceSpans.js';
-import type { RunTrace } from './tracing.js';
+import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 
 /** What a provider's respond gives back, whatever its kind. */
@@ -110,4 +110,17 @@ function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, sig
   chat.saw(produced);
   chat.done();
   return produced as Answer;
+}
+
+/** What a provider says of itself for the spans: its GenAI provider name (`_OTHER` when it names none) and its server. */
+export function providerOf(provider: { readonly providerName?: unknown; readonly server?: unknown }): { name: string; server: otel.Attributes } {
+  const { providerName, server } = provider;
+  const name = typeof providerName === 'string' && providerName !== '' ? providerName : '_OTHER';
+  const attributes: otel.Attributes = {};
+  if (server !== null && typeof server === 'object') {
+    const { address, port } = server as { address?: unknown; port?: unknown };
+    if (typeof address === 'string' && address !== '') attributes[TracingAttributes.SERVER_ADDRESS] = address;
+    if (typeof port === 'number' && Number.isInteger(port) && port > 0) attributes[TracingAttributes.SERVER_PORT] = port;
+  }
+  return { name, server: attributes };
 }

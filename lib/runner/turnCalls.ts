@@ -216,6 +216,8 @@ export interface NestedRuns {
 
 /** A traced run, as its calls need it: it hears their activity, and a body runs with its call's span active. */
 export interface BodyTrace {
+  /** False when no context manager carries a context into a body: it then runs as it would untraced. */
+  readonly carries: boolean;
   within(callId: string, body: () => unknown): unknown;
   /** A call's scheduling event; never throws. */
   activity(turn: number, activity: CallActivity): void;
@@ -269,7 +271,7 @@ export class RunnerCall implements BatchCall {
     );
     // The one thing tracing costs a call when it is off: this check.
     const { trace } = scope;
-    if (trace === undefined) return this.body!(this.args, ctx);
+    if (trace === undefined || !trace.carries) return this.body!(this.args, ctx);
     return trace.within(callId, () => this.body!(this.args, ctx));
   }
 }

@@ -138,7 +138,8 @@ describe('A tracer that throws', () => {
     ['end', 'execute_tool'],
     ['startSpan', 'invoke_agent'],
     ['addEvent', 'execute_tool'],
-    ['setAttributes', 'execute_tool'],
+    ['setAttribute', 'execute_tool'],
+    ['setAttributes', 'chat'],
   ];
   for (const [method, kind] of always) {
     it(`in ${method}, for ${kind}: says so on activity$, and starts no more spans for that run`, async () => {
