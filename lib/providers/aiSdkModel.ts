@@ -12,7 +12,7 @@ import type {
   LanguageModelV3ToolCallPart,
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
-import type { FinishReason, ModelRequest, ModelResponse, ToolCall, Usage } from '../runner/index.js';
+import type { FinishReason, ModelRequest, ModelResponse, ResponseInfo, ToolCall, Usage } from '../runner/index.js';
 
 /** The SDK's finish reason, as V3 and V4 send it (V4 adds `interrupted`). */
 export interface AiSdkFinishReason {
@@ -52,7 +52,52 @@ export type AiSdkStreamPart =
   | { readonly type: 'tool-call'; readonly toolCallId: string; readonly toolName: string; readonly input: string; readonly providerExecuted?: boolean | undefined }
   | { readonly type: 'finish'; readonly finishReason: AiSdkFinishReason | string; readonly usage?: AiSdkUsage | undefined }
   | { readonly type: 'error'; readonly error: unknown }
-  | { readonly type: Exclude<string, 'text-delta' | 'tool-input-start' | 'tool-input-delta' | 'tool-input-end' | 'tool-call' | 'finish' | 'error'> };
+  | { readonly type: 'response-metadata'; readonly id?: string | undefined; readonly modelId?: string | undefined }
+  | { readonly type: Exclude<string, 'text-delta' | 'tool-input-start' | 'tool-input-delta' | 'tool-input-end' | 'tool-call' | 'finish' | 'error' | 'response-metadata'> };
+
+/** What a whole reply says of the response it is (`doGenerate`'s `response`). */
+export interface AiSdkResponseMetadata {
+  readonly id?: string | undefined;
+  readonly modelId?: string | undefined;
+}
+
+/** The response's id and model as the runner's `response` facts, or undefined when it named neither. */
+export function responseInfoOf(metadata: AiSdkResponseMetadata | undefined): ResponseInfo | undefined {
+  const id = typeof metadata?.id === 'string' ? metadata.id : undefined;
+  const model = typeof metadata?.modelId === 'string' ? metadata.modelId : undefined;
+  if (id === undefined && model === undefined) return undefined;
+  return { ...(id !== undefined ? { id } : {}), ...(model !== undefined ? { model } : {}) };
+}
+
+// The OpenTelemetry GenAI conventions' names (gen_ai.provider.name) for the AI SDK's provider
+// packages, by the first segment of a model's `provider` (`openai.chat`, `google.generative-ai`).
+const conventionNames: Readonly<Record<string, string>> = {
+  openai: 'openai',
+  azure: 'azure.ai.openai',
+  anthropic: 'anthropic',
+  google: 'gcp.gemini',
+  'google-vertex': 'gcp.vertex_ai',
+  vertex: 'gcp.vertex_ai',
+  'amazon-bedrock': 'aws.bedrock',
+  bedrock: 'aws.bedrock',
+  mistral: 'mistral_ai',
+  groq: 'groq',
+  deepseek: 'deepseek',
+  xai: 'x_ai',
+  cohere: 'cohere',
+  perplexity: 'perplexity',
+};
+
+/**
+ * The provider's name for tracing, from an AI SDK model's `provider` (`openai.responses` ->
+ * `openai`, `google.generative-ai` -> `gcp.gemini`): the conventions' name where it has one,
+ * else the package's own first segment (a custom name, as the conventions allow), else undefined.
+ */
+export function providerNameOf(provider: unknown): string | undefined {
+  if (typeof provider !== 'string' || provider === '') return undefined;
+  const head = provider.split('.')[0]!;
+  return Object.hasOwn(conventionNames, head) ? conventionNames[head] : head;
+}
 
 /** What the adapter sends a model: V3's call options, which a V4 model takes as they are. */
 export type AiSdkModelCallOptions = LanguageModelV3CallOptions;
@@ -79,7 +124,7 @@ export interface AiSdkModel {
   readonly specificationVersion: 'v3' | 'v4';
   readonly provider: string;
   readonly modelId: string;
-  doGenerate(options: AiSdkModelCallOptions): PromiseLike<{ readonly content: ReadonlyArray<AiSdkContentPart>; readonly finishReason: AiSdkFinishReason | string; readonly usage?: AiSdkUsage | undefined }>;
+  doGenerate(options: AiSdkModelCallOptions): PromiseLike<{ readonly content: ReadonlyArray<AiSdkContentPart>; readonly finishReason: AiSdkFinishReason | string; readonly usage?: AiSdkUsage | undefined; readonly response?: AiSdkResponseMetadata | undefined }>;
   doStream(options: AiSdkModelCallOptions): PromiseLike<{ readonly stream: ReadableStream<AiSdkStreamPart> }>;
 }
 
@@ -188,7 +233,7 @@ export function toAiSdkTools(request: ModelRequest): LanguageModelV3FunctionTool
  * order with their JSON input as arguments. Calls the provider ran itself (`providerExecuted`),
  * their results, reasoning, files and sources are not the runner's to run, and are left out.
  */
-export function fromAiSdkContent(content: ReadonlyArray<AiSdkContentPart>, finishReason?: AiSdkFinishReason | string, usage?: AiSdkUsage): ModelResponse {
+export function fromAiSdkContent(content: ReadonlyArray<AiSdkContentPart>, finishReason?: AiSdkFinishReason | string, usage?: AiSdkUsage, metadata?: AiSdkResponseMetadata): ModelResponse {
   const texts: string[] = [];
   const toolCalls: ToolCall[] = [];
   for (const part of content) {
@@ -198,11 +243,13 @@ export function fromAiSdkContent(content: ReadonlyArray<AiSdkContentPart>, finis
   const text = texts.join('');
   const counted = usageOf(usage);
   const reason = finishReasonOf(finishReason);
+  const response = responseInfoOf(metadata);
   return {
     ...(texts.length > 0 && (text !== '' || toolCalls.length === 0) ? { text } : {}),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
     ...(counted !== undefined ? { usage: counted } : {}),
     ...(reason !== undefined ? { finishReason: reason } : {}),
+    ...(response !== undefined ? { response } : {}),
   };
 }
 

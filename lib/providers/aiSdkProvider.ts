@@ -12,7 +12,7 @@ import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import type { ModelProvider, ModelRequest, ModelStreamPart } from '../runner/index.js';
 import { fromAiSdkError, fromAiSdkStreamError } from './aiSdkErrors.js';
-import { fromAiSdkContent, toAiSdkPrompt, toAiSdkTools, type AiSdkLanguageModel, type AiSdkModel, type AiSdkModelCallOptions, type AiSdkStreamPart } from './aiSdkModel.js';
+import { fromAiSdkContent, providerNameOf, toAiSdkPrompt, toAiSdkTools, type AiSdkLanguageModel, type AiSdkModel, type AiSdkModelCallOptions, type AiSdkStreamPart } from './aiSdkModel.js';
 import { streamReader } from './aiSdkStream.js';
 
 export {
@@ -89,6 +89,9 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
   const sdk = model as AiSdkModel;
   // How errors name the model: `AI SDK model openai.chat/gpt-4.1-mini`.
   const label = `AI SDK model ${String(sdk.provider)}/${String(sdk.modelId)}`;
+  // What tracing names the provider (gen_ai.provider.name), from the model's provider package.
+  const providerName = providerNameOf(sdk.provider);
+  const named = providerName === undefined ? {} : { providerName };
 
   const callFor = (request: ModelRequest, abortSignal: AbortSignal): AiSdkModelCallOptions => {
     const tools = toAiSdkTools(request);
@@ -97,6 +100,7 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
 
   if (!stream) {
     return {
+      ...named,
       respond: async (request, signal) => {
         let result: Awaited<ReturnType<AiSdkModel['doGenerate']>>;
         try {
@@ -104,12 +108,13 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
         } catch (error) {
           throw fromAiSdkError(error, label);
         }
-        return fromAiSdkContent(result.content, result.finishReason, result.usage);
+        return fromAiSdkContent(result.content, result.finishReason, result.usage, result.response);
       },
     };
   }
 
   return {
+    ...named,
     respond: (request, signal) =>
       new Observable<ModelStreamPart>((subscriber) => {
         // The call's own controller: aborted by the request's signal, or by unsubscribing.

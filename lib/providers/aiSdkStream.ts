@@ -3,7 +3,7 @@
 // as soon as its input is complete, so it starts inside its lanes while the model is still
 // writing the calls after it, whatever the provider package does with its `tool-call` parts.
 import type { ModelStreamPart } from '../runner/index.js';
-import { finishReasonOf, usageOf, type AiSdkStreamPart } from './aiSdkModel.js';
+import { finishReasonOf, responseInfoOf, usageOf, type AiSdkStreamPart } from './aiSdkModel.js';
 
 type Part<T extends string> = Extract<AiSdkStreamPart, { type: T }>;
 
@@ -30,7 +30,7 @@ interface OpenCall {
  * its input differs from what was streamed, the streamed arguments stand: the call started with
  * them, and they are what the transcript records. Calls the provider runs itself
  * (`providerExecuted`) are not the runner's and are left out, as are the parts the runner does
- * not read (reasoning, sources, files, metadata). An `error` part is thrown.
+ * not read (reasoning, sources, files, provider metadata); the response's id and model go on as a `response` part. An `error` part is thrown.
  */
 export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | undefined {
   // Calls whose input is streamed, by id, from their tool-input-start on.
@@ -88,6 +88,11 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         if (usage !== undefined) out.push({ type: 'usage', ...usage });
         if (reason !== undefined) out.push({ type: 'finish', finishReason: reason });
         return out;
+      }
+      case 'response-metadata': {
+        // Which response this is (its id and model), for tracing; the turn is the same without it.
+        const info = responseInfoOf(part as Part<'response-metadata'>);
+        return info === undefined ? undefined : [{ type: 'response', ...info }];
       }
       case 'error':
         throw (part as Part<'error'>).error;

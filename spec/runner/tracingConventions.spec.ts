@@ -294,3 +294,69 @@ describe('The chat span, with a context manager that follows async work', () => 
     expect(trace.getActiveSpan()).to.equal(undefined);
   });
 });
+
+describe('Tracing a run through aiSdkProvider', () => {
+  const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };
+
+  it('names the provider by the conventions and reads the response id and model from a streamed reply', async () => {
+    const { exporter, tracer } = tracing();
+    const parts: LanguageModelV3StreamPart[] = [
+      { type: 'stream-start', warnings: [] },
+      { type: 'response-metadata', id: 'resp-41', modelId: 'gpt-4.1-mini-2025' },
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'done' },
+      { type: 'text-end', id: 't' },
+      { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+    ];
+    const model = new MockLanguageModelV3({
+      provider: 'openai.chat',
+      modelId: 'gpt-4.1-mini',
+      doStream: async () => ({ stream: new ReadableStream<LanguageModelV3StreamPart>({ start: (controller) => { for (const p of parts) controller.enqueue(p); controller.close(); } }) }),
+    });
+    const provider = aiSdkProvider(model);
+    expect(provider.providerName).to.equal('openai');
+    const result = await new AgentRunner({ provider, tools: new ToolRegistry(), tracer }).run(planner, 'go');
+    expect(result.output).to.equal('done');
+    const spans = exporter.getFinishedSpans();
+    const chat = named(spans, 'chat test-model');
+    expect(chat.attributes['gen_ai.provider.name']).to.equal('openai');
+    expect(chat.attributes['gen_ai.response.id']).to.equal('resp-41');
+    expect(chat.attributes['gen_ai.response.model']).to.equal('gpt-4.1-mini-2025');
+    expect(named(spans, 'invoke_agent planner').attributes['gen_ai.provider.name']).to.equal('openai');
+    // The facts are tracing's alone: the transcript is the same as without them.
+    expect(result.events.map((event) => event.type)).to.deep.equal(['RUN_STARTED', 'MODEL_RESPONSE', 'RUN_COMPLETED']);
+  });
+
+  it('reads the response id and model of a whole reply (doGenerate), and names a Google model gcp.gemini', async () => {
+    const { exporter, tracer } = tracing();
+    const model = new MockLanguageModelV3({
+      provider: 'google.generative-ai',
+      modelId: 'gemini-2.5-flash',
+      doGenerate: async () => ({
+        content: [{ type: 'text', text: 'done' }],
+        finishReason: { unified: 'stop', raw: 'STOP' },
+        usage,
+        warnings: [],
+        response: { id: 'gen-7', modelId: 'gemini-2.5-flash-001' },
+      }),
+    });
+    const result = await new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: new ToolRegistry(), tracer }).run(planner, 'go');
+    expect(result.output).to.equal('done');
+    const chat = named(exporter.getFinishedSpans(), 'chat test-model');
+    expect(chat.attributes['gen_ai.provider.name']).to.equal('gcp.gemini');
+    expect(chat.attributes['gen_ai.response.id']).to.equal('gen-7');
+    expect(chat.attributes['gen_ai.response.model']).to.equal('gemini-2.5-flash-001');
+  });
+
+  it('leaves the response facts out when the model names none, and passes an unknown provider package through', async () => {
+    const { exporter, tracer } = tracing();
+    const model = new MockLanguageModelV3({
+      provider: 'acme-llm.chat',
+      doGenerate: async () => ({ content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }),
+    });
+    await new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: new ToolRegistry(), tracer }).run(planner, 'go');
+    const chat = named(exporter.getFinishedSpans(), 'chat test-model');
+    expect(chat.attributes['gen_ai.provider.name']).to.equal('acme-llm');
+    expect(chat.attributes).to.not.have.any.keys('gen_ai.response.id', 'gen_ai.response.model');
+  });
+});
