@@ -6,8 +6,8 @@
 // the leases also catches a missed wake-up. A dead process's permits and places come back within
 // one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
 // when. Its options are in options.ts; its requests, as it keeps them, in requests.ts; how
-// scripts reach Redis, and are sent again after a failed attempt, in transport.ts; the wake-ups
-// in wakeUps.ts; the heartbeat in heartbeat.ts; Redis unreachable, and probed, in outage.ts;
+// scripts reach Redis, and are sent again after a failed attempt, in transport.ts; what their
+// answers do in answers.ts; the wake-ups in wakeUps.ts; the heartbeat in heartbeat.ts; Redis unreachable, and probed, in outage.ts;
 // the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
 // explains a lost lease in epoch.ts; the metrics in metrics.ts.
 import { randomBytes } from 'node:crypto';
@@ -17,6 +17,7 @@ import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import type { LaneStore, LaneStoreNotice, Permit } from '../LaneTable.js';
 import type { RedisConnection } from './connection.js';
+import { ScriptAnswers } from './answers.js';
 import { RedisEpoch } from './epoch.js';
 import { InProcessFallback } from './fallback.js';
 import { Heartbeat } from './heartbeat.js';
@@ -24,10 +25,10 @@ import { keysOf, laneBase } from './keys.js';
 import { LaneMetrics, type LaneLossReason } from './metrics.js';
 import { storeSettings, type RedisLaneStoreOptions } from './options.js';
 import { Outage } from './outage.js';
-import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, PROBE, REFRESH, refused, tell, tellLost, WAITING } from './requests.js';
+import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, refused, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
-import { isUnreachable, messageOf, ScriptTransport } from './transport.js';
+import { ScriptTransport } from './transport.js';
 import { WakeUps } from './wakeUps.js';
 
 export type { RedisLaneStoreOptions } from './options.js';
@@ -98,7 +99,6 @@ export class RedisLaneStore implements LaneStore {
     this.leaseMs = settings.leaseMs;
     this.leaseText = settings.leaseText;
     this.keepText = settings.keepText;
-    this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, this);
     this.epoch = new RedisEpoch(settings.prefix, (script, keys, args) => this.transport.ask(script, keys, args));
     this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
     const send = (kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']) => this.send(kind, script, lane, args, subject);
@@ -136,6 +136,21 @@ export class RedisLaneStore implements LaneStore {
       watchLeases: (lane, redisNow, firstEnd) => this.heartbeat.watchLeases(lane, redisNow, firstEnd),
       sync: (lane) => this.heartbeat.sync(lane),
     });
+    const answers = new ScriptAnswers({
+      lanes: this.lanes,
+      leaseMs: this.leaseMs,
+      leaseSeconds: this.leaseSeconds,
+      epoch: this.epoch,
+      metrics: this.metrics,
+      heartbeat: this.heartbeat,
+      outage: this.outage,
+      wakeUps: this.wakeUps,
+      closed,
+      grant: (ticket, fence) => this.grant(ticket, fence),
+      lose: (ticket, error, handBack, reason) => this.lose(ticket, error, handBack, reason),
+      sendLeave: (ticket) => this.sendLeave(ticket),
+    });
+    this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, answers);
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -270,7 +285,7 @@ export class RedisLaneStore implements LaneStore {
     this.changes.next({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters, change, party });
   }
 
-  // Sending scripts, and their answers.
+  // Sending scripts (their answers are taken in answers.ts).
 
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
     const seq = ++this.sent;
@@ -278,116 +293,6 @@ export class RedisLaneStore implements LaneStore {
     // within which it may be sent again (answers kept longer would pile up on a busy lane).
     args.unshift(`${this.processId}:r${seq.toString(36)}`, this.keepText);
     this.transport.send(new Op(kind, lane, subject, script, args, performance.now(), seq));
-  }
-
-  /** @internal An attempt failed on the way; the transport sends it again. */
-  retried(op: Op): void {
-    this.metrics.retried(op.lane.key);
-  }
-
-  /** @internal The answer to a script. */
-  answered(op: Op, answer: unknown): void {
-    if (this.outage.down !== undefined) this.outage.restored();
-    if (op.kind === PROBE) {
-      this.outage.probed();
-      return;
-    }
-    if (!Array.isArray(answer) || answer.length < 3) {
-      this.failed(op, new Error(`Redis answered a lane script with ${describeValue(answer)}`));
-      return;
-    }
-    const count = Number(answer[2]);
-    const out = 3 + count;
-    switch (op.kind) {
-      case ACQUIRE: {
-        // Grants made before this request was queued come first, as they did in Redis.
-        this.news(op.lane, answer, count);
-        const ticket = op.subject as FleetTicket;
-        const state = String(answer[out]);
-        ticket.confirmed = true;
-        if (ticket.state === PENDING || ticket.state === WAITING || ticket.state === HOLDING) {
-          ticket.validUntil = op.sentAt + this.leaseMs;
-          if (state === 'h') this.grant(ticket, String(answer[out + 1]));
-          else if (ticket.state === PENDING) {
-            ticket.state = WAITING;
-            this.wakeUps.listen(ticket.lane, op);
-          }
-        } else if (state !== '') this.sendLeave(ticket); // left, lost or moved before Redis answered
-        break;
-      }
-      case REFRESH: {
-        const tickets = op.subject as readonly FleetTicket[];
-        const gone: FleetTicket[] = [];
-        for (let i = 0; i < tickets.length; i++) {
-          const ticket = tickets[i]!;
-          if (ticket.state !== WAITING && ticket.state !== HOLDING) continue;
-          const state = String(answer[out + i]);
-          if (state === '') {
-            gone.push(ticket);
-            continue;
-          }
-          ticket.validUntil = op.sentAt + this.leaseMs;
-          // A grant whose wake-up never came.
-          if (state[0] === 'h' && ticket.state === WAITING) this.grant(ticket, state.slice(1));
-        }
-        if (gone.length > 0) this.expired(gone);
-        this.news(op.lane, answer, count);
-        break;
-      }
-      default:
-        this.news(op.lane, answer, count);
-    }
-  }
-
-  // An answer that came after its script was given up for lost: a request Redis took after all
-  // is handed back. (Leases would free it within one anyway.)
-  /** @internal */
-  late(op: Op, answer: unknown): void {
-    if (op.kind !== ACQUIRE || !Array.isArray(answer)) return;
-    const ticket = op.subject as FleetTicket;
-    const state: unknown = answer[3 + Number(answer[2])];
-    if (ticket.state === HOLDING) ticket.confirmed = true;
-    else if ((state === 'h' || state === 'w') && ticket.state !== PENDING && ticket.state !== WAITING) this.sendLeave(ticket);
-  }
-
-  /** @internal A script failed for good: an error answer, or none within the timeout. */
-  failed(op: Op, error: unknown): void {
-    if (op.kind === PROBE) this.outage.probed();
-    if (!this.closed && isUnreachable(error)) this.outage.unreachable(messageOf(error));
-    switch (op.kind) {
-      case ACQUIRE: {
-        const ticket = op.subject as FleetTicket;
-        // Granted by a wake-up before the answer failed: Redis took the request after all.
-        if (ticket.state === HOLDING) ticket.confirmed = true;
-        else if (ticket.state === PENDING || ticket.state === WAITING) {
-          this.lose(ticket, new LaneLostError(ticket.lane.key, `lane ${ticket.lane.key} could not be asked for a permit (${messageOf(error)})`), false, reasonOf(error));
-        }
-        break;
-      }
-      case REFRESH: {
-        // A lease that runs out before the next heartbeat can try again is lost now.
-        const horizon = performance.now() + this.heartbeat.period;
-        for (const ticket of op.subject as readonly FleetTicket[]) {
-          if (ticket.state === HOLDING && ticket.validUntil <= horizon) {
-            this.lose(ticket, new LaneLostError(ticket.lane.key, `its lease on ${ticket.lane.key} was lost (it could not be refreshed before it ran out: ${messageOf(error)})`), true, reasonOf(error));
-          } else if (ticket.state === WAITING && !isUnreachable(error)) {
-            this.lose(ticket, new LaneLostError(ticket.lane.key, `its place in the queue of ${ticket.lane.key} was lost (${messageOf(error)})`), true, 'error');
-          }
-        }
-        break;
-      }
-    }
-  }
-
-  // Grants a script made (its answer, or a wake-up): this process's requests among them are told.
-  private news(lane: FleetLane, answer: readonly unknown[], count: number): void {
-    const current = this.lanes.get(lane.key);
-    if (current === undefined) return;
-    for (let i = 3; i < 3 + count; i += 2) {
-      const ticket = current.tickets.get(String(answer[i]));
-      if (ticket !== undefined) this.grant(ticket, String(answer[i + 1]));
-    }
-    this.heartbeat.watchLeases(current, String(answer[0]), String(answer[1]));
   }
 
   private grant(ticket: FleetTicket, fence: string): void {
@@ -418,26 +323,9 @@ export class RedisLaneStore implements LaneStore {
     tellLost(ticket.onGrant, error);
   }
 
-  // Requests a refresh found gone: their lease ran out and went to others (this process was
-  // paused, or cut off, past it), or Redis lost its data; the epoch tells which.
-  private expired(tickets: readonly FleetTicket[]): void {
-    void this.epoch.check().then((verdict) => {
-      for (const ticket of tickets) {
-        const { key } = ticket.lane;
-        const what = ticket.state === HOLDING ? `its lease on ${key}` : `its place in the queue of ${key}`;
-        const why =
-          verdict === 'data-lost'
-            ? 'Redis lost its data (it restarted without persistence, was flushed, or failed over to a replica that had not caught up): every lane in it was gone'
-            : `the lease ran out before it was refreshed and went to another request: this process was paused, or could not reach Redis, for longer than the ${this.leaseSeconds} s lease`;
-        this.lose(ticket, new LaneLostError(key, `${what} was lost (${why})`), false, verdict === 'data-lost' ? 'data_lost' : 'lease_expired');
-      }
-    });
-  }
-
   private sendLeave(ticket: FleetTicket): void {
     this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.wakeUps.sharded], ticket);
   }
-
 
   // Redis unreachable: requests not yet granted go no further in Redis: they fail, or move to the
   // in-process lanes.
@@ -450,10 +338,4 @@ export class RedisLaneStore implements LaneStore {
       }
     }
   }
-
-}
-
-// A loss's reason for the metrics: Redis out of reach, or an error it answered.
-function reasonOf(error: unknown): LaneLossReason {
-  return isUnreachable(error) ? 'unreachable' : 'error';
 }
