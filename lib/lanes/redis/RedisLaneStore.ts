@@ -7,8 +7,8 @@
 // one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
 // when. Its options are in options.ts; its requests, as it keeps them, in requests.ts; how
 // scripts reach Redis, and are sent again after a failed attempt, in transport.ts; what their
-// answers do in answers.ts; the wake-ups in wakeUps.ts; the heartbeat in heartbeat.ts; Redis unreachable, and probed, in outage.ts;
-// the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
+// replies do in replies.ts; the wake-ups in wakeUps.ts; the heartbeat in heartbeat.ts; Redis
+// unreachable, and probed, in outage.ts; the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
 // explains a lost lease in epoch.ts; the metrics in metrics.ts.
 import { randomBytes } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
@@ -17,7 +17,7 @@ import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import type { LaneStore, LaneStoreNotice, Permit } from '../LaneTable.js';
 import type { RedisConnection } from './connection.js';
-import { ScriptAnswers } from './answers.js';
+import { ScriptReplies } from './replies.js';
 import { RedisEpoch } from './epoch.js';
 import { InProcessFallback } from './fallback.js';
 import { Heartbeat } from './heartbeat.js';
@@ -25,7 +25,7 @@ import { keysOf, laneBase } from './keys.js';
 import { LaneMetrics, type LaneLossReason } from './metrics.js';
 import { storeSettings, type RedisLaneStoreOptions } from './options.js';
 import { Outage } from './outage.js';
-import { ACQUIRE, FleetLane, FleetTicket, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, refused, tell, tellLost, WAITING } from './requests.js';
+import { ACQUIRE, FleetLane, FleetPermit, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
 import { ScriptTransport } from './transport.js';
@@ -124,7 +124,7 @@ export class RedisLaneStore implements LaneStore {
         if (this.changes?.observed === true) this.changes.next(change);
       },
       changed: (lane, change, party) => this.changed(lane, change, party),
-      sendLeave: (ticket) => this.sendLeave(ticket),
+      sendLeave: (permit) => this.sendLeave(permit),
       dropIfIdle: (lane) => this.dropIfIdle(lane),
     });
     this.wakeUps = new WakeUps(this.connection, {
@@ -132,11 +132,11 @@ export class RedisLaneStore implements LaneStore {
       lanes: () => this.lanes.values(),
       sent: () => this.sent,
       closed,
-      grant: (ticket, fence) => this.grant(ticket, fence),
+      grant: (permit, fence) => this.grant(permit, fence),
       watchLeases: (lane, redisNow, firstEnd) => this.heartbeat.watchLeases(lane, redisNow, firstEnd),
       sync: (lane) => this.heartbeat.sync(lane),
     });
-    const answers = new ScriptAnswers({
+    const replies = new ScriptReplies({
       lanes: this.lanes,
       leaseMs: this.leaseMs,
       leaseSeconds: this.leaseSeconds,
@@ -146,11 +146,11 @@ export class RedisLaneStore implements LaneStore {
       outage: this.outage,
       wakeUps: this.wakeUps,
       closed,
-      grant: (ticket, fence) => this.grant(ticket, fence),
-      lose: (ticket, error, handBack, reason) => this.lose(ticket, error, handBack, reason),
-      sendLeave: (ticket) => this.sendLeave(ticket),
+      grant: (permit, fence) => this.grant(permit, fence),
+      lose: (permit, error, handBack, reason) => this.lose(permit, error, handBack, reason),
+      sendLeave: (permit) => this.sendLeave(permit),
     });
-    this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, answers);
+    this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, replies);
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -167,22 +167,22 @@ export class RedisLaneStore implements LaneStore {
     if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
     if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
     if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
-    if (this.closed) return refused(onGrant, new LaneLostError(key, `lane ${key} cannot be asked: its RedisLaneStore was closed`));
+    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `lane ${key} cannot be asked: its RedisLaneStore was closed`));
     const { down } = this.outage;
     if (down !== undefined) {
       if (this.whenUnreachable === 'in-process') return this.fallback.lanes().enter(key, limit, onGrant, party);
-      return refused(onGrant, new LaneLostError(key, this.outage.why(key, down)));
+      return lostAtOnce(onGrant, new LaneLostError(key, this.outage.why(key, down)));
     }
     this.epoch.firstContact();
     const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
     const now = performance.now();
-    const ticket = new FleetTicket(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now, now + this.leaseMs);
-    lane.tickets.set(ticket.id, ticket);
+    const permit = new FleetPermit(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now, now + this.leaseMs);
+    lane.permits.set(permit.id, permit);
     lane.waiters++;
     this.changed(lane, 'queued', party);
     const limitText = limit === Infinity ? '9007199254740991' : String(limit);
-    this.send(ACQUIRE, acquireScript, lane, [ticket.id, party, limitText, this.leaseText, lane.channel, this.wakeUps.sharded, key], ticket);
-    return ticket;
+    this.send(ACQUIRE, acquireScript, lane, [permit.id, party, limitText, this.leaseText, lane.channel, this.wakeUps.sharded, key], permit);
+    return permit;
   }
 
   /** This process's lanes (busy or waited on), with its own holders and waiters. */
@@ -212,9 +212,9 @@ export class RedisLaneStore implements LaneStore {
     this.outage.stopProbing();
     this.transport.close();
     for (const lane of [...this.lanes.values()]) {
-      for (const ticket of [...lane.tickets.values()]) {
-        const what = ticket.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
-        this.lose(ticket, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true, 'closed');
+      for (const permit of [...lane.permits.values()]) {
+        const what = permit.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
+        this.lose(permit, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true, 'closed');
       }
     }
     this.outage.close();
@@ -233,31 +233,31 @@ export class RedisLaneStore implements LaneStore {
   }
 
   /** @internal use `permit.leave()` */
-  leave(ticket: FleetTicket): void {
-    const { lane } = ticket;
-    switch (ticket.state) {
+  leave(permit: FleetPermit): void {
+    const { lane } = permit;
+    switch (permit.state) {
       case HOLDING:
         lane.holders--;
-        ticket.state = LEFT;
-        this.changed(lane, 'released', ticket.party);
+        permit.state = LEFT;
+        this.changed(lane, 'released', permit.party);
         break;
       case PENDING:
       case WAITING:
         lane.waiters--;
-        ticket.state = LEFT;
-        this.changed(lane, 'withdrawn', ticket.party);
+        permit.state = LEFT;
+        this.changed(lane, 'withdrawn', permit.party);
         break;
       case LOCAL:
-        ticket.state = LEFT;
+        permit.state = LEFT;
         // Left inside its in-process grant, before the permit was stored: moveLocal gives it back.
-        ticket.local?.leave();
+        permit.local?.leave();
         return;
       default:
         return;
     }
-    lane.tickets.delete(ticket.id);
+    lane.permits.delete(permit.id);
     // Not yet answered: the leave goes once Redis answers, so it never overtakes the request.
-    if (ticket.confirmed) this.sendLeave(ticket);
+    if (permit.confirmed) this.sendLeave(permit);
     this.dropIfIdle(lane);
   }
 
@@ -272,7 +272,7 @@ export class RedisLaneStore implements LaneStore {
   }
 
   private dropIfIdle(lane: FleetLane): void {
-    if (lane.tickets.size > 0 || this.lanes.get(lane.key) !== lane) return;
+    if (lane.permits.size > 0 || this.lanes.get(lane.key) !== lane) return;
     this.lanes.delete(lane.key);
     this.byChannel.delete(lane.channel);
     if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
@@ -285,7 +285,7 @@ export class RedisLaneStore implements LaneStore {
     this.changes.next({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters, change, party });
   }
 
-  // Sending scripts (their answers are taken in answers.ts).
+  // Sending scripts (their replies are taken in replies.ts).
 
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
     const seq = ++this.sent;
@@ -295,46 +295,46 @@ export class RedisLaneStore implements LaneStore {
     this.transport.send(new Op(kind, lane, subject, script, args, performance.now(), seq));
   }
 
-  private grant(ticket: FleetTicket, fence: string): void {
-    if (ticket.state !== PENDING && ticket.state !== WAITING) return;
-    const { lane } = ticket;
-    ticket.state = HOLDING;
-    ticket.fence = fence;
+  private grant(permit: FleetPermit, fence: string): void {
+    if (permit.state !== PENDING && permit.state !== WAITING) return;
+    const { lane } = permit;
+    permit.state = HOLDING;
+    permit.fence = fence;
     lane.waiters--;
     lane.holders++;
-    this.changed(lane, 'granted', ticket.party);
-    this.metrics.granted(lane.key, performance.now() - ticket.askedAt);
-    tell(ticket.onGrant);
+    this.changed(lane, 'granted', permit.party);
+    this.metrics.granted(lane.key, performance.now() - permit.askedAt);
+    tell(permit.onGrant);
   }
 
   // A request that is no more: its caller is told (a waiting call fails, never dispatched; a
   // running one learns its lease is gone), and what Redis may still hold for it goes back.
-  private lose(ticket: FleetTicket, error: LaneLostError, handBack: boolean, reason: LaneLossReason): void {
-    const { lane, state } = ticket;
+  private lose(permit: FleetPermit, error: LaneLostError, handBack: boolean, reason: LaneLossReason): void {
+    const { lane, state } = permit;
     if (state === HOLDING) lane.holders--;
     else if (state === PENDING || state === WAITING) lane.waiters--;
     else return;
-    ticket.state = LOST;
-    lane.tickets.delete(ticket.id);
-    this.changed(lane, 'lost', ticket.party);
+    permit.state = LOST;
+    lane.permits.delete(permit.id);
+    this.changed(lane, 'lost', permit.party);
     this.metrics.lost(lane.key, reason);
-    if (handBack && ticket.confirmed) this.sendLeave(ticket);
+    if (handBack && permit.confirmed) this.sendLeave(permit);
     this.dropIfIdle(lane);
-    tellLost(ticket.onGrant, error);
+    tellLost(permit.onGrant, error);
   }
 
-  private sendLeave(ticket: FleetTicket): void {
-    this.send(LEAVE, leaveScript, ticket.lane, [ticket.id, ticket.lane.channel, this.wakeUps.sharded], ticket);
+  private sendLeave(permit: FleetPermit): void {
+    this.send(LEAVE, leaveScript, permit.lane, [permit.id, permit.lane.channel, this.wakeUps.sharded], permit);
   }
 
   // Redis unreachable: requests not yet granted go no further in Redis: they fail, or move to the
   // in-process lanes.
   private sendAway(why: string): void {
     for (const lane of [...this.lanes.values()]) {
-      for (const ticket of [...lane.tickets.values()]) {
-        if (ticket.state !== PENDING && ticket.state !== WAITING) continue;
-        if (this.whenUnreachable === 'in-process') this.fallback.move(ticket);
-        else this.lose(ticket, new LaneLostError(lane.key, this.outage.why(lane.key, why)), true, 'unreachable');
+      for (const permit of [...lane.permits.values()]) {
+        if (permit.state !== PENDING && permit.state !== WAITING) continue;
+        if (this.whenUnreachable === 'in-process') this.fallback.move(permit);
+        else this.lose(permit, new LaneLostError(lane.key, this.outage.why(lane.key, why)), true, 'unreachable');
       }
     }
   }

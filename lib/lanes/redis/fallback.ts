@@ -3,14 +3,14 @@
 // that were waiting in Redis move there.
 import type { LaneChange, LaneOccupancy } from '../Lane.js';
 import { LaneTable } from '../LaneTable.js';
-import { LOCAL, type FleetLane, type FleetTicket } from './requests.js';
+import { LOCAL, type FleetLane, type FleetPermit } from './requests.js';
 
 /** What the fall back needs of its store. */
 export interface FallbackHost {
   /** Tells the store's watchers of a change in the in-process lanes. */
   relay(change: LaneChange): void;
   changed(lane: FleetLane, change: LaneChange['change'], party: string): void;
-  sendLeave(ticket: FleetTicket): void;
+  sendLeave(permit: FleetPermit): void;
   dropIfIdle(lane: FleetLane): void;
 }
 
@@ -41,16 +41,16 @@ export class InProcessFallback {
   }
 
   /** A request waiting in Redis moves to the in-process lanes. */
-  move(ticket: FleetTicket): void {
-    const { lane } = ticket;
+  move(permit: FleetPermit): void {
+    const { lane } = permit;
     lane.waiters--;
-    ticket.state = LOCAL;
-    lane.tickets.delete(ticket.id);
-    this.host.changed(lane, 'withdrawn', ticket.party);
-    if (ticket.confirmed) this.host.sendLeave(ticket);
+    permit.state = LOCAL;
+    lane.permits.delete(permit.id);
+    this.host.changed(lane, 'withdrawn', permit.party);
+    if (permit.confirmed) this.host.sendLeave(permit);
     this.host.dropIfIdle(lane);
-    const local = this.lanes().enter(lane.key, lane.limit, ticket, ticket.party);
-    if (ticket.state === LOCAL) ticket.local = local;
+    const local = this.lanes().enter(lane.key, lane.limit, permit, permit.party);
+    if (permit.state === LOCAL) permit.local = local;
     else local.leave();
   }
 }

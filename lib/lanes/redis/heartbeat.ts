@@ -2,7 +2,7 @@
 // refreshed in Redis (a refresh also reports grants whose wake-up never came), and a lane with
 // someone waiting is refreshed again when its earliest holder's lease ends, so a dead holder's
 // permit comes back then rather than a heartbeat later.
-import { REFRESH, HOLDING, WAITING, type FleetLane, type FleetTicket, type Op } from './requests.js';
+import { REFRESH, HOLDING, WAITING, type FleetLane, type FleetPermit, type Op } from './requests.js';
 import { refreshScript, type Script } from './scripts.js';
 import { unref } from './transport.js';
 
@@ -50,20 +50,20 @@ export class Heartbeat {
   }
 
   // One script per lane, and per 500 requests of it: a script holds Redis while it runs.
-  private refresh(lane: FleetLane, tickets: readonly FleetTicket[]): void {
-    for (let from = 0; from === 0 || from < tickets.length; from += 500) {
-      const some = tickets.length <= 500 ? tickets : tickets.slice(from, from + 500);
+  private refresh(lane: FleetLane, permits: readonly FleetPermit[]): void {
+    for (let from = 0; from === 0 || from < permits.length; from += 500) {
+      const some = permits.length <= 500 ? permits : permits.slice(from, from + 500);
       const args = [this.leaseText, lane.channel, this.host.sharded()];
-      for (const ticket of some) args.push(ticket.id);
+      for (const permit of some) args.push(permit.id);
       this.host.send(REFRESH, refreshScript, lane, args, some);
     }
   }
 
   // The requests of a lane whose leases the heartbeat keeps: those Redis has answered for.
-  private confirmedOf(lane: FleetLane): FleetTicket[] {
-    const tickets: FleetTicket[] = [];
-    for (const ticket of lane.tickets.values()) if (ticket.confirmed && (ticket.state === WAITING || ticket.state === HOLDING)) tickets.push(ticket);
-    return tickets;
+  private confirmedOf(lane: FleetLane): FleetPermit[] {
+    const permits: FleetPermit[] = [];
+    for (const permit of lane.permits.values()) if (permit.confirmed && (permit.state === WAITING || permit.state === HOLDING)) permits.push(permit);
+    return permits;
   }
 
   // Every third of a lease: the leases of this process's requests are extended (and missed
@@ -71,9 +71,9 @@ export class Heartbeat {
   private beat(): void {
     let asked = false;
     for (const lane of this.host.lanes.values()) {
-      const tickets = this.confirmedOf(lane);
-      if (tickets.length === 0) continue;
-      this.refresh(lane, tickets);
+      const permits = this.confirmedOf(lane);
+      if (permits.length === 0) continue;
+      this.refresh(lane, permits);
       asked = true;
     }
     this.host.pruneWakeUps();
