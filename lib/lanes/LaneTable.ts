@@ -20,7 +20,7 @@ export interface Permit {
 
 /**
  * What a lane store says of itself, on the runner's `activity$`: a store shared by a fleet that
- * cannot reach its Redis (`unreachable`: calls on its lanes fail, never dispatched), that fell
+ * cannot reach its Redis (`unreachable`: calls on its lanes fail, never started), that fell
  * back to in-process lanes (`in-process`, when its options allow), or that reaches it again.
  */
 export interface LaneStoreNotice {

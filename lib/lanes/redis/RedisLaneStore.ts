@@ -201,7 +201,7 @@ export class RedisLaneStore implements LaneStore {
   }
 
   /**
-   * Stops the store: its requests are lost (a caller still waiting fails, never dispatched; a
+   * Stops the store: its requests are lost (a caller still waiting fails, never started; a
    * body still running is told its lease is gone), their permits go back to the fleet, and the
    * store's own subscriber connection closes. The client handed in stays open.
    */
@@ -307,7 +307,7 @@ export class RedisLaneStore implements LaneStore {
     tell(permit.onGrant);
   }
 
-  // A request that is no more: its caller is told (a waiting call fails, never dispatched; a
+  // A request that is no more: its caller is told (a waiting call fails, never started; a
   // running one learns its lease is gone), and what Redis may still hold for it goes back.
   private lose(permit: FleetPermit, error: LaneLostError, handBack: boolean, reason: LaneLossReason): void {
     const { lane, state } = permit;

@@ -20,7 +20,7 @@ export interface RedisLaneStoreOptions {
   readonly timeoutSeconds?: number;
   /**
    * What calls on shared lanes do while Redis cannot be reached: `'fail'` (the default: they
-   * fail, never dispatched, with the reason), or `'in-process'`: they run in this process's own
+   * fail, never started, with the reason), or `'in-process'`: they run in this process's own
    * lanes, with the same limits per process, until Redis answers again (reported on `activity$`).
    */
   readonly whenUnreachable?: 'fail' | 'in-process';
