@@ -227,7 +227,7 @@ export class RedisLaneStore implements LaneStore {
     return this.closing;
   }
 
-  /** @internal Resolves once every script sent to Redis has its answer (or timed out). */
+  /** @internal Resolves once every script sent to Redis has its reply (or timed out). */
   idle(): Promise<void> {
     return this.transport.idle();
   }
@@ -249,7 +249,7 @@ export class RedisLaneStore implements LaneStore {
         break;
       case LOCAL:
         permit.state = LEFT;
-        // Left inside its in-process grant, before the permit was stored: moveLocal gives it back.
+        // Left inside its in-process grant, before the permit was stored: the fall back's move gives it back (fallback.ts).
         permit.local?.leave();
         return;
       default:
@@ -289,8 +289,8 @@ export class RedisLaneStore implements LaneStore {
 
   private send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void {
     const seq = ++this.sent;
-    // The request id (safe to repeat), and how long Redis keeps its answer: twice the timeout
-    // within which it may be sent again (answers kept longer would pile up on a busy lane).
+    // The request id (safe to repeat), and how long Redis keeps its reply: twice the timeout
+    // within which it may be sent again (replies kept longer would pile up on a busy lane).
     args.unshift(`${this.processId}:r${seq.toString(36)}`, this.keepText);
     this.transport.send(new Op(kind, lane, subject, script, args, performance.now(), seq));
   }
