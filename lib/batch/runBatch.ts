@@ -23,9 +23,10 @@ import type { BatchCall, BatchOptions, Outcome } from './types.js';
  *
  * `calls` is an array, or an Observable of calls (a model still writing its turn): a call is
  * gated and dispatched as soon as it arrives, a `parallelSafe: false` call still waits for
- * everything before it. Lanes are taken in one fixed order: tenant, turn, tool (then the
- * identical-arguments lane of a call that is not parallel-safe). A call's `perToolSeconds`
- * ceiling runs from dispatch, not from queueing. The Observable is cold: each subscription is
+ * everything before it. Lanes are taken in one fixed order: tenant, turn, turn-tool, tool, the
+ * call's own lane if it names one, then the identical-arguments lane of a call that is not
+ * parallel-safe. A call's `perToolSeconds` ceiling runs from its start (every lane granted),
+ * not from queueing. The Observable is cold: each subscription is
  * a new batch.
  *
  * ## Example

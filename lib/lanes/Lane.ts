@@ -27,11 +27,11 @@ const LEFT = 2;
 /**
  * One request for a permit. `leave()` gives the permit back if it was granted, or
  * withdraws the request if it was still waiting; calling it again does nothing.
- * A request granted at once is a plain Ticket; one that had to wait is a QueuedTicket, which
+ * A request granted at once is a plain LanePermit; one that had to wait is a QueuedPermit, which
  * also carries its place in the queue and what to call on its grant (most requests never
  * wait, and a batch of thousands holds one of these per call and lane).
  */
-export class Ticket {
+export class LanePermit {
   /** @internal */ state = WAITING;
   constructor(
     /** @internal */ readonly lane: Lane,
@@ -65,9 +65,9 @@ export function grant(onGrant: OnGrant): void {
 }
 
 /** A request that waits in a party's queue until it is granted (or withdrawn). */
-class QueuedTicket extends Ticket {
-  /** @internal */ prev: QueuedTicket | undefined = undefined;
-  /** @internal */ next: QueuedTicket | undefined = undefined;
+class QueuedPermit extends LanePermit {
+  /** @internal */ prev: QueuedPermit | undefined = undefined;
+  /** @internal */ next: QueuedPermit | undefined = undefined;
   /** @internal */ queue: PartyQueue | undefined = undefined;
   constructor(
     lane: Lane,
@@ -80,8 +80,8 @@ class QueuedTicket extends Ticket {
 
 /** One party's waiters, oldest first, and its place in the lane's rotation of parties. */
 class PartyQueue {
-  head: QueuedTicket | undefined = undefined;
-  tail: QueuedTicket | undefined = undefined;
+  head: QueuedPermit | undefined = undefined;
+  tail: QueuedPermit | undefined = undefined;
   // Neighbours in the rotation of parties that have someone waiting.
   prev: PartyQueue | undefined = undefined;
   next: PartyQueue | undefined = undefined;
@@ -134,18 +134,18 @@ export class Lane {
 
   /**
    * Asks for a permit. `onGrant` is told when it is granted, which may be at once,
-   * before `enter` returns: the ticket's `holding` then reads true. Give the permit back
-   * (or withdraw) with `ticket.leave()`.
+   * before `enter` returns: the permit's `holding` then reads true. Give the permit back
+   * (or withdraw) with `permit.leave()`.
    */
-  enter(onGrant: OnGrant, party = ''): Ticket {
+  enter(onGrant: OnGrant, party = ''): LanePermit {
     if (this.holderCount < this.limit && this.waiterCount === 0) {
       // A free permit and nobody ahead: granted at once, without queueing.
-      const ticket = new Ticket(this, party);
-      ticket.state = HOLDING;
+      const permit = new LanePermit(this, party);
+      permit.state = HOLDING;
       this.holderCount++;
       this.onChange?.(this, 'granted', party);
       grant(onGrant);
-      return ticket;
+      return permit;
     }
     // Made when the lane first queues someone: a lane whose permits are always free has none.
     const parties = (this.parties ??= new Map<string, PartyQueue>());
@@ -154,34 +154,34 @@ export class Lane {
       queue = new PartyQueue(party);
       parties.set(party, queue);
     }
-    const ticket = new QueuedTicket(this, party, onGrant);
-    ticket.queue = queue;
-    if (queue.tail === undefined) queue.head = ticket;
+    const permit = new QueuedPermit(this, party, onGrant);
+    permit.queue = queue;
+    if (queue.tail === undefined) queue.head = permit;
     else {
-      queue.tail.next = ticket;
-      ticket.prev = queue.tail;
+      queue.tail.next = permit;
+      permit.prev = queue.tail;
     }
-    queue.tail = ticket;
+    queue.tail = permit;
     if (!queue.inRotation) this.rotateIn(queue);
     this.waiterCount++;
     this.onChange?.(this, 'queued', party);
     this.drain();
-    return ticket;
+    return permit;
   }
 
-  /** @internal use `ticket.leave()` */
-  leave(ticket: Ticket): void {
-    if (ticket.state === LEFT) return;
-    const { party } = ticket;
-    if (ticket.state === HOLDING) {
-      ticket.state = LEFT;
+  /** @internal use `permit.leave()` */
+  leave(permit: LanePermit): void {
+    if (permit.state === LEFT) return;
+    const { party } = permit;
+    if (permit.state === HOLDING) {
+      permit.state = LEFT;
       this.holderCount--;
       this.onChange?.(this, 'released', party);
       this.drain();
     } else {
-      ticket.state = LEFT;
-      // Only a queued ticket is ever waiting.
-      this.unlink(ticket as QueuedTicket);
+      permit.state = LEFT;
+      // Only a queued permit is ever waiting.
+      this.unlink(permit as QueuedPermit);
       this.waiterCount--;
       this.onChange?.(this, 'withdrawn', party);
     }
@@ -193,8 +193,8 @@ export class Lane {
     try {
       while (this.holderCount < this.limit && this.first !== undefined) {
         const queue = this.first;
-        const ticket = queue.head!;
-        this.unlink(ticket);
+        const permit = queue.head!;
+        this.unlink(permit);
         // Round-robin: a party that still waits goes to the back of the rotation.
         if (queue.inRotation && this.first === queue && this.last !== queue) {
           this.rotateOut(queue);
@@ -202,23 +202,23 @@ export class Lane {
         }
         this.waiterCount--;
         this.holderCount++;
-        ticket.state = HOLDING;
+        permit.state = HOLDING;
         this.onChange?.(this, 'granted', queue.party);
-        grant(ticket.onGrant);
+        grant(permit.onGrant);
       }
     } finally {
       this.draining = false;
     }
   }
 
-  private unlink(ticket: QueuedTicket): void {
-    const queue = ticket.queue!;
-    if (ticket.prev === undefined) queue.head = ticket.next;
-    else ticket.prev.next = ticket.next;
-    if (ticket.next === undefined) queue.tail = ticket.prev;
-    else ticket.next.prev = ticket.prev;
-    ticket.prev = ticket.next = undefined;
-    ticket.queue = undefined;
+  private unlink(permit: QueuedPermit): void {
+    const queue = permit.queue!;
+    if (permit.prev === undefined) queue.head = permit.next;
+    else permit.prev.next = permit.next;
+    if (permit.next === undefined) queue.tail = permit.prev;
+    else permit.next.prev = permit.prev;
+    permit.prev = permit.next = undefined;
+    permit.queue = undefined;
     if (queue.head === undefined) {
       this.rotateOut(queue);
       this.parties?.delete(queue.party);

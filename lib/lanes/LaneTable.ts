@@ -1,7 +1,8 @@
-// The runner's table of shared lanes (one per tool, one per tenant, one per
-// identical-arguments key), made on first use and dropped as soon as idle, so a
-// million tenants seen over a day do not mean a million live lanes.
-// A batch keeps a table of its own for the turn lane.
+// The runner's table of shared lanes (one per tenant, one per tool, one per lane a tool
+// declares for itself, one per identical-arguments key), made on first use and dropped as soon
+// as idle, so a million tenants seen over a day do not mean a million live lanes.
+// A batch keeps a table of its own for its turn and turn-tool lanes. A fleet of processes shares
+// its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
 import { Subject, type Observable } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
@@ -19,7 +20,7 @@ export interface Permit {
 
 /**
  * What a lane store says of itself, on the runner's `activity$`: a store shared by a fleet that
- * cannot reach its Redis (`unreachable`: calls on its lanes fail, never dispatched), that fell
+ * cannot reach its Redis (`unreachable`: calls on its lanes fail, never started), that fell
  * back to in-process lanes (`in-process`, when its options allow), or that reaches it again.
  */
 export interface LaneStoreNotice {
@@ -32,9 +33,9 @@ export interface LaneStoreNotice {
 }
 
 /**
- * The small interface the batch needs of a store of lanes: take a permit, give it back,
- * watch occupancy. The in-memory `LaneTable` is one; a store shared by a fleet of
- * processes could be another.
+ * The small interface the batch needs of a store of lanes: enter (ask for a permit), leave
+ * (give it back), watch occupancy. The in-memory `LaneTable` is one; `RedisLaneStore`, shared
+ * by a fleet of processes, is another.
  */
 export interface LaneStore {
   /**

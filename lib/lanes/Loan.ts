@@ -3,19 +3,14 @@
 // to come back or for a free permit of the lane itself, whichever comes first, so nested work
 // never waits only on a permit its own caller holds (no deadlock), and the lane's bound holds
 // across the whole tree of runs: the lent permit is counted once, by the lane, whoever runs in it.
-import type { OnGrant } from './Lane.js';
+import { grant, type OnGrant } from './Lane.js';
 import type { LaneStore, Permit } from './LaneTable.js';
-
-function grant(onGrant: OnGrant): void {
-  if (typeof onGrant === 'function') onGrant();
-  else onGrant.granted();
-}
 
 // Where a borrow stands.
 type BorrowState = 'waiting' | 'holding' | 'left';
 
 /** One borrower's request for a lent permit; `leave()` gives it back, or withdraws the request. */
-class Borrow implements Permit {
+class BorrowedPermit implements Permit {
   state: BorrowState = 'waiting';
   constructor(
     private readonly loan: Loan,
@@ -32,20 +27,20 @@ class Borrow implements Permit {
   }
 
   leave(): void {
-    this.loan.giveBack(this);
+    this.loan.leave(this);
   }
 }
 
 /**
  * A permit of lane `key`, lent by whoever holds it to nested work. Made by the lender; the
- * lender calls `recall` instead of giving its permit back, and the permit goes back to the
+ * lender calls `recall` instead of leaving its permit, and the permit goes back to the
  * lane once no borrower runs in it.
  */
 export class Loan {
   // The borrower running in the permit, if any.
-  private holder: Borrow | undefined = undefined;
+  private holder: BorrowedPermit | undefined = undefined;
   // Borrowers waiting for it, oldest first.
-  private waiting: Borrow[] = [];
+  private waiting: BorrowedPermit[] = [];
   // Set once the lender wants its permit back: what gives it back, once no borrower runs in it.
   private recalled: (() => void) | undefined = undefined;
   private closed = false;
@@ -58,7 +53,7 @@ export class Loan {
 
   /** Asks for the lent permit; `onGrant` may be told before this returns. Refused (never granted) once recalled. */
   borrow(onGrant: OnGrant): Permit {
-    const borrow = new Borrow(this, onGrant);
+    const borrow = new BorrowedPermit(this, onGrant);
     if (this.closed) {
       borrow.state = 'left';
       return borrow;
@@ -72,7 +67,7 @@ export class Loan {
   }
 
   /** @internal use `borrow.leave()` */
-  giveBack(borrow: Borrow): void {
+  leave(borrow: BorrowedPermit): void {
     if (borrow.state === 'left') return;
     const held = borrow.state === 'holding';
     borrow.state = 'left';
@@ -81,7 +76,7 @@ export class Loan {
       return;
     }
     this.holder = undefined;
-    if (this.closed) return this.settleRecall();
+    if (this.closed) return this.endRecall();
     const next = this.waiting.shift();
     if (next === undefined) return;
     next.state = 'holding';
@@ -90,22 +85,22 @@ export class Loan {
   }
 
   /**
-   * The lender is done with its permit: `giveBack` returns it to the lane now, or once the
+   * The lender is done with its permit: `leave` returns it to the lane now, or once the
    * borrower running in it leaves. Waiting borrowers lose this way in (they still wait on the lane).
    */
-  recall(giveBack: () => void): void {
+  recall(leave: () => void): void {
     if (this.closed) return;
     this.closed = true;
-    this.recalled = giveBack;
+    this.recalled = leave;
     for (const borrow of this.waiting) borrow.state = 'left';
     this.waiting = [];
-    if (this.holder === undefined) this.settleRecall();
+    if (this.holder === undefined) this.endRecall();
   }
 
-  private settleRecall(): void {
-    const giveBack = this.recalled;
+  private endRecall(): void {
+    const leave = this.recalled;
     this.recalled = undefined;
-    giveBack?.();
+    leave?.();
   }
 }
 
@@ -114,10 +109,10 @@ export class Loan {
  * else whichever comes first of the lent permit and a free permit of the lane. The other
  * request is withdrawn as soon as one is granted.
  */
-class EitherPermit implements Permit {
+class LoanOrLanePermit implements Permit {
   // The request to the loan, and the one to the store (made only if the loan was busy).
   private borrowed: Permit;
-  private ticket: Permit | undefined = undefined;
+  private lanePermit: Permit | undefined = undefined;
   // Which one granted, once one did.
   private via: 'loan' | 'lane' | undefined = undefined;
   private left = false;
@@ -128,8 +123,8 @@ class EitherPermit implements Permit {
     // A function carrying lost(): a store shared by a fleet can say the request was lost, and a
     // store that only calls functions still works with it.
     const onLane = Object.assign(() => this.from('lane'), { lost: (error: Error) => this.lost(error) });
-    this.ticket = store.enter(key, limit, onLane, party);
-    // A grant from the lane before enter returned could not withdraw the ticket it had not yet seen.
+    this.lanePermit = store.enter(key, limit, onLane, party);
+    // A grant from the lane before enter returned could not withdraw the permit it had not yet seen.
     if (this.via === 'lane') this.borrowed.leave();
   }
 
@@ -139,7 +134,7 @@ class EitherPermit implements Permit {
 
   get fence(): string | undefined {
     if (this.via === 'loan') return this.borrowed.fence;
-    return this.via === 'lane' ? this.ticket?.fence : undefined;
+    return this.via === 'lane' ? this.lanePermit?.fence : undefined;
   }
 
   // The lane's request was lost (a fleet store's lease): a borrower in the lent permit is not
@@ -153,7 +148,7 @@ class EitherPermit implements Permit {
   private from(via: 'loan' | 'lane'): void {
     if (this.via !== undefined || this.left) return;
     this.via = via;
-    if (via === 'loan') this.ticket?.leave();
+    if (via === 'loan') this.lanePermit?.leave();
     else this.borrowed.leave();
     grant(this.onGrant);
   }
@@ -162,11 +157,11 @@ class EitherPermit implements Permit {
     if (this.left) return;
     this.left = true;
     this.borrowed.leave();
-    this.ticket?.leave();
+    this.lanePermit?.leave();
   }
 }
 
 /** Asks for a permit of lane `key` in `store`, or the one `loan` lends, whichever is free first. */
 export function enterWithLoan(loan: Loan, store: LaneStore, key: string, limit: number, onGrant: OnGrant, party = ''): Permit {
-  return new EitherPermit(loan, store, key, limit, party, onGrant);
+  return new LoanOrLanePermit(loan, store, key, limit, party, onGrant);
 }

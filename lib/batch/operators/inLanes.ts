@@ -1,5 +1,6 @@
 // The fan-out: every call of a phase dispatched at once, its concurrency coming from the lanes
-// it must take (tenant -> turn -> tool -> its own -> identical arguments), not from a count of its own.
+// it must take (tenant -> turn -> turn-tool -> tool -> its own -> identical arguments), not from a
+// count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
@@ -171,8 +172,9 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
 
 /**
  * Dispatches every record it receives at once, each inside its lanes, taken in one fixed order:
- * tenant, turn, tool, the call's own `lane` if it names one (its server's), then (for a call
- * that is not parallel-safe) its identical-arguments lane.
+ * tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
+ * a call that is not parallel-safe) its identical-arguments lane. The turn and turn-tool lanes
+ * are the batch's own, taken only where they can bind.
  * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits each
  * record when its body starts (so the ceilings can time it from there) and again when its
  * outcome is decided; completes once its source completed and every record it dispatched is

@@ -1,4 +1,4 @@
-// A process's requests on fleet lanes, as RedisLaneStore keeps them: each request (its ticket),
+// A process's requests on fleet lanes, as RedisLaneStore keeps them: each request (its permit),
 // the lanes it has requests on, the scripts sent and not yet answered, and how a request's
 // caller is told of a grant or a loss.
 import type { LaneLostError } from '../../errors.js';
@@ -24,7 +24,7 @@ export const REFRESH = 2;
 export const PROBE = 3;
 
 /** A request for a permit of a fleet lane: `leave()` gives the permit back, or withdraws the request. */
-export class FleetTicket implements Permit {
+export class FleetPermit implements Permit {
   state = PENDING;
   /** Redis answered the request: its lease may be refreshed, and its leave be sent. */
   confirmed = false;
@@ -69,7 +69,7 @@ export class FleetTicket implements Permit {
 /** A lane this process has requests on: its keys, its requests, its wake-ups. */
 export class FleetLane {
   /** The live requests (pending, waiting, holding) of this process, by id. */
-  readonly tickets = new Map<string, FleetTicket>();
+  readonly permits = new Map<string, FleetPermit>();
   holders = 0;
   waiters = 0;
   // The timer that runs a refresh when the earliest holder's lease ends (a dead holder's permit
@@ -93,7 +93,7 @@ export class FleetLane {
  * gives it back, so a change Redis made once is never made twice (scripts.ts).
  */
 export class Op {
-  settled = false;
+  done = false;
   /** How many times it was sent again after a failed attempt. */
   retries = 0;
   /** The timer of its next attempt, while one is due. */
@@ -101,7 +101,7 @@ export class Op {
   constructor(
     readonly kind: number,
     readonly lane: FleetLane,
-    readonly subject: FleetTicket | readonly FleetTicket[] | undefined,
+    readonly subject: FleetPermit | readonly FleetPermit[] | undefined,
     readonly script: Script,
     readonly args: readonly string[],
     readonly sentAt: number,
@@ -129,12 +129,12 @@ export function tellLost(onGrant: OnGrant, error: Error): void {
   }
 }
 
-// The permit of a request refused at once (Redis unreachable, the store closed): never holding,
+// The permit of a request lost at once (Redis unreachable, the store closed): never holding,
 // nothing to give back. The caller is told on the next microtask, as a grant would come: never
 // before enter returns.
 const lostPermit: Permit = { holding: false, leave: () => undefined };
 
-export function refused(onGrant: OnGrant, error: LaneLostError): Permit {
+export function lostAtOnce(onGrant: OnGrant, error: LaneLostError): Permit {
   queueMicrotask(() => tellLost(onGrant, error));
   return lostPermit;
 }

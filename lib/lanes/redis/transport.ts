@@ -38,9 +38,9 @@ const retryDelays = [10, 25, 50, 100, 200, 250];
 
 /** What the transport tells its store. */
 export interface TransportListener {
-  answered(op: Op, answer: unknown): void;
+  replied(op: Op, reply: unknown): void;
   /** An answer that came after its op was given up. */
-  late(op: Op, answer: unknown): void;
+  late(op: Op, reply: unknown): void;
   /** The op failed for good: an error answer, or no answer within the timeout. */
   failed(op: Op, error: unknown): void;
   /** An attempt failed on the way and the op is sent again. */
@@ -72,13 +72,13 @@ export class ScriptTransport {
 
   private attempt(op: Op): void {
     this.run(op.script, op.lane.keys, op.args).then(
-      (answer) => {
-        if (op.settled) return this.listener.late(op, answer);
-        this.settle(op);
-        this.listener.answered(op, answer);
+      (reply) => {
+        if (op.done) return this.listener.late(op, reply);
+        this.finish(op);
+        this.listener.replied(op, reply);
       },
       (error: unknown) => {
-        if (op.settled) return;
+        if (op.done) return;
         const delay = retryDelays[Math.min(op.retries, retryDelays.length - 1)]!;
         // Sent again only while the whole exchange stays within the timeout.
         if (!this.closed && isUnreachable(error) && performance.now() + delay < op.sentAt + this.timeoutMs) {
@@ -86,13 +86,13 @@ export class ScriptTransport {
           op.retryTimer = unref(
             setTimeout(() => {
               op.retryTimer = undefined;
-              if (!op.settled) this.attempt(op);
+              if (!op.done) this.attempt(op);
             }, delay),
           );
           this.listener.retried(op, error);
           return;
         }
-        this.settle(op);
+        this.finish(op);
         this.listener.failed(op, error);
       },
     );
@@ -163,15 +163,15 @@ export class ScriptTransport {
     const cutoff = now - this.timeoutMs;
     for (const op of this.pending) {
       if (op.sentAt > cutoff) break;
-      this.settle(op);
+      this.finish(op);
       this.listener.failed(op, this.timedOut());
     }
     const oldest = this.pending.values().next().value;
     if (oldest !== undefined) this.sweep = unref(setTimeout(this.sweepSoon, Math.max(1, oldest.sentAt + this.timeoutMs - now)));
   };
 
-  private settle(op: Op): void {
-    op.settled = true;
+  private finish(op: Op): void {
+    op.done = true;
     if (op.retryTimer !== undefined) clearTimeout(op.retryTimer);
     op.retryTimer = undefined;
     this.pending.delete(op);

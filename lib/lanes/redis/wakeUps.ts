@@ -4,7 +4,7 @@
 // have gone by unheard (sent before the subscription was confirmed, or while the subscriber
 // reconnected) is made up for by one refresh of the lane, which reports grants missed.
 import type { RedisConnection, RedisSubscriber } from './connection.js';
-import type { FleetLane, FleetTicket, Op } from './requests.js';
+import type { FleetLane, FleetPermit, Op } from './requests.js';
 import { messageOf } from './transport.js';
 
 // A subscription asked for and not yet confirmed.
@@ -19,7 +19,7 @@ export interface WakeUpHost {
   /** How many scripts were ever sent. */
   sent(): number;
   closed(): boolean;
-  grant(ticket: FleetTicket, fence: string): void;
+  grant(permit: FleetPermit, fence: string): void;
   /** Redis's time and the earliest lease end of the lane, as a grant's message carries them. */
   watchLeases(lane: FleetLane, redisNow: string, firstEnd: string): void;
   /** Refreshes the lane's requests now, if it is still this process's and someone waits. */
@@ -98,8 +98,8 @@ export class WakeUps {
     if (lane === undefined) return;
     const fields = message.split(' ');
     for (let i = 2; i + 1 < fields.length; i += 2) {
-      const ticket = lane.tickets.get(fields[i]!);
-      if (ticket !== undefined) this.host.grant(ticket, fields[i + 1]!);
+      const permit = lane.permits.get(fields[i]!);
+      if (permit !== undefined) this.host.grant(permit, fields[i + 1]!);
     }
     this.host.watchLeases(lane, fields[0]!, fields[1]!);
   }
