@@ -4,8 +4,9 @@
 // model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
-import { asyncScheduler, merge, Subject, Subscription, type Observable, type Observer, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
+import { DirectSubscriber } from '../directSubscriber.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
@@ -317,9 +318,9 @@ export class AgentRunner {
 }
 
 // A run's events as run() collects them, and the state and messages the run hands over as it
-// ends, folded into its RunResult. One object per run: its subscriber (a Subscription that is an
-// Observer, which RxJS takes as the subscriber itself) and what the run tells as it finishes.
-class Collector extends Subscription implements Observer<RunEvent>, RunFinish {
+// ends, folded into its RunResult. One object per run: its subscriber itself (a
+// `DirectSubscriber`) and what the run tells as it finishes.
+class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
   private readonly events: RunEvent[] = [];
   private final: RunFinal = { state: emptyState, messages: [], nestedUsage: undefined };
 
@@ -334,18 +335,18 @@ class Collector extends Subscription implements Observer<RunEvent>, RunFinish {
     this.final = final;
   }
 
-  next(event: RunEvent): void {
+  override next(event: RunEvent): void {
     if (!this.closed) this.events.push(event);
   }
 
   // The run turns every failure into RUN_FAILED; an error here is the library's own bug.
-  error(error: unknown): void {
+  override error(error: unknown): void {
     if (this.closed) return;
     this.unsubscribe();
     this.reject(error);
   }
 
-  complete(): void {
+  override complete(): void {
     if (this.closed) return;
     this.unsubscribe();
     this.resolve(resultOf(this.events, this.final));

@@ -2,9 +2,10 @@
 // parts of a streamed turn), under an AbortController of the request's own, and what the run
 // makes of a reply that fails or does not decode.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { from, isObservable, Subscription, type Observable, type ObservableInput, type Observer } from 'rxjs';
+import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
 import { isPromiseLike, reportUnhandled } from '../batch/index.js';
 import { describeValue } from '../config/index.js';
+import { DirectSubscriber } from '../directSubscriber.js';
 import { ProviderError, toErrorInfo } from '../errors.js';
 import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
@@ -62,11 +63,11 @@ export interface ReplyObserver {
  * that stops its own run). Every value, failure and ending the provider sends after the answer
  * is complete, or after the request was left, is ignored.
  *
- * A Subscription that is an Observer, so RxJS takes it as the subscriber of the provider's
- * Observable itself (no wrapper, and no copy of it, whatever RxJS's config says): leaving the
- * request reaches the provider's subscription however far its subscribe has got.
+ * The subscriber of the provider's Observable itself (a `DirectSubscriber`: no wrapper, and no
+ * copy of it, whatever RxJS's config says): leaving the request reaches the provider's
+ * subscription however far its subscribe has got.
  */
-export class Request extends Subscription implements Observer<unknown> {
+export class Request extends DirectSubscriber<unknown> {
   private readonly controller = new AbortController();
   // Set once the answer is complete or failed, or the request was left: later values are ignored.
   private done = false;
@@ -120,15 +121,15 @@ export class Request extends Subscription implements Observer<unknown> {
   }
 
   // Observer of the provider's Observable.
-  next(value: unknown): void {
+  override next(value: unknown): void {
     this.value(value);
   }
 
-  error(error: unknown): void {
+  override error(error: unknown): void {
     this.fail(error);
   }
 
-  complete(): void {
+  override complete(): void {
     if (this.done) return;
     this.done = true;
     this.observer.replyEnded();

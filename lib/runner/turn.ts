@@ -3,8 +3,9 @@
 // the run's final event. A turn is one record (`Turn`): the observer of its request and its
 // batch's subscriber. A streamed turn is handed to `streamed` (streamedTurn.ts) once its first
 // part comes.
-import { Observable, Subscription, type Observer, type Subscriber, type Unsubscribable } from 'rxjs';
+import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
+import { DirectSubscriber } from '../directSubscriber.js';
 import { RunError } from '../errors.js';
 import { answerOf, providerFailure, Request, type ReplyObserver } from './ask.js';
 import { ending, failed, type RunEvent } from './events.js';
@@ -28,11 +29,10 @@ const noOutcomes: Outcome[] = [];
 
 // One turn as it runs: the request, then its batch (or a streamed turn's reading). A record per
 // turn that is their observer, with no operator chain of its own: it hears the provider's
-// answer, and it is its batch's subscriber itself (a Subscription that is an Observer, taken by
-// RxJS as it takes an operator's), so a turn left while its batch is being subscribed (its
-// calls answering synchronously) ends that batch at once. Anything unforeseen thrown in its
+// answer, and it is its batch's subscriber itself (a `DirectSubscriber`), so a turn left while
+// its batch is being subscribed (its calls answering synchronously) ends that batch at once. Anything unforeseen thrown in its
 // callbacks fails the turn, and the run with RUN_FAILED (turnByTurn's `failed`).
-class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
+class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
   // The request in flight, until answered or left.
   private asked: Unsubscribable | undefined = undefined;
   // The run's stop, heard while the model is asked.
@@ -151,7 +151,7 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
   }
 
   // The batch's outcomes, in call order, each into the conversation and out as its event.
-  next(outcome: Outcome): void {
+  override next(outcome: Outcome): void {
     if (this.closed) return;
     try {
       this.outcomes[this.taken++] = outcome;
@@ -161,14 +161,14 @@ class Turn extends Subscription implements ReplyObserver, Observer<Outcome> {
     }
   }
 
-  error(error: unknown): void {
+  override error(error: unknown): void {
     if (this.closed) return;
     this.unsubscribe();
     this.subscriber.error(error);
   }
 
   // The batch is over (its teardown runs first): the run ends, or goes on to its next turn.
-  complete(): void {
+  override complete(): void {
     if (this.closed) return;
     this.unsubscribe();
     try {

@@ -1,7 +1,8 @@
 // The run's turns, one after another: `concatMap` over turns as `expand` with a concurrency of
 // one would give them, the next turn known only once the one before it completes (what the
 // model answered and how the batch went decide whether there is one).
-import { Observable, Subscription, type Observer, type Subscriber, type Unsubscribable } from 'rxjs';
+import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
+import { DirectSubscriber } from '../directSubscriber.js';
 
 /** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
 export interface TurnSource<T> {
@@ -103,25 +104,24 @@ class Turns<T> implements Unsubscribable {
   }
 }
 
-// Reads one turn. Handed to subscribe, a Subscription that is an Observer is taken by RxJS as the
-// subscriber itself, as an operator's is: one object per turn, and unsubscribing it reaches
-// whatever the turn subscribed, however far its subscribe has got.
-class TurnReader<T> extends Subscription implements Observer<T> {
+// Reads one turn: the turn's subscriber itself (a `DirectSubscriber`), one object per turn, and
+// unsubscribing it reaches whatever the turn subscribed, however far its subscribe has got.
+class TurnReader<T> extends DirectSubscriber<T> {
   constructor(private readonly turns: Turns<T>) {
     super();
   }
 
-  next(value: T): void {
+  override next(value: T): void {
     if (!this.closed) this.turns.subscriber.next(value);
   }
 
-  error(error: unknown): void {
+  override error(error: unknown): void {
     if (this.closed) return;
     this.unsubscribe();
     this.turns.failed(error);
   }
 
-  complete(): void {
+  override complete(): void {
     if (this.closed) return;
     // The turn's own teardown runs before the next turn starts.
     this.unsubscribe();

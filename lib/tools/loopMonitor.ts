@@ -41,24 +41,32 @@ const storage = new AsyncLocalStorage<Watch>();
 const watchedStack: Array<Watch | undefined> = [];
 const startStack: number[] = [];
 // Watch calls not yet released, over all monitors; the hook is enabled only while there are
-// some, give or take a turn of the event loop: it is turned off by a check scheduled once the
-// last one is released, so calls that answer at once, one after another, do not switch it on
-// and off for each (switching costs more than a call).
+// some whose body went on after it returned (it returned a Promise, an Observable, an object
+// that may hold a callback), give or take a turn of the event loop: it is turned off by a check
+// scheduled once the last one is released, so calls that answer one after another do not switch
+// it on and off for each (switching costs more than a call). A body that answers at once has
+// no callbacks of its own to time, and never turns it on.
 let active = 0;
 let enabled = false;
+// True once a body ran inside the storage, until the storage is turned off with the hook.
+let stored = false;
 // The real one, taken when the module loads: a test that fakes timers (sinon) and restores them
 // must not leave the check pending for ever, and the hook on with it.
 const nextTurn = setImmediate;
 let offCheck: NodeJS.Immediate | undefined;
 function turnOffIfIdle(): void {
   offCheck = undefined;
-  if (active === 0 && enabled) {
+  if (active !== 0) return;
+  if (enabled) {
     enabled = false;
     hook.disable();
-    // The storage too: once used, an AsyncLocalStorage keeps a hook of Node's own on, which
-    // copies its context onto every Promise and timer the process makes from then on (an
-    // `await` elsewhere in the process cost 3.5 times as much after a single watched call).
-    // `storage.run` turns it back on for the next watched call.
+  }
+  // The storage too, even if the hook never went on: once used, an AsyncLocalStorage keeps a
+  // hook of Node's own on, which copies its context onto every Promise and timer the process
+  // makes from then on (an `await` elsewhere in the process cost 3.5 times as much after a single
+  // watched call). `storage.run` turns it back on for the next watched call.
+  if (stored) {
+    stored = false;
     storage.disable();
   }
 }
@@ -105,16 +113,13 @@ export class LoopMonitor {
   open(tool: string, listener: StallListener): Watch {
     this.active++;
     active++;
-    if (!enabled) {
-      enabled = true;
-      hook.enable();
-    }
     return new Watch(this, tool, listener);
   }
 
   /** @internal Runs `body(arg)` inside `watch`, timing its synchronous part; a throw releases the watch and is rethrown. */
   run<A, T>(watch: Watch, body: (arg: A) => T, arg: A): T {
     const start = performance.now();
+    stored = true;
     let value: T;
     try {
       value = storage.run(watch, body, arg);
@@ -123,6 +128,13 @@ export class LoopMonitor {
       throw error;
     }
     check(watch, performance.now() - start);
+    // A body that may go on after it returned has its later callbacks timed: the hook goes on
+    // now, before any of them can run. A primitive answers at once; what it started and left
+    // running is no longer its call's (the watch is released with the call).
+    if (!enabled && ((typeof value === 'object' && value !== null) || typeof value === 'function')) {
+      enabled = true;
+      hook.enable();
+    }
     return value;
   }
 

@@ -100,12 +100,41 @@ describe('loop monitor', () => {
     expect(LoopMonitor.hooked).to.equal(false);
   });
 
-  it('keeps the hook on across calls that answer at once, and turns it off once they are done', async () => {
+  it('keeps the hook on across calls whose bodies go on after they return, and turns it off once they are done', async () => {
     const monitor = new LoopMonitor(1_000);
-    for (let i = 0; i < 3; i++) watch(monitor, 'quick', () => i, () => undefined).release();
+    for (let i = 0; i < 3; i++) {
+      const watched = watch(monitor, 'later', () => Promise.resolve(i), () => undefined);
+      expect(LoopMonitor.hooked).to.equal(true);
+      await watched.value;
+      watched.release();
+    }
     expect(monitor.watching).to.equal(0);
     expect(LoopMonitor.hooked).to.equal(true);
     await new Promise((resolve) => setImmediate(resolve));
+    expect(LoopMonitor.hooked).to.equal(false);
+  });
+
+  it('never turns the hook on for bodies that answer at once, and leaves no storage on once they are done', async () => {
+    const stores = (promise: Promise<unknown>) => Object.getOwnPropertySymbols(promise).filter((symbol) => symbol.description === 'kResourceStore').length;
+    await new Promise((resolve) => setImmediate(resolve));
+    const others = stores(Promise.resolve(0));
+    const monitor = new LoopMonitor(1_000);
+    const stalled: EventLoopStalledError[] = [];
+    for (let i = 0; i < 3; i++) {
+      watch(monitor, 'quick', () => i, (error) => stalled.push(error)).release();
+      expect(LoopMonitor.hooked).to.equal(false);
+    }
+    expect(monitor.watching).to.equal(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(stores(Promise.resolve(1))).to.equal(others);
+    expect(stalled).to.have.length(0);
+    // Its synchronous part is still timed.
+    const strict = new LoopMonitor(10);
+    watch(strict, 'slow', () => {
+      block(30);
+      return 'done';
+    }, (error) => stalled.push(error)).release();
+    expect(stalled.map((error) => error.tool)).to.deep.equal(['slow']);
     expect(LoopMonitor.hooked).to.equal(false);
   });
 
@@ -178,7 +207,7 @@ describe('loop monitor', () => {
     it('turns the hook off even when the last call ended under fake timers that were then restored', async () => {
       const clock = sinon.useFakeTimers();
       try {
-        watch(new LoopMonitor(1_000), 'quick', () => 1, () => undefined).release();
+        watch(new LoopMonitor(1_000), 'later', () => Promise.resolve(1), () => undefined).release();
       } finally {
         clock.restore();
       }
