@@ -12,7 +12,7 @@ import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
 import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
-import { errorOutcome, interrupted, lostOutcome } from './stops.js';
+import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
 import type { BatchCall, Delta, Outcome } from './types.js';
 
@@ -345,7 +345,7 @@ export class CallRecord {
     if (this.done) return;
     const info = toErrorInfo(error);
     if (this.state !== 'running') {
-      this.finish(this.failure(false, { name: info.name, message: `never dispatched: ${info.message}` }));
+      this.finish(this.failure(false, lostBeforeDispatch(info)));
       return;
     }
     this.invoked?.abort(error);

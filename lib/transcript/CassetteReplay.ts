@@ -5,6 +5,7 @@ import { asyncScheduler, Observable, of, throwError, type SchedulerLike } from '
 import { cancelledWhy } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { scheduleAfter } from '../time.js';
+import { inFlightClause } from '../stopClass.js';
 import { CallInterruptedError, type ErrorInfo } from '../errors.js';
 import { Agent, AgentRunner, type ModelProvider, type ModelRequest, type ModelResponse, type RunEvent, type RunOptions, type RunResult } from '../runner/index.js';
 import { ToolRegistry, type ToolContext } from '../tools/index.js';
@@ -43,10 +44,8 @@ function replayedError(info: ErrorInfo): Error {
 // What an indeterminate outcome's message says happened: "<tool> was in flight when <clause>. The side effect may have landed".
 function clauseOf(tool: string, message: string): string {
   const head = `${tool} was in flight when `;
-  const tail = '. The side effect may have landed';
-  const from = message.startsWith(head) ? head.length : 0;
-  const to = message.endsWith(tail) ? message.length - tail.length : message.length;
-  return message.slice(from, to);
+  const clause = inFlightClause(message);
+  return clause.startsWith(head) ? clause.slice(head.length) : clause;
 }
 
 function outcomeText(call: RecordedCall): string {
