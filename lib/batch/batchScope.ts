@@ -175,6 +175,14 @@ export class BatchScope implements Subscribable<StopReason> {
   settledActivity(record: CallRecord, outcome: Outcome): void {
     this.settledUpTo = record.index + 1;
     if (!this.watched) return;
+    const sink = this.activity!;
+    if (sink.outcome !== undefined) {
+      try {
+        sink.outcome(record.index, outcome);
+      } catch (error) {
+        reportUnhandled(error);
+      }
+    }
     const { callId, tool } = record.call;
     this.report({ type: 'settled', callId, tool, index: record.index, at: this.scheduler.now(), outcome: outcome.kind });
   }
