@@ -427,7 +427,7 @@ export class CallRecord {
       // waiting for what the outcome sets off downstream (the settle steps, the transcript, a
       // run's next turn). Not a failure under FAIL_RUN: it stops the batch on its way, before any
       // sibling may start in its permits.
-      if (batch.failFast && outcome.kind === 'error') {
+      if (batch.failsOn(outcome)) {
         this.dispatcher?.ended(this);
         this.letGo();
       } else {
