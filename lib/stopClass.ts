@@ -59,6 +59,16 @@ export function afterStop(idempotent: boolean): string {
   return idempotent ? 'Safe to call again' : 'The side effect may have landed';
 }
 
+/** What happened to `tool` in flight: "<tool> was in flight when <clause>". */
+export function inFlightWhen(tool: string, clause: string): string {
+  return `${tool} was in flight when ${clause}`;
+}
+
+/** The clause for a call in flight when its batch stopped: "the batch stopped (<why>)". */
+export function batchStopped(why: string): string {
+  return `the batch stopped (${why})`;
+}
+
 /**
  * The message of a call stopped in flight: `what` happened ("search was in flight when the
  * batch stopped (...)", without its full stop), then whether calling it again is safe.
@@ -72,8 +82,19 @@ export function neverDispatchedMessage(why: string): string {
   return `never dispatched: ${why}`;
 }
 
-/** `what` from a message `inFlightMessage(what, false)` built; a message it did not build is itself. */
-export function inFlightClause(message: string): string {
+/**
+ * The clause of an indeterminate message of `tool` (what `inFlightMessage(inFlightWhen(tool,
+ * clause), false)` built): the clause alone. A message built otherwise loses only what matches.
+ */
+export function inFlightClause(tool: string, message: string): string {
+  const head = inFlightWhen(tool, '');
   const tail = `. ${afterStop(false)}`;
-  return message.endsWith(tail) ? message.slice(0, message.length - tail.length) : message;
+  const from = message.startsWith(head) ? head.length : 0;
+  const to = message.endsWith(tail) ? message.length - tail.length : message.length;
+  return message.slice(from, to);
+}
+
+/** True when a message of `tool` says its batch stopped it in flight (rather than its own request or lease cut it off). */
+export function stoppedByItsBatch(tool: string, message: string): boolean {
+  return message.startsWith(inFlightWhen(tool, batchStopped('')).slice(0, -1));
 }

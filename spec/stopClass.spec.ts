@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { CallInterruptedError, LaneLostError, McpConnectionLostError, StopClasses, stopClassOf, ToolTimedOutError, type StopClass } from '../lib/index.js';
 import { failedBy, stoppedOutcome, type BatchCall, type Outcome, type StopReason } from '../lib/batch/index.js';
 import { lostBeforeDispatch, lostOutcome } from '../lib/batch/stops.js';
-import { afterStop, inFlightClause, inFlightMessage, neverDispatchedMessage, stopClass } from '../lib/stopClass.js';
+import { afterStop, batchStopped, inFlightClause, inFlightMessage, inFlightWhen, neverDispatchedMessage, stopClass, stoppedByItsBatch } from '../lib/stopClass.js';
 import { toErrorInfo } from '../lib/errors.js';
 
 const cancel: StopReason = { kind: 'cancelled', why: 'the user pressed stop' };
@@ -66,8 +66,14 @@ describe('stop classes', () => {
     expect(stopped.kind === 'indeterminate' && stopped.message).to.equal(inFlightMessage('book was in flight when the batch stopped (the user pressed stop)', false));
   });
 
-  it('reads the clause back out of an indeterminate message, and leaves any other message as it is', () => {
-    expect(inFlightClause(inFlightMessage('book was in flight when x', false))).to.equal('book was in flight when x');
-    expect(inFlightClause('something else')).to.equal('something else');
+  it('reads the clause back out of an indeterminate message, and tells a stop of the batch from a call cut off alone', () => {
+    const byBatch = stoppedOutcome(call(false), 0, true, cancel);
+    const alone = lostOutcome(call(false), 0, toErrorInfo(new CallInterruptedError('its request got no answer')));
+    const text = (outcome: Outcome): string => (outcome.kind === 'indeterminate' ? outcome.message : '');
+    expect(inFlightClause('book', text(alone))).to.equal('its request got no answer');
+    expect(inFlightClause('book', text(byBatch))).to.equal(batchStopped('the user pressed stop'));
+    expect(inFlightClause('book', 'something else')).to.equal('something else');
+    expect([stoppedByItsBatch('book', text(byBatch)), stoppedByItsBatch('book', text(alone))]).to.deep.equal([true, false]);
+    expect(text(alone)).to.equal(inFlightMessage(inFlightWhen('book', 'its request got no answer'), false));
   });
 });

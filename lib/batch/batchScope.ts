@@ -5,7 +5,7 @@ import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, t
 import { LaneTable } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import { CallRecord } from './records.js';
-import { failedBy, stoppedOutcome } from './stops.js';
+import { failedBy, failsFast, stoppedOutcome } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
@@ -130,7 +130,7 @@ export class BatchScope implements Subscribable<StopReason> {
    * went on (records.ts), so no sibling starts in them before the stop.
    */
   failsOn(outcome: Outcome): outcome is ErrorOutcome {
-    return this.failFast && outcome.kind === 'error' && outcome.stopped === undefined;
+    return failsFast(this.failFast, outcome);
   }
 
   /**

@@ -2,7 +2,7 @@
 // exactly one outcome, and it says what the call did. A call that never went out is
 // undone; a call that went out and was stopped is unknown unless it is idempotent.
 import { CallInterruptedError, CallStoppedError, type ErrorInfo } from '../errors.js';
-import { inFlightMessage, neverDispatchedMessage, stopClass } from '../stopClass.js';
+import { batchStopped, inFlightMessage, inFlightWhen, neverDispatchedMessage, stopClass } from '../stopClass.js';
 import type { BatchCall, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a cancel says when its signal gave no reason of its own. */
@@ -44,6 +44,14 @@ function nonBlank(text: string): string | undefined {
   return text.trim() === '' ? undefined : text;
 }
 
+/**
+ * FAIL_RUN's rule, the one place it is written: under it (`failFast`), an outcome stops its batch,
+ * and fails its run, when it is a failure of the call's own, not a stop of its batch.
+ */
+export function failsFast(failFast: boolean, outcome: Outcome): outcome is ErrorOutcome {
+  return failFast && outcome.kind === 'error' && outcome.stopped === undefined;
+}
+
 /** The stop reason a failed call gives under the FAIL_RUN policy. */
 export function failedBy(outcome: { readonly callId: string; readonly tool: string }, error: ErrorInfo): StopReason {
   return { kind: 'failed', why: `call ${outcome.callId} (${outcome.tool}) failed: ${error.message}`, callId: outcome.callId, error };
@@ -81,7 +89,7 @@ export function stoppedOutcome(call: BatchCall, index: number, dispatched: boole
 // What happened to a call in flight when its batch stopped: the deadline's own words for the call that passed it.
 function stoppedWhat(call: BatchCall, reason: StopReason): string {
   const why = reason.kind === 'deadline' && reason.callId === call.callId ? reason.error.message : reason.why;
-  return `${call.tool} was in flight when the batch stopped (${why})`;
+  return inFlightWhen(call.tool, batchStopped(why));
 }
 
 /**
@@ -94,7 +102,7 @@ function stoppedWhat(call: BatchCall, reason: StopReason): string {
  */
 export function lostOutcome(call: BatchCall, index: number, error: ErrorInfo): Outcome {
   const { callId, tool } = call;
-  const what = `${tool} was in flight when ${error.message}`;
+  const what = inFlightWhen(tool, error.message);
   if (call.idempotent === true) {
     return { index, callId, tool, dispatched: true, kind: 'error', error: { name: error.name, message: inFlightMessage(what, true) } };
   }

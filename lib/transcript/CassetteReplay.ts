@@ -41,13 +41,6 @@ function replayedError(info: ErrorInfo): Error {
   return Object.assign(error, status !== undefined ? { status } : {}, code !== undefined ? { code } : {}, attempts !== undefined ? { attempts } : {});
 }
 
-// What an indeterminate outcome's message says happened: "<tool> was in flight when <clause>. The side effect may have landed".
-function clauseOf(tool: string, message: string): string {
-  const head = `${tool} was in flight when `;
-  const clause = inFlightClause(message);
-  return clause.startsWith(head) ? clause.slice(head.length) : clause;
-}
-
 function outcomeText(call: RecordedCall): string {
   if (call.kind === 'error') return `${call.error.name}: ${call.error.message}`;
   if (call.kind === 'indeterminate') return `indeterminate: ${call.message}`;
@@ -290,7 +283,7 @@ export class CassetteReplay {
       });
     }
     // A call cut off in flight by itself: the same clause again, so the batch builds the same outcome.
-    if (call.kind === 'indeterminate') return throwError(() => new CallInterruptedError(clauseOf(tool, call.message)));
+    if (call.kind === 'indeterminate') return throwError(() => new CallInterruptedError(inFlightClause(tool, call.message)));
     return throwError(() => replayedError(call.kind === 'error' ? call.error : { name: 'Error', message: outcomeText(call) }));
   }
 

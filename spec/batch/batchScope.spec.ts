@@ -1,7 +1,7 @@
 // The batch's stop: one holder (BatchScope.stopped, set by stop() alone, the first stop winning)
 // and FAIL_RUN decided in one step (stopIfFailed), whichever stage lets a failure go on.
 import { expect } from 'chai';
-import { BatchScope, failedBy, type Outcome, type StopReason } from '../../lib/batch/index.js';
+import { BatchScope, failedBy, failsFast, type Outcome, type StopReason } from '../../lib/batch/index.js';
 
 const failure: Outcome = { index: 0, callId: 'f', tool: 'charge', kind: 'error', dispatched: true, error: { name: 'Error', message: 'partner down' } };
 const other: Outcome = { index: 1, callId: 'g', tool: 'charge', kind: 'error', dispatched: true, error: { name: 'Error', message: 'also down' } };
@@ -54,6 +54,13 @@ describe('BatchScope', () => {
       batch.stopIfFailed(failure);
       batch.stopIfFailed(other);
       expect(batch.stopped).to.equal(first);
+    });
+
+    it('reads FAIL_RUN by the one rule the run reads it by (failsFast)', () => {
+      for (const outcome of [failure, stoppedCall, result]) {
+        expect(new BatchScope({ failFast: true }).failsOn(outcome)).to.equal(failsFast(true, outcome));
+      }
+      expect([failsFast(true, failure), failsFast(false, failure), failsFast(true, stoppedCall), failsFast(true, result)]).to.deep.equal([true, false, false, false]);
     });
 
     const keeps: Array<[string, boolean, Outcome]> = [
