@@ -137,7 +137,10 @@ export class BatchScope implements Subscribable<StopReason> {
    * The one step of FAIL_RUN, taken by each stage that lets an outcome go on (untilStopped, for a
    * body's failure; settle, for a failure a settle step made) once it has gone on: a failure of
    * the call's own stops the batch, its reason naming the call. The first stop wins, so a failure
-   * seen by both stages stops the batch once.
+   * seen by both stages stops the batch once. The order it relies on: the failing record holds
+   * the batch (`hold`) and sends its outcome on before its permits go back (`failsOn`, in
+   * records.ts), so `stopped` is set before a sibling could start in them (a start checks it),
+   * and the stop is told (its siblings classified) only once the record let go.
    */
   stopIfFailed(outcome: Outcome): void {
     if (this.failsOn(outcome)) this.stop(failedBy(outcome, outcome.error));

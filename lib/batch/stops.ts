@@ -52,6 +52,20 @@ export function failsFast(failFast: boolean, outcome: Outcome): outcome is Error
   return failFast && outcome.kind === 'error' && outcome.stopped === undefined;
 }
 
+/** The stop of its batch that ended this call, if one did (the call did not end by itself). */
+export function stopOf(outcome: Outcome): StopReason | undefined {
+  return outcome.kind === 'result' ? undefined : outcome.stopped;
+}
+
+/** The stop that ended a batch, read from its outcomes: the first that carries one. */
+export function batchStop(outcomes: readonly Outcome[]): StopReason | undefined {
+  for (const outcome of outcomes) {
+    const stop = stopOf(outcome);
+    if (stop !== undefined) return stop;
+  }
+  return undefined;
+}
+
 /** The stop reason a failed call gives under the FAIL_RUN policy. */
 export function failedBy(outcome: { readonly callId: string; readonly tool: string }, error: ErrorInfo): StopReason {
   return { kind: 'failed', why: `call ${outcome.callId} (${outcome.tool}) failed: ${error.message}`, callId: outcome.callId, error };

@@ -1,7 +1,7 @@
 // The batch's stop: one holder (BatchScope.stopped, set by stop() alone, the first stop winning)
 // and FAIL_RUN decided in one step (stopIfFailed), whichever stage lets a failure go on.
 import { expect } from 'chai';
-import { BatchScope, failedBy, failsFast, type Outcome, type StopReason } from '../../lib/batch/index.js';
+import { BatchScope, batchStop, failedBy, failsFast, stopOf, type Outcome, type StopReason } from '../../lib/batch/index.js';
 
 const failure: Outcome = { index: 0, callId: 'f', tool: 'charge', kind: 'error', dispatched: true, error: { name: 'Error', message: 'partner down' } };
 const other: Outcome = { index: 1, callId: 'g', tool: 'charge', kind: 'error', dispatched: true, error: { name: 'Error', message: 'also down' } };
@@ -76,5 +76,16 @@ describe('BatchScope', () => {
         expect(batch.stopped).to.equal(undefined);
       });
     }
+  });
+
+  describe('the stop an outcome carries (stopOf, batchStop)', () => {
+    it('reads the stop of the batch from a call it stopped, and none from a result or a failure of its own', () => {
+      expect([stopOf(stoppedCall), stopOf(failure), stopOf(result)]).to.deep.equal([cancel, undefined, undefined]);
+    });
+
+    it('reads the stop that ended a batch from the first outcome carrying one', () => {
+      expect(batchStop([result, failure, stoppedCall])).to.equal(cancel);
+      expect(batchStop([result, failure])).to.equal(undefined);
+    });
   });
 });
