@@ -1,6 +1,8 @@
 // The library's error classes. Each carries its facts as fields, so callers can
 // test `instanceof` and read `tool` or `seconds` instead of parsing a message.
-// Every module may import this file; it imports nothing.
+// Every module may import this file; it imports only the stop wording (stopClass.ts), which
+// imports nothing.
+import { inFlightMessage } from './stopClass.js';
 
 /**
  * The plain shape an error takes in events and messages: a name and a message, and the facts
@@ -173,10 +175,7 @@ export class ToolTimedOutError extends AgentLanesError {
   readonly seconds: number;
   readonly idempotent: boolean;
   constructor(tool: string, seconds: number, idempotent = false) {
-    super(
-      `${tool} timed out after ${seconds}s (its perToolSeconds ceiling)` +
-        (idempotent ? '. Safe to call again' : '. The side effect may have landed'),
-    );
+    super(inFlightMessage(`${tool} timed out after ${seconds}s (its perToolSeconds ceiling)`, idempotent));
     this.tool = tool;
     this.seconds = seconds;
     this.idempotent = idempotent;
@@ -203,10 +202,7 @@ export class McpConnectionLostError extends AgentLanesError {
   readonly server: string;
   readonly idempotent: boolean;
   constructor(tool: string, server: string, idempotent: boolean, detail: string) {
-    super(
-      `the connection to MCP server ${server} was lost while ${tool} was in flight (${detail})` +
-        (idempotent ? '. Safe to call again' : '. The side effect may have landed'),
-    );
+    super(inFlightMessage(`the connection to MCP server ${server} was lost while ${tool} was in flight (${detail})`, idempotent));
     this.tool = tool;
     this.server = server;
     this.idempotent = idempotent;

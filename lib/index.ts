@@ -25,6 +25,7 @@ export {
   type ErrorInfo,
 } from './errors.js';
 export { jsonForm, jsonText, type JsonValue } from './json.js';
+export { StopClasses, stopClassOf, type StopClass } from './stopClass.js';
 export { Lane, LaneTable, inLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type LaneStoreNotice, type Permit } from './lanes/index.js';
 export {
   RedisLaneStore,

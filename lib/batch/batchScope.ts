@@ -5,8 +5,8 @@ import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, t
 import { LaneTable } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import { CallRecord } from './records.js';
-import { stoppedOutcome } from './stops.js';
-import type { ActivitySink, BatchCall, CallActivity, Outcome, StopReason } from './types.js';
+import { failedBy, failsFast, stoppedOutcome } from './stops.js';
+import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
 export interface BatchScopeOptions {
@@ -31,8 +31,8 @@ export class BatchScope implements Subscribable<StopReason> {
   readonly scheduler: SchedulerLike;
   readonly activity: ActivitySink | undefined;
   readonly failFast: boolean;
-  /** The first stop; later ones change nothing. */
-  stopped: StopReason | undefined = undefined;
+  // The first stop; later ones change nothing. Written by stop() alone.
+  private reason: StopReason | undefined = undefined;
   /** True once the batch's subscriber left (or the batch ended): nothing more is dispatched or asked. */
   closed = false;
   // How many calls the batch has, once they have all arrived.
@@ -106,14 +106,44 @@ export class BatchScope implements Subscribable<StopReason> {
     return this.total;
   }
 
+  /**
+   * The batch's stop, once it was stopped: the one holder of it (untilStopped and the dispatches
+   * read it here). Set by `stop` alone; the first stop wins.
+   */
+  get stopped(): StopReason | undefined {
+    return this.reason;
+  }
+
   /** Stops the batch (the first stop wins); it takes effect once no call is mid-bookkeeping. */
   stop(reason: StopReason): void {
-    if (this.stopped !== undefined) return;
-    this.stopped = reason;
+    if (this.reason !== undefined) return;
+    this.reason = reason;
     this.outside?.unsubscribe();
     this.outside = undefined;
     if (this.busy > 0) this.stopWaits = true;
     else this.tell(reason);
+  }
+
+  /**
+   * FAIL_RUN, decided here alone: true when `outcome` is a failure of the call's own (not a stop
+   * of this batch) and the batch fails fast. Such a call's permits go back only after its outcome
+   * went on (records.ts), so no sibling starts in them before the stop.
+   */
+  failsOn(outcome: Outcome): outcome is ErrorOutcome {
+    return failsFast(this.failFast, outcome);
+  }
+
+  /**
+   * The one step of FAIL_RUN, taken by each stage that lets an outcome go on (untilStopped, for a
+   * body's failure; settle, for a failure a settle step made) once it has gone on: a failure of
+   * the call's own stops the batch, its reason naming the call. The first stop wins, so a failure
+   * seen by both stages stops the batch once. The order it relies on: the failing record holds
+   * the batch (`hold`) and sends its outcome on before its permits go back (`failsOn`, in
+   * records.ts), so `stopped` is set before a sibling could start in them (a start checks it),
+   * and the stop is told (its siblings classified) only once the record let go.
+   */
+  stopIfFailed(outcome: Outcome): void {
+    if (this.failsOn(outcome)) this.stop(failedBy(outcome, outcome.error));
   }
 
   /** Who hears the stop once it takes effect. One listener: the batch's untilStopped. */
@@ -175,6 +205,14 @@ export class BatchScope implements Subscribable<StopReason> {
   settledActivity(record: CallRecord, outcome: Outcome): void {
     this.settledUpTo = record.index + 1;
     if (!this.watched) return;
+    const sink = this.activity!;
+    if (sink.outcome !== undefined) {
+      try {
+        sink.outcome(record.index, outcome);
+      } catch (error) {
+        reportUnhandled(error);
+      }
+    }
     const { callId, tool } = record.call;
     this.report({ type: 'settled', callId, tool, index: record.index, at: this.scheduler.now(), outcome: outcome.kind });
   }

@@ -3,7 +3,7 @@ export { BatchScope, type BatchScopeOptions } from './batchScope.js';
 export { CallRecord, type CallState, type Dispatcher, type LaneStep } from './records.js';
 export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
-export { cancelled, cancelledWhy, errorOutcome, failedBy, givenReason, stoppedOutcome } from './stops.js';
+export { batchStop, cancelled, cancelledWhy, errorOutcome, failedBy, failsFast, givenReason, stopOf, stoppedOutcome } from './stops.js';
 export { isPromiseLike, reportUnhandled } from './invocation.js';
 export { isPending, takeAnswer, type AnswerObserver } from './answer.js';
 export type {

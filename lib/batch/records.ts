@@ -12,7 +12,7 @@ import { assignDelta } from './deltas.js';
 import { takeAnswer } from './answer.js';
 import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
-import { errorOutcome, interrupted, lostOutcome } from './stops.js';
+import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
 import type { BatchCall, Delta, Outcome } from './types.js';
 
@@ -345,7 +345,7 @@ export class CallRecord {
     if (this.done) return;
     const info = toErrorInfo(error);
     if (this.state !== 'running') {
-      this.finish(this.failure(false, { name: info.name, message: `never dispatched: ${info.message}` }));
+      this.finish(this.failure(false, lostBeforeDispatch(info)));
       return;
     }
     this.invoked?.abort(error);
@@ -427,7 +427,7 @@ export class CallRecord {
       // waiting for what the outcome sets off downstream (the settle steps, the transcript, a
       // run's next turn). Not a failure under FAIL_RUN: it stops the batch on its way, before any
       // sibling may start in its permits.
-      if (batch.failFast && outcome.kind === 'error') {
+      if (batch.failsOn(outcome)) {
         this.dispatcher?.ended(this);
         this.letGo();
       } else {

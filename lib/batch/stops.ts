@@ -2,6 +2,7 @@
 // exactly one outcome, and it says what the call did. A call that never went out is
 // undone; a call that went out and was stopped is unknown unless it is idempotent.
 import { CallInterruptedError, CallStoppedError, type ErrorInfo } from '../errors.js';
+import { batchStopped, inFlightMessage, inFlightWhen, neverDispatchedMessage, stopClass } from '../stopClass.js';
 import type { BatchCall, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a cancel says when its signal gave no reason of its own. */
@@ -43,6 +44,28 @@ function nonBlank(text: string): string | undefined {
   return text.trim() === '' ? undefined : text;
 }
 
+/**
+ * FAIL_RUN's rule, the one place it is written: under it (`failFast`), an outcome stops its batch,
+ * and fails its run, when it is a failure of the call's own, not a stop of its batch.
+ */
+export function failsFast(failFast: boolean, outcome: Outcome): outcome is ErrorOutcome {
+  return failFast && outcome.kind === 'error' && outcome.stopped === undefined;
+}
+
+/** The stop of its batch that ended this call, if one did (the call did not end by itself). */
+export function stopOf(outcome: Outcome): StopReason | undefined {
+  return outcome.kind === 'result' ? undefined : outcome.stopped;
+}
+
+/** The stop that ended a batch, read from its outcomes: the first that carries one. */
+export function batchStop(outcomes: readonly Outcome[]): StopReason | undefined {
+  for (const outcome of outcomes) {
+    const stop = stopOf(outcome);
+    if (stop !== undefined) return stop;
+  }
+  return undefined;
+}
+
 /** The stop reason a failed call gives under the FAIL_RUN policy. */
 export function failedBy(outcome: { readonly callId: string; readonly tool: string }, error: ErrorInfo): StopReason {
   return { kind: 'failed', why: `call ${outcome.callId} (${outcome.tool}) failed: ${error.message}`, callId: outcome.callId, error };
@@ -58,20 +81,29 @@ export function errorOutcome(call: { readonly index: number; readonly callId: st
   return stopped === undefined ? { index, callId, tool, kind: 'error', dispatched, error } : { index, callId, tool, kind: 'error', dispatched, error, stopped };
 }
 
-/** The outcome of call `index`, stopped by `reason`; `dispatched` says whether its body had started. */
+/** The outcome of call `index`, stopped by `reason`; `dispatched` says whether its body had started. Its class is `stopClass`'s. */
 export function stoppedOutcome(call: BatchCall, index: number, dispatched: boolean, reason: StopReason): Outcome {
   const { callId, tool } = call;
-  if (!dispatched) {
-    const error = new CallStoppedError(`never dispatched: ${reason.why}`, false);
-    return errorOutcome({ index, callId, tool }, dispatched, { name: error.name, message: error.message }, reason);
+  const idempotent = call.idempotent === true;
+  const held = { index, callId, tool };
+  switch (stopClass(dispatched, idempotent)) {
+    case 'never_dispatched': {
+      const error = new CallStoppedError(neverDispatchedMessage(reason.why), false);
+      return errorOutcome(held, dispatched, { name: error.name, message: error.message }, reason);
+    }
+    case 'safe_to_call_again': {
+      const error = new CallStoppedError(inFlightMessage(stoppedWhat(call, reason), true), true);
+      return errorOutcome(held, dispatched, { name: error.name, message: error.message }, reason);
+    }
+    case 'indeterminate':
+      return { index, callId, tool, dispatched, kind: 'indeterminate', message: inFlightMessage(stoppedWhat(call, reason), false), stopped: reason };
   }
+}
+
+// What happened to a call in flight when its batch stopped: the deadline's own words for the call that passed it.
+function stoppedWhat(call: BatchCall, reason: StopReason): string {
   const why = reason.kind === 'deadline' && reason.callId === call.callId ? reason.error.message : reason.why;
-  const what = `${call.tool} was in flight when the batch stopped (${why}).`;
-  if (call.idempotent === true) {
-    const error = new CallStoppedError(`${what} Safe to call again`, true);
-    return errorOutcome({ index, callId, tool }, dispatched, { name: error.name, message: error.message }, reason);
-  }
-  return { index, callId, tool, dispatched, kind: 'indeterminate', message: `${what} The side effect may have landed`, stopped: reason };
+  return inFlightWhen(call.tool, batchStopped(why));
 }
 
 /**
@@ -79,15 +111,21 @@ export function stoppedOutcome(call: BatchCall, index: number, dispatched: boole
  * store shared by a fleet lost its permit (`error`, a LaneLostError, says which lane and why:
  * "its lease on tool:search was lost (...)"), or its body's request went out and got no answer
  * (a CallInterruptedError: "its request to MCP server files timed out (...)"). Only this call
- * ends: safe to call again if idempotent, else its side effect may have landed.
+ * ends: safe to call again if idempotent, else its side effect may have landed. The error keeps
+ * its name, which is how `stopClassOf` knows the call was cut off.
  */
 export function lostOutcome(call: BatchCall, index: number, error: ErrorInfo): Outcome {
   const { callId, tool } = call;
-  const what = `${tool} was in flight when ${error.message}.`;
+  const what = inFlightWhen(tool, error.message);
   if (call.idempotent === true) {
-    return { index, callId, tool, dispatched: true, kind: 'error', error: { name: error.name, message: `${what} Safe to call again` } };
+    return { index, callId, tool, dispatched: true, kind: 'error', error: { name: error.name, message: inFlightMessage(what, true) } };
   }
-  return { index, callId, tool, dispatched: true, kind: 'indeterminate', message: `${what} The side effect may have landed` };
+  return { index, callId, tool, dispatched: true, kind: 'indeterminate', message: inFlightMessage(what, false) };
+}
+
+/** The error of a queued call whose lane was lost (`error`, a LaneLostError): never dispatched, and why. */
+export function lostBeforeDispatch(error: ErrorInfo): ErrorInfo {
+  return { name: error.name, message: neverDispatchedMessage(error.message) };
 }
 
 /**

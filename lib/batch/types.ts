@@ -149,6 +149,11 @@ export type CallActivity =
 export interface ActivitySink {
   readonly observed: boolean;
   next(activity: CallActivity): void;
+  /**
+   * A call's final outcome itself, told just before its `settled` activity, for a sink that
+   * reads more of it than its kind (a run's trace reads its stop class, with `stopClassOf`).
+   */
+  outcome?(index: number, outcome: Outcome): void;
 }
 
 /** A gate's verdict: nothing to let the call through, an error (or its text) to refuse it. */

@@ -3,7 +3,7 @@
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
 // onToolEnd (for every call). A policy that throws refuses, with its message; it never
 // crashes the run.
-import { errorOutcome, isPromiseLike, reportUnhandled, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
+import { errorOutcome, isPromiseLike, reportUnhandled, stopOf, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
 import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../errors.js';
 import type { ToolOutcomeEvent } from './events.js';
 
@@ -145,7 +145,7 @@ export function policySteps(
         if (!isRefusal(refusal)) return final;
         // A stopped call's classification (never dispatched, safe to call again, may have landed)
         // and the stop it carries outrank a hook's failure: the hook's error is reported instead.
-        if (final.kind !== 'result' && final.stopped !== undefined) {
+        if (stopOf(final) !== undefined) {
           reportUnhandled(new ToolRejectedError('onToolEnd hook', refusal.message));
           return final;
         }

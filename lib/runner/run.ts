@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { assignDelta, cancelled, givenReason, mergeDeltas, runBatch, type BatchCall, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { assignDelta, batchStop, cancelled, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
@@ -168,11 +168,11 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     }
     // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
     if (failure !== undefined && this.stopped === undefined) return this.end(failure);
-    const stoppedBy = outcomes.find((o) => o.kind !== 'result' && o.stopped !== undefined);
-    const reason = this.stopped ?? (stoppedBy && stoppedBy.kind !== 'result' ? stoppedBy.stopped : undefined);
+    const reason = this.stopped ?? batchStop(outcomes);
     if (reason !== undefined) return this.end(ending(reason));
-    const failedCall = this.failFast ? outcomes.find((o) => o.kind === 'error') : undefined;
-    if (failedCall !== undefined && failedCall.kind === 'error') return this.end({ type: 'RUN_FAILED', error: failedCall.error });
+    // FAIL_RUN by its one rule: a failure of a call's own that stopped nothing left (it was the last to go).
+    const failedCall = outcomes.find((o): o is ErrorOutcome => failsFast(this.failFast, o));
+    if (failedCall !== undefined) return this.end({ type: 'RUN_FAILED', error: failedCall.error });
     if (!this.ended) this.upcoming = n + 1;
     return undefined;
   }

@@ -3,7 +3,8 @@
 // the run's tracing, told once, and changes nothing else (`broke`).
 import type * as otel from '@opentelemetry/api';
 import { Observable } from 'rxjs';
-import type { CallActivity } from '../batch/index.js';
+import type { CallActivity, Outcome } from '../batch/index.js';
+import { stopClassOf } from '../stopClass.js';
 import type { RunEvent } from './events.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import { providerOf, tracedProvider } from './tracedProvider.js';
@@ -163,6 +164,13 @@ export class RunTrace {
     }
   }
 
+  /** A call's final outcome, told just before its `settled` activity: its span keeps the outcome's stop class. Never throws. */
+  outcome(turn: number, index: number, outcome: Outcome): void {
+    if (this.ended || this.broken || turn !== this.turn) return;
+    const call = this.calls[index];
+    if (call?.open === true) call.stop = stopClassOf(outcome);
+  }
+
   private callActivity(turn: number, event: CallActivity): void {
     if (turn !== this.turn) this.nextTurn(turn);
     const call = this.calls[event.index] ?? this.callOf(turn, event);
@@ -235,13 +243,10 @@ export class RunTrace {
         let call = this.calls[this.told++];
         if (call?.callId !== event.callId) call = this.calls.find((c) => c?.open === true && c.callId === event.callId);
         if (call === undefined || !call.open) return;
+        // The stop class is the outcome's own (told with its settled activity), read by stopClassOf.
         if (event.type === 'TOOL_RESULT') call.end(this, undefined, undefined, undefined);
-        else if (event.type === 'TOOL_INDETERMINATE') call.end(this, 'indeterminate', 'indeterminate', event.message);
-        else {
-          const { name, message } = event.error;
-          const stop = name === 'CallStoppedError' ? (call.started ? 'safe_to_call_again' : 'never_dispatched') : undefined;
-          call.end(this, name, stop, message);
-        }
+        else if (event.type === 'TOOL_INDETERMINATE') call.end(this, 'indeterminate', call.stop, event.message);
+        else call.end(this, event.error.name, call.stop, event.error.message);
         return;
       }
       case 'RUN_COMPLETED':

@@ -2,6 +2,7 @@
 // and what a provider's answer says of its usage, finish reason and response (id, model).
 import type * as otel from '@opentelemetry/api';
 import { toErrorInfo } from '../errors.js';
+import { stopClass, type StopClass } from '../stopClass.js';
 import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 
@@ -16,6 +17,8 @@ export class CallSpan {
   // When the batch decided its outcome, and which kind it was in the end.
   endedAt: number | undefined = undefined;
   kind: 'result' | 'error' | 'indeterminate' | undefined = undefined;
+  // Its outcome's stop class (stopClassOf), once the outcome is known; undefined for a call that ended by itself.
+  stop: StopClass | undefined = undefined;
   // Its body still ran when its call ended.
   overrun = false;
   // The run was left before this call ended: the leaving stopped it.
@@ -34,7 +37,7 @@ export class CallSpan {
    * The call's ending: its outcome, its lanes (set here, in one go: the time it waited, from its
    * first wait to its start, or to its end if it never started) and its error, if any.
    */
-  end(run: RunTrace, errorType: string | undefined, stop: string | undefined, message: string | undefined): void {
+  end(run: RunTrace, errorType: string | undefined, stop: StopClass | undefined, message: string | undefined): void {
     if (!this.open) return;
     this.open = false;
     const { queuedAt, lanes, started } = this;
@@ -67,12 +70,13 @@ export class CallSpan {
       case 'result':
         return this.end(run, undefined, undefined, undefined);
       case 'indeterminate':
-        return this.end(run, 'indeterminate', 'indeterminate', 'the run was left while the call was in flight');
+        return this.end(run, 'indeterminate', this.stop, 'the run was left while the call was in flight');
       case 'error':
-        if (this.stoppedByLeaving) return this.end(run, 'CallStoppedError', this.started ? 'safe_to_call_again' : 'never_dispatched', 'the run was left before the call ended');
-        return this.end(run, '_OTHER', undefined, undefined);
+        if (this.stoppedByLeaving) return this.end(run, 'CallStoppedError', this.stop, 'the run was left before the call ended');
+        return this.end(run, '_OTHER', this.stop, undefined);
       default:
-        return this.end(run, 'cancelled', this.started ? 'indeterminate' : 'never_dispatched', 'the run was left before the call ended');
+        // No outcome came: the leaving stopped it where it stood (its tool's idempotence unknown here).
+        return this.end(run, 'cancelled', stopClass(this.started, false), 'the run was left before the call ended');
     }
   }
 }

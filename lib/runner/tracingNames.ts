@@ -33,7 +33,7 @@ export const TracingAttributes = {
   DISPATCHED: 'agent_lanes.call.dispatched',
   /** True when its body still ran when its call ended, keeping its permits. */
   OVERRUN: 'agent_lanes.call.overrun',
-  /** A stopped call: `never_dispatched`, `safe_to_call_again` or `indeterminate`. */
+  /** A stopped or cut-off call's StopClass (`stopClassOf` of its outcome): `never_dispatched`, `safe_to_call_again` or `indeterminate`. */
   STOP_CLASS: 'agent_lanes.stop.class',
   /** Milliseconds from its first queue to its start (or to its end, if it never started). */
   LANE_WAIT_MS: 'agent_lanes.lane.wait_ms',

@@ -221,6 +221,8 @@ export interface BodyTrace {
   within(callId: string, body: () => unknown): unknown;
   /** A call's scheduling event; never throws. */
   activity(turn: number, activity: CallActivity): void;
+  /** A call's final outcome, just before its `settled` event; never throws. */
+  outcome(turn: number, index: number, outcome: Outcome): void;
 }
 
 // One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
@@ -289,6 +291,10 @@ export class TurnActivity implements ActivitySink {
 
   get observed(): boolean {
     return this.trace !== undefined || this.activity.observed;
+  }
+
+  outcome(index: number, outcome: Outcome): void {
+    this.trace?.outcome(this.turn, index, outcome);
   }
 
   next(activity: CallActivity): void {

@@ -25,6 +25,7 @@ import { rebodied } from './rebodied.js';
 import { recordedMessage, recordedRequest } from './recordedRequest.js';
 import { redactionKeys, scrubbed, scrubbedJsonText, scrubString, type Scrub } from './scrub.js';
 import { acceptedResponse } from './transcript.js';
+import { stoppedByItsBatch } from '../stopClass.js';
 
 export interface CassetteRecorderOptions {
   /** The provider to record: usually a real one, once. */
@@ -113,7 +114,7 @@ function calls(events: readonly RunEvent[], turn: number, runId: string, session
     } else {
       // Stopped by its batch (a cancel, a deadline, FAIL_RUN): the replay waits for that stop. Cut
       // off alone (its own request interrupted, its lease lost): the replay ends it the same way.
-      const byItsBatch = event.message.startsWith(`${tool} was in flight when the batch stopped (`);
+      const byItsBatch = stoppedByItsBatch(tool, event.message);
       recorded.push({ ...base, stopped: byItsBatch, kind: 'indeterminate', message: scrubString(event.message, scrub) });
     }
   }

@@ -5,6 +5,7 @@ import { asyncScheduler, Observable, of, throwError, type SchedulerLike } from '
 import { cancelledWhy } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { scheduleAfter } from '../time.js';
+import { inFlightClause } from '../stopClass.js';
 import { CallInterruptedError, type ErrorInfo } from '../errors.js';
 import { Agent, AgentRunner, type ModelProvider, type ModelRequest, type ModelResponse, type RunEvent, type RunOptions, type RunResult } from '../runner/index.js';
 import { ToolRegistry, type ToolContext } from '../tools/index.js';
@@ -38,15 +39,6 @@ function replayedError(info: ErrorInfo): Error {
   const error = new Error(message);
   error.name = name;
   return Object.assign(error, status !== undefined ? { status } : {}, code !== undefined ? { code } : {}, attempts !== undefined ? { attempts } : {});
-}
-
-// What an indeterminate outcome's message says happened: "<tool> was in flight when <clause>. The side effect may have landed".
-function clauseOf(tool: string, message: string): string {
-  const head = `${tool} was in flight when `;
-  const tail = '. The side effect may have landed';
-  const from = message.startsWith(head) ? head.length : 0;
-  const to = message.endsWith(tail) ? message.length - tail.length : message.length;
-  return message.slice(from, to);
 }
 
 function outcomeText(call: RecordedCall): string {
@@ -291,7 +283,7 @@ export class CassetteReplay {
       });
     }
     // A call cut off in flight by itself: the same clause again, so the batch builds the same outcome.
-    if (call.kind === 'indeterminate') return throwError(() => new CallInterruptedError(clauseOf(tool, call.message)));
+    if (call.kind === 'indeterminate') return throwError(() => new CallInterruptedError(inFlightClause(tool, call.message)));
     return throwError(() => replayedError(call.kind === 'error' ? call.error : { name: 'Error', message: outcomeText(call) }));
   }
 

@@ -11,6 +11,7 @@ import { TestScheduler } from 'rxjs/testing';
 import {
   Agent,
   AgentRunner,
+  CallInterruptedError,
   ConcurrencyConfig,
   ConfigError,
   OnToolError,
@@ -196,6 +197,31 @@ describe('AgentRunner with a tracer', () => {
     const run = one(spans, (span) => span.name === 'invoke_agent planner');
     expect(run.attributes).to.deep.include({ 'agent_lanes.run.status': 'cancelled', 'error.type': 'cancelled' });
     expect(run.status).to.deep.equal({ code: 2, message: 'the run was cancelled: the user left' });
+    expect(counting.ended).to.equal(counting.started);
+  });
+
+  it('gives a call cut off alone (its request got no answer) the stop class its outcome has, and a call that failed by itself none', () => {
+    const { exporter, counting, tracer } = tracing();
+    testScheduler.run(({ cold, flush }) => {
+      const cutOff = () => cold('--#', undefined, new CallInterruptedError('its request to MCP server files got no answer in time'));
+      const tools = new ToolRegistry()
+        .register({ name: 'search', idempotent: true }, cutOff)
+        .register({ name: 'charge' }, cutOff)
+        .register({ name: 'broken', idempotent: true }, () => cold('--#', undefined, new RangeError('bad page')));
+      const provider = new ScriptedProvider([{ toolCalls: [ask('s', 'search'), ask('c', 'charge'), ask('b', 'broken')] }, { text: 'done' }]);
+      new AgentRunner({ provider, tools, tracer }).run$(planner, 'go').subscribe();
+      flush();
+    });
+    const spans = exporter.getFinishedSpans();
+    const classes = ['s', 'c', 'b'].map((id) => {
+      const { attributes } = callSpan(spans, id);
+      return [id, attributes['agent_lanes.stop.class'], attributes['error.type'], attributes['agent_lanes.call.outcome']];
+    });
+    expect(classes).to.deep.equal([
+      ['s', 'safe_to_call_again', 'CallInterruptedError', 'error'],
+      ['c', 'indeterminate', 'indeterminate', 'indeterminate'],
+      ['b', undefined, 'RangeError', 'error'],
+    ]);
     expect(counting.ended).to.equal(counting.started);
   });
 

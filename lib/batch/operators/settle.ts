@@ -6,7 +6,6 @@ import type { MonoTypeOperatorFunction, Observable } from 'rxjs';
 import { isPending, takeAnswer } from '../answer.js';
 import { serial, type Serial } from './serial.js';
 import type { CallRecord } from '../records.js';
-import { failedBy } from '../stops.js';
 import type { BatchCall, Outcome } from '../types.js';
 
 /** What a settle step answers with: the outcome at once, or a Promise or an Observable of it (its first value). */
@@ -74,8 +73,7 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
 function settled(record: CallRecord, serial: Serial, outcome: Outcome): undefined {
   record.settled(outcome);
   serial.pass(record);
-  const { batch } = record;
-  if (batch.failFast && outcome.kind === 'error' && outcome.stopped === undefined) batch.stop(failedBy(outcome, outcome.error));
+  record.batch.stopIfFailed(outcome);
   serial.through();
   return undefined;
 }

@@ -5,7 +5,7 @@
 import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
 import type { CallRecord } from '../records.js';
-import { failedBy, stoppedOutcome } from '../stops.js';
+import { stoppedOutcome } from '../stops.js';
 import { Stage } from './stage.js';
 import type { StopReason } from '../types.js';
 
@@ -40,8 +40,8 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
 class UntilStopped extends Stage<CallRecord> {
   // The batch, known from the first record, or at once when the stop given is the batch's own.
   private batch: BatchScope | undefined = undefined;
-  // The stop, once it came.
-  private stopped: StopReason | undefined = undefined;
+  // A stop from outside heard before the batch was known; the batch holds it once met.
+  private early: StopReason | undefined = undefined;
   // The outside stop's subscription.
   private listening: Unsubscribable | undefined = undefined;
   // True until the source is subscribed: a stop then waits for the records it must classify.
@@ -53,6 +53,11 @@ class UntilStopped extends Stage<CallRecord> {
     super(out);
     // The outside stop is heard for as long as `out` is there, not only while the source is.
     out.add(() => this.unlisten());
+  }
+
+  // The stop: the batch's (its one holder), or the one heard before the batch was known.
+  private get stopped(): StopReason | undefined {
+    return this.batch?.stopped ?? this.early;
   }
 
   /** Hears `stop$`: the batch's own (through the batch), or a stop from outside. */
@@ -69,7 +74,7 @@ class UntilStopped extends Stage<CallRecord> {
   started(): void {
     this.starting = false;
     if (this.classified || this.out.closed) return;
-    const reason = this.batch?.stopped ?? this.stopped;
+    const reason = this.stopped;
     if (reason !== undefined) this.classify(reason);
   }
 
@@ -77,15 +82,12 @@ class UntilStopped extends Stage<CallRecord> {
     this.meet(record.batch);
     this.out.next(record);
     // FAIL_RUN: a failure stops the batch once its own outcome has gone on.
-    const { outcome } = record;
-    if (record.state === 'ended' && record.batch.failFast && outcome?.kind === 'error' && outcome.stopped === undefined) {
-      record.batch.stop(failedBy(outcome, outcome.error));
-    }
+    if (record.state === 'ended') record.batch.stopIfFailed(record.outcome!);
   }
 
   protected override sourceCompleted(): void {
     // Calls a stop kept from their dispatch end here, classified.
-    const reason = this.stopped ?? this.batch?.stopped;
+    const reason = this.stopped;
     if (reason !== undefined) {
       if (!this.starting) this.classify(reason);
       return;
@@ -97,23 +99,24 @@ class UntilStopped extends Stage<CallRecord> {
 
   // A stop from outside: through the batch, which holds it while a call is mid-bookkeeping.
   private stop(reason: StopReason): void {
-    this.stopped ??= reason;
     if (this.batch !== undefined) this.batch.stop(reason);
-    else if (!this.starting) this.classify(reason);
+    else {
+      this.early ??= reason;
+      if (!this.starting) this.classify(reason);
+    }
   }
 
   private meet(scope: BatchScope): void {
     if (this.batch !== undefined) return;
     this.batch = scope;
     scope.onStop((reason) => {
-      this.stopped ??= reason;
       if (!this.starting) this.classify(reason);
       // Stopped while its source is being subscribed (a body that stops its own batch, say):
       // the calls still arriving are classified once they all have, but the calls dispatched
       // end now, as the unsubscription would end them, so an answer after the stop is ignored.
       else scope.tearDownDispatched();
     });
-    if (this.stopped !== undefined) scope.stop(this.stopped);
+    if (this.early !== undefined) scope.stop(this.early);
   }
 
   private classify(reason: StopReason): void {

@@ -168,6 +168,24 @@ describe('untilStopped', () => {
     expect(stop$.observed).to.equal(false);
   });
 
+  it('hands a stop heard before the batch was known to the batch, which holds it and classifies by it', () => {
+    const { batch, records } = recordsOf([call('a', () => 'a'), call('b', () => 'b')]);
+    const seen: string[] = [];
+    // Both stops come as untilStopped listens, before its source (and so the batch) is known.
+    of(...records)
+      .pipe(inLanes(), untilStopped(of(cancel, reasons.t)))
+      .subscribe((record) => {
+        if (record.state === 'ended') seen.push(`${record.call.callId}: ${said(record)}`);
+      });
+    expect(batch.stopped).to.equal(cancel);
+    batch.stop(reasons.t);
+    expect(batch.stopped).to.equal(cancel);
+    // b, which arrived once the batch held the stop, was never dispatched; both were classified by the one stop.
+    expect(seen).to.have.length(2);
+    expect(seen[1]).to.equal('b: never dispatched: the user pressed stop');
+    expect(seen[0]).to.match(/\(the user pressed stop\)/);
+  });
+
   it('takes its stop from anything with a subscribe(observer), and leaves it when done', () => {
     const listeners = new Set<unknown>();
     const stop$: Subscribable<StopReason> = {
