@@ -249,8 +249,9 @@ describe('CassetteReplay', () => {
         agent: new Agent({ name: 'planner', instructions: 'Plan.', model: 'scripted' }),
         turn,
         concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }),
-        latencies: { c1: 1, c2: 400, c3: 10, c4: 1 },
-        deadline: new DeadlineConfig({ toolCallSeconds: 0.06 }),
+        // Room for a loaded machine: c3 and c4 settle well inside the deadline, c2 well past it.
+        latencies: { c1: 1, c2: 1000, c3: 10, c4: 1 },
+        deadline: new DeadlineConfig({ toolCallSeconds: 0.25 }),
         expected: ['RESULT c1', 'INDET c2', 'ERROR c3 Error', 'RESULT c4', 'FAILED DeadlineExceededError'],
       },
     ];
