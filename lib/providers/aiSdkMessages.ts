@@ -5,6 +5,7 @@
 import { describeValue } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { jsonText } from '../json.js';
+import { inFlightMessage } from '../stopClass.js';
 import type { Message, ToolCall } from '../runner/index.js';
 
 /** One part of a message, as far as these readers need to know before looking inside. */
@@ -41,7 +42,7 @@ export interface FromUIMessagesOptions {
 }
 
 /** The tool message of a call whose outcome never reached the conversation. */
-export const UNKNOWN_OUTCOME = 'the outcome of this call is not in the conversation (the reply was cut off before it came). The side effect may have landed';
+export const UNKNOWN_OUTCOME = inFlightMessage('the outcome of this call is not in the conversation (the reply was cut off before it came)', false);
 
 function refused(path: string, expected: string, actual: unknown): ConfigError {
   return new ConfigError(path, `${path}: expected ${expected}, got ${describeValue(actual)}`);

@@ -12,6 +12,9 @@ import {
   Agent,
   AgentRunner,
   CallInterruptedError,
+  LaneLostError,
+  LaneTable,
+  type LaneStore,
   ConcurrencyConfig,
   ConfigError,
   OnToolError,
@@ -223,6 +226,42 @@ describe('AgentRunner with a tracer', () => {
       ['b', undefined, 'RangeError', 'error'],
     ]);
     expect(counting.ended).to.equal(counting.started);
+  });
+
+  it('gives an idempotent call whose fleet lease was lost the stop class safe_to_call_again, from its outcome', () => {
+    const { exporter, tracer } = tracing();
+    testScheduler.run(({ cold, flush }) => {
+      // A store that loses the lease of every tool lane 2ms after granting it, as a fleet store whose Redis lost its data.
+      const table = new LaneTable();
+      const lanes: LaneStore = {
+        changes$: table.changes$,
+        occupancy: () => table.occupancy(),
+        enter(key, limit, onGrant, party) {
+          const permit = table.enter(key, limit, onGrant, party);
+          const { lost } = onGrant as { lost?: (error: Error) => void };
+          if (key.startsWith('tool:') && typeof lost === 'function') {
+            testScheduler.schedule(() => lost.call(onGrant, new LaneLostError(key, `its lease on ${key} was lost (Redis lost its data)`)), 2);
+          }
+          return permit;
+        },
+      };
+      const tools = new ToolRegistry()
+        .register({ name: 'search', idempotent: true }, () => cold('----------(r|)', { r: 'x' }))
+        .register({ name: 'charge' }, () => cold('----------(r|)', { r: 'x' }));
+      const concurrency = new ConcurrencyConfig({ perTool: { search: 1, charge: 1 } });
+      const provider = new ScriptedProvider([{ toolCalls: [ask('s', 'search'), ask('c', 'charge')] }, { text: 'done' }]);
+      new AgentRunner({ provider, tools, concurrency, lanes, tracer }).run$(planner, 'go').subscribe();
+      flush();
+    });
+    const spans = exporter.getFinishedSpans();
+    const classes = ['s', 'c'].map((id) => {
+      const { attributes } = callSpan(spans, id);
+      return [id, attributes['agent_lanes.stop.class'], attributes['error.type']];
+    });
+    expect(classes).to.deep.equal([
+      ['s', 'safe_to_call_again', 'LaneLostError'],
+      ['c', 'indeterminate', 'indeterminate'],
+    ]);
   });
 
   it('ends every span when the run is left by unsubscribing, the stopped calls classified', () => {
