@@ -288,6 +288,36 @@ async function tracing(): Promise<void> {
   const batching = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 4 * n, maxExportBatchSize: 512 })] }).getTracer('bench');
   const batched = await perCall(n, { concurrency: everything, tracer: batching, afterRun }, immediate);
   row({ workload, figure: 'recording tracer, BatchSpanProcessor + in-memory exporter', value: batched, unit: 'us/call', note: ratio(batched) });
+  // The floor beside them: what the SDK alone takes to make, fill and end one span like a call's
+  // (a run of N calls makes N execute_tool spans and a handful more), with no runner at all.
+  const floorOf = (tracer: Tracer): number => spanFloor(n, tracer, afterRun);
+  const floors: ReadonlyArray<readonly [string, number]> = [
+    ['no processor', floorOf(new BasicTracerProvider().getTracer('floor'))],
+    ['SimpleSpanProcessor', floorOf(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer('floor'))],
+    ['BatchSpanProcessor', floorOf(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 4 * n, maxExportBatchSize: 512 })] }).getTracer('floor'))],
+  ];
+  for (const [processor, value] of floors) {
+    row({ workload, figure: `floor: the SDK alone, one span per call, ${processor}`, value, unit: 'us/call', note: `${(value / none).toFixed(2)}x the untraced call` });
+  }
+}
+
+// The best of five rounds of `n` spans made, given a call's attributes, and ended; per span.
+function spanFloor(n: number, tracer: Tracer, afterRound: () => void): number {
+  let bestUs = Infinity;
+  for (let round = 0; round < 5; round++) {
+    gc();
+    const start = performance.now();
+    for (let i = 0; i < n; i++) {
+      const span = tracer.startSpan('execute_tool search', {
+        attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'search', 'gen_ai.tool.call.id': `c${i}`, 'gen_ai.tool.type': 'function' },
+      });
+      span.setAttribute('agent_lanes.outcome', 'result');
+      span.end();
+    }
+    bestUs = Math.min(bestUs, ((performance.now() - start) * 1000) / n);
+    afterRound();
+  }
+  return bestUs;
 }
 
 /** `runs` agents, each with a script of its own (one turn of 4 calls, then an answer), so runs on one runner do not share a script position. */
