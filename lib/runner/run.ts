@@ -277,19 +277,33 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   }
 
   // True when some tool the agent may call needs approval: a streamed turn's gate must be in
-  // place before its calls are known. Worked out once per run, by its first streamed turn.
-  private approvals: boolean | undefined = undefined;
+  // place before its calls are known. Worked out again whenever the agent's tools change (an MCP
+  // server's list changed), so a tool added later that needs approval is never run unasked.
+  private approvals = false;
+  private approvalsOf: AgentTools | undefined = undefined;
   mayNeedApproval(): boolean {
-    const { tools } = this.parts;
-    return (this.approvals ??= this.tools.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true));
+    const current = this.tools;
+    if (this.approvalsOf !== current) {
+      const { tools } = this.parts;
+      this.approvals = current.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true);
+      this.approvalsOf = current;
+    }
+    return this.approvals;
   }
 
   // True when some tool the agent may call checks its arguments with a Standard Schema, which
-  // may answer asynchronously: a streamed turn's gate must then wait for such verdicts.
-  private checksLater: boolean | undefined = undefined;
+  // may answer asynchronously: a streamed turn's gate must then wait for such verdicts. Worked
+  // out again whenever the agent's tools change, as above.
+  private checksLater = false;
+  private checksLaterOf: AgentTools | undefined = undefined;
   mayCheckLater(): boolean {
-    const { tools } = this.parts;
-    return (this.checksLater ??= this.tools.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args)));
+    const current = this.tools;
+    if (this.checksLaterOf !== current) {
+      const { tools } = this.parts;
+      this.checksLater = current.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args));
+      this.checksLaterOf = current;
+    }
+    return this.checksLater;
   }
 
   /**

@@ -11,10 +11,11 @@ export function rebodied(registry: ToolRegistry, bodyOf: (declaration: ResolvedD
   const copy = new ToolRegistry();
   for (const name of registry.names) {
     const { declaration, body } = registry.get(name)!;
-    const { description, args, parallelSafe, idempotent, needsApproval, parameters } = declaration;
-    // The parameters shown go along: a Standard Schema without a converter has no others.
+    const { description, args, parallelSafe, idempotent, needsApproval, parameters, lane } = declaration;
+    // The parameters shown go along (a Standard Schema without a converter has no others), and
+    // the tool's own lane (an MCP server's), so a recorded or replayed run is bounded as the real one.
     copy.register<Schema | undefined>(
-      { name, description, ...(args !== undefined ? { args } : {}), ...(parameters !== undefined ? { parameters } : {}), parallelSafe, idempotent, needsApproval },
+      { name, description, ...(args !== undefined ? { args } : {}), ...(parameters !== undefined ? { parameters } : {}), ...(lane !== undefined ? { lane } : {}), parallelSafe, idempotent, needsApproval },
       bodyOf(declaration, body),
     );
   }
