@@ -12,25 +12,17 @@ import {
   ScriptedProvider,
   ToolRegistry,
   type McpClient,
-  type RunEvent,
   type RunnerActivity,
   type RunResult,
   type ToolCall,
 } from '../../lib/index.js';
 import { overHttp, overStdio, type Served } from './mcpServers.js';
+import { outcomes } from './outcomes.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 const ask = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ id, name, arguments: args });
 const slow = (id: string, ms: number, name = 'slow'): ToolCall => ask(id, name, { ms, tag: id });
 
-function outcomes(result: RunResult): string[] {
-  return result.events.flatMap((event: RunEvent) => {
-    if (event.type === 'TOOL_RESULT') return [`${event.callId}=${typeof event.result === 'string' ? event.result : JSON.stringify(event.result)}`];
-    if (event.type === 'TOOL_ERROR') return [`${event.callId}!${event.error.name}: ${event.error.message}`];
-    if (event.type === 'TOOL_INDETERMINATE') return [`${event.callId}? ${event.message}`];
-    return [];
-  });
-}
 
 async function configError(make: () => Promise<unknown>): Promise<ConfigError> {
   try {

@@ -10,22 +10,15 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { z } from 'zod';
-import { Agent, AgentRunner, CallInterruptedError, McpToolError, mcpTools, OnToolError, ScriptedProvider, ToolRegistry, type RunEvent, type RunResult, type ToolCall, type ToolContext } from '../../lib/index.js';
+import { Agent, AgentRunner, CallInterruptedError, McpToolError, mcpTools, OnToolError, ScriptedProvider, ToolRegistry, type RunResult, type ToolCall, type ToolContext } from '../../lib/index.js';
 import { mcpServer, newStats } from '../fixtures/mcpServer.mjs';
 import { inMemory, until, type InMemory } from './mcpMemory.js';
 import { overHttp, type Served } from './mcpServers.js';
+import { outcomes } from './outcomes.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 const ask = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ id, name, arguments: args });
 
-function outcomes(result: RunResult): string[] {
-  return result.events.flatMap((event: RunEvent) => {
-    if (event.type === 'TOOL_RESULT') return [`${event.callId}=${typeof event.result === 'string' ? event.result : JSON.stringify(event.result)}`];
-    if (event.type === 'TOOL_ERROR') return [`${event.callId}!${event.error.name}: ${event.error.message}`];
-    if (event.type === 'TOOL_INDETERMINATE') return [`${event.callId}? ${event.message}`];
-    return [];
-  });
-}
 
 async function runOnce(tools: ToolRegistry, calls: ToolCall[]): Promise<RunResult> {
   return new AgentRunner({ provider: new ScriptedProvider([{ toolCalls: calls }, { text: 'done' }]), tools }).run(agent, 'go');

@@ -6,19 +6,12 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { z } from 'zod';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunEvent, type RunnerActivity, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunnerActivity, type RunResult } from '../../lib/index.js';
 import { inMemory, type InMemory } from './mcpMemory.js';
+import { outcomes } from './outcomes.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 
-function outcomes(result: RunResult): string[] {
-  return result.events.flatMap((event: RunEvent) => {
-    if (event.type === 'TOOL_RESULT') return [`${event.callId}=${String(event.result)}`];
-    if (event.type === 'TOOL_ERROR') return [`${event.callId}!${event.error.name}: ${event.error.message}`];
-    if (event.type === 'TOOL_INDETERMINATE') return [`${event.callId}? ${event.message}`];
-    return [];
-  });
-}
 
 // A tool that works `steps` steps of `stepMs` each, reporting progress after each of the first
 // `reports` of them (all by default), then answers.

@@ -5,19 +5,12 @@
 import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
 import { z } from 'zod';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, ToolRemovedError, type ModelRequest, type RunEvent, type RunResult, type ToolContext } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, ToolRemovedError, type ModelRequest, type ToolContext } from '../../lib/index.js';
 import { inMemory, until, type InMemory } from './mcpMemory.js';
+import { outcomes } from './outcomes.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 
-function outcomes(result: RunResult): string[] {
-  return result.events.flatMap((event: RunEvent) => {
-    if (event.type === 'TOOL_RESULT') return [`${event.callId}=${String(event.result)}`];
-    if (event.type === 'TOOL_ERROR') return [`${event.callId}!${event.error.name}: ${event.error.message}`];
-    if (event.type === 'TOOL_INDETERMINATE') return [`${event.callId}? ${event.message}`];
-    return [];
-  });
-}
 
 const names = (request: ModelRequest): string[] => request.tools.map((tool) => tool.name);
 
