@@ -12,7 +12,7 @@ import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import { statusOf, type RunEvent } from './events.js';
-import type { ModelProvider, RunInput, Usage } from './model.js';
+import { addedUsage, type ModelProvider, type RunInput, type Usage } from './model.js';
 import { checkedInput } from './conversation.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
@@ -96,18 +96,12 @@ function usageOf(events: readonly RunEvent[]): Usage | undefined {
   return usage;
 }
 
-// Two usages added, either absent.
-function added(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
-  if (a === undefined || b === undefined) return a ?? b;
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
-}
-
 // A run's transcript folded into its RunResult, with the final state and messages the run
 // handed over as it ended, and the tokens of the runs nested in it.
 function resultOf(events: readonly RunEvent[], final: RunFinal): RunResult {
   const last = events[events.length - 1];
   const usage = usageOf(events);
-  const totalUsage = added(usage, final.nestedUsage);
+  const totalUsage = addedUsage(usage, final.nestedUsage);
   const base = { events, state: final.state, messages: final.messages, ...(usage !== undefined ? { usage } : {}), ...(totalUsage !== undefined ? { totalUsage } : {}) };
   if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
     return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
@@ -309,11 +303,11 @@ export class AgentRunner {
     const initial = startingState(state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const agentTools = this.toolsOf(agent);
-    const { allowed, allowedSet, specs, missing } = agentTools;
+    const { allowed, allowedSet, missing } = agentTools;
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, allowed, allowedSet, specs, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
+    return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
   }
 }
 

@@ -26,6 +26,12 @@ export interface Usage {
   readonly outputTokens: number;
 }
 
+/** Two usages added; either may be absent (a provider that reported none), and both absent stays absent. */
+export function addedUsage(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}
+
 /** Why the model stopped writing its turn: the AI SDK's unified reasons, which every wire maps onto. */
 export type FinishReason = 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other';
 

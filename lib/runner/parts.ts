@@ -61,11 +61,6 @@ export interface RunPlan {
   readonly maxTurns: number;
   /** The agent's tools when the run was planned; a turn rereads them if the registry changed since. */
   readonly tools: AgentTools;
-  readonly allowed: readonly string[];
-  /** The same, as a set. */
-  readonly allowedSet: ReadonlySet<string>;
-  /** What the provider is shown of those tools. */
-  readonly specs: readonly ToolSpec[];
   /** The runner's lanes narrowed by the agent's: the turn's own bounds. */
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;

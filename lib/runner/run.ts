@@ -15,7 +15,7 @@ import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, 
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
-import type { Message, ModelResponse, RunInput, ToolCall, Usage } from './model.js';
+import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
@@ -200,10 +200,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { lent: context.lent, parent: { runId: this.runId, callId } }).then((result) => {
       const { totalUsage } = result;
       // Counted as it resolves, before the body that asked for it goes on.
-      if (totalUsage !== undefined && !this.ended) {
-        const sum = this.nestedUsage;
-        this.nestedUsage = sum === undefined ? totalUsage : { inputTokens: sum.inputTokens + totalUsage.inputTokens, outputTokens: sum.outputTokens + totalUsage.outputTokens };
-      }
+      if (totalUsage !== undefined && !this.ended) this.nestedUsage = addedUsage(this.nestedUsage, totalUsage);
       return result;
     });
   }
