@@ -388,5 +388,48 @@ export class JsonFormError extends AgentLanesError {
   }
 }
 
+/**
+ * A partner said "slow down": a tool body (or an adapter reading a 429, or an MCP server's rate
+ * error) throws this. The call fails with it, and the tool's lane starts nothing new for
+ * `retryAfterSeconds` (docs/concurrency.md).
+ */
+export class RateLimitedError extends AgentLanesError {
+  /** How long the partner asked for, in seconds (0 when it gave no figure). */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    if (!Number.isFinite(retryAfterSeconds) || retryAfterSeconds < 0) {
+      throw new ConfigError('retryAfterSeconds', `retryAfterSeconds must be a finite number of seconds, at least 0; got ${String(retryAfterSeconds)}`);
+    }
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** What a budget counts: the model's tokens, or the cost tools declare or report. */
+export type BudgetMeasure = 'tokens' | 'cost';
+
+/**
+ * A tenant's budget cannot cover the next turn or call: how much was asked, how much is left, and
+ * when the window frees enough of it (`until`, epoch milliseconds).
+ */
+export class BudgetExceededError extends AgentLanesError {
+  readonly tenant: string;
+  readonly measure: BudgetMeasure;
+  /** What the turn or call needed (at least 1 when it is not known in advance). */
+  readonly needed: number;
+  /** What the window has left now. */
+  readonly left: number;
+  /** When enough of the window is free again, in epoch milliseconds. */
+  readonly until: number;
+  constructor(tenant: string, measure: BudgetMeasure, needed: number, left: number, until: number) {
+    super(`the tenant's budget is spent until ${new Date(until).toISOString()}: ${tenant} needs ${needed} ${measure} and has ${left} left in its window`);
+    this.tenant = tenant;
+    this.measure = measure;
+    this.needed = needed;
+    this.left = left;
+    this.until = until;
+  }
+}
+
 /** The run could not produce its final answer (bad structured output, too many turns). */
 export class RunError extends AgentLanesError {}

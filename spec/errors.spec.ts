@@ -2,7 +2,7 @@
 // never throws itself, and it keeps an error's status, code and attempts when they are plain.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ProviderError, ProviderHttpError, toErrorInfo } from '../lib/index.js';
+import { BudgetExceededError, ConfigError, ProviderError, ProviderHttpError, RateLimitedError, toErrorInfo } from '../lib/index.js';
 import { seed } from './reliability/seed.js';
 
 // A Proxy of `target` whose listed traps throw (each naming itself).
@@ -78,5 +78,24 @@ describe('toErrorInfo', () => {
     expect(error).to.include({ turn: 2, status: 529, code: 'overloaded_error', attempts: 3 });
     expect(toErrorInfo(error)).to.deep.equal({ name: 'ProviderError', message: 'model provider failed on turn 2: overloaded', status: 529, code: 'overloaded_error', attempts: 3 });
     expect(toErrorInfo(new ProviderError(1, 'no facts'))).to.deep.equal({ name: 'ProviderError', message: 'model provider failed on turn 1: no facts' });
+  });
+});
+
+describe('RateLimitedError and BudgetExceededError', () => {
+  it('a RateLimitedError keeps how long the partner asked for, and refuses a figure that is not one', () => {
+    const error = new RateLimitedError('partner answered 429', 2.5);
+    expect(error.name).to.equal('RateLimitedError');
+    expect(error.retryAfterSeconds).to.equal(2.5);
+    expect(toErrorInfo(error)).to.include({ name: 'RateLimitedError', message: 'partner answered 429' });
+    expect(() => new RateLimitedError('x', -1)).to.throw(ConfigError, /retryAfterSeconds must be a finite number of seconds/);
+    expect(() => new RateLimitedError('x', Number.NaN)).to.throw(ConfigError, /retryAfterSeconds/);
+  });
+
+  it('a BudgetExceededError says how much was needed, how much is left and until when', () => {
+    const until = Date.UTC(2026, 11, 4, 12, 0, 0);
+    const error = new BudgetExceededError('acme', 'tokens', 1200, 300, until);
+    expect(error.name).to.equal('BudgetExceededError');
+    expect(error.message).to.equal("the tenant's budget is spent until 2026-12-04T12:00:00.000Z: acme needs 1200 tokens and has 300 left in its window");
+    expect(error).to.include({ tenant: 'acme', measure: 'tokens', needed: 1200, left: 300, until });
   });
 });
