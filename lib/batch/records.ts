@@ -224,7 +224,7 @@ export class CallRecord {
         entry?.ended(this);
       }
     } finally {
-      batch.letGo();
+      batch.endHold();
     }
     entry?.over(this);
   }
