@@ -103,19 +103,19 @@ export class CallLanes implements LaneGrantTarget {
       try {
         permit = loan === undefined ? store.enter(key, limit, this, party) : enterWithLoan(loan, store, key, limit, this, party);
       } catch (error) {
-        batch.letGo();
+        batch.endHold();
         // A store that cannot take the request: the call fails, never started, and leaves what it holds.
         record.failUnstarted(toErrorInfo(error));
         return;
       }
       if (record.body.ended) {
         // Torn down while in the store: what it had stored is back already, and this permit goes back too, never stored.
-        batch.letGo();
+        batch.endHold();
         leaveOne(permit);
         return;
       }
       this.permits[this.taken++] = permit;
-      batch.letGo();
+      batch.endHold();
       // Something the grant set off (a watcher of the lanes, say) may have ended this call
       // already, its teardown run: leave what it holds and go no further.
       if (record.body.ended) {

@@ -1,6 +1,6 @@
 // Ceilings: the timers of a batch's calls. Every call of one batch with the same ceiling
-// (a tool's perToolSeconds, or the deadline's toolCallSeconds) is timed from its dispatch,
-// and dispatches only move forward in time, so those timers expire in the order they were
+// (a tool's perToolSeconds, or the deadline's toolCallSeconds) is timed from its start,
+// and starts only move forward in time, so those timers expire in the order they were
 // set: one queue per duration and one scheduler action for its head replace a timer per
 // call. The scheduler stays the batch's, so ceilings run in virtual time under TestScheduler.
 //

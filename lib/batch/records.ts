@@ -230,7 +230,7 @@ export class CallRecord {
         entry?.ended(this);
       }
     } finally {
-      batch.letGo();
+      batch.endHold();
     }
     entry?.over(this);
   }

@@ -22,7 +22,7 @@ import type { BatchCall, BatchOptions, Outcome } from './types.js';
  * in call order, as soon as each and every earlier call have settled.
  *
  * `calls` is an array, or an Observable of calls (a model still writing its turn): a call is
- * gated and dispatched as soon as it arrives, a `parallelSafe: false` call still waits for
+ * gated and enters its lanes as soon as it arrives, a `parallelSafe: false` call still waits for
  * everything before it. Lanes are taken in one fixed order: tenant, turn, turn-tool, tool, the
  * call's own lane if it names one, then the identical-arguments lane of a call that is not
  * parallel-safe. A call's `perToolSeconds` ceiling runs from its start (every lane granted),
@@ -57,7 +57,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     if (!given) batch.whole(calls as readonly BatchCall[]);
     // Registered before the stages are subscribed: a subscriber that leaves while they are still
     // being subscribed (its calls answering synchronously) closes the batch at once, which ends
-    // every dispatched call where it stands (body aborted, permits back) and dispatches no more.
+    // every call in its lanes where it stands (body aborted, permits left) and enters no more.
     // The stages end inside close(), after it stops hearing stops and before it tells watchers
     // how the calls left in flight ended: decided before their teardown, they would keep their
     // bodies running (neither aborted nor unsubscribed).

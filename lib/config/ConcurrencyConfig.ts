@@ -20,7 +20,7 @@ export interface ConcurrencyOptions {
   readonly perTool?: Readonly<Record<string, number>> | undefined;
   /** The tenant lane: calls of one tenant in flight at once, across all of its runs. */
   readonly perTenant?: number | undefined;
-  /** Each tool's own ceiling in seconds, counted from dispatch; outrunning it fails that call alone. */
+  /** Each tool's own ceiling in seconds, counted from its body's start; outrunning it fails that call alone. */
   readonly perToolSeconds?: Readonly<Record<string, number>> | undefined;
   /**
    * Opt-in grace for a body that overruns its call: one still running after its call was stopped

@@ -12,7 +12,8 @@ import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
 
-export type Answer = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
+/** A model's decoded response, or the run's failure that stands for it. */
+export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
 
 // The run's failure for a provider that failed (its facts, an HTTP status, its code, the
 // attempts made, go with it), or that completed without answering.
@@ -32,7 +33,7 @@ function isPartError(error: unknown): error is StreamPartError {
   }
 }
 
-export function answerOf(turn: number, raw: unknown): Answer {
+export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
   let decoded: ReturnType<typeof decodeModelResponse>;
   try {
     decoded = decodeModelResponse(raw);

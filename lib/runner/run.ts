@@ -16,7 +16,7 @@ import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEven
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
+import { afterArguments, checkedLater, inJsonForm, neverStarted, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, undecodable, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
 import { pastGated, resumedTurn } from './resumePoint.js';
 import { stopSources } from './runStops.js';
@@ -221,17 +221,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return this.tools;
   }
 
-  // One call of the turn as the batch runs it, decoded against its tool or refused. `seen`
+  // One call of the turn as the batch runs it, decoded against its tool or undecodable. `seen`
   // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
   callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
     const { allowed, allowedSet } = this.tools;
     const { tools, policed } = this.parts;
     const { id: callId, name } = toolCall;
     if (problem !== undefined) {
-      return refused(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+      return undecodable(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
     }
     if (seen.has(callId)) {
-      return refused(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+      return undecodable(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
     }
     seen.add(callId);
     const registered = allowedSet.has(name) ? tools.get(name) : undefined;
@@ -239,12 +239,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       // A tool taken out since (by the registry's record): said to be removed, not unknown.
       const removed = this.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
       const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
-      return refused(toolCall, scope, policed, toErrorInfo(error));
+      return undecodable(toolCall, scope, policed, toErrorInfo(error));
     }
     const { declaration, body } = registered;
     const decoded = decodeArguments(declaration, toolCall.arguments);
     const now = !(decoded instanceof Promise);
-    if (now && isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+    if (now && isLeft(decoded)) return undecodable(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
     // Decoded a second time for the policies, only when one will see the call.
     const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
     // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
@@ -252,7 +252,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
   }
 
-  // The turn's calls as the batch runs them, each decoded against its tool or refused.
+  // The turn's calls as the batch runs them, each decoded against its tool or undecodable.
   callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
     const seen = new Set<string>();
     return toolCalls.map((toolCall, position) => this.callOf(toolCall, position, malformed.get(position), seen, scope));

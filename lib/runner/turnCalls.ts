@@ -312,8 +312,9 @@ export class TurnActivity implements ActivitySink {
 }
 
 
-// A call refused before it could run: it keeps what the model sent, and goes through the batch as a failure.
-export function refused(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
+// A call that could not be decoded (malformed, a repeated id, arguments its tool refuses): it
+// keeps what the model sent, and goes through the batch as a failure, never started.
+export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
   const shown = policed ? shownArguments(declaration, toolCall.arguments, true) : undefined;
   return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope, shown);
 }

@@ -90,7 +90,7 @@ describe('CallRecord', () => {
       const idempotent = batch.record(call('b', () => new Promise(() => undefined), { idempotent: true }), 1);
       for (const record of [plain, idempotent]) record.enter(new Entry());
       batch.stop(cancel);
-      batch.tearDownDispatched();
+      batch.tearDownEntered();
       batch.classify(cancel);
       expect([plain.outcome!.kind, idempotent.outcome!.kind]).to.deep.equal(['indeterminate', 'error']);
       expect([plain.outcome!.dispatched, idempotent.outcome!.dispatched]).to.deep.equal([true, true]);

@@ -1,4 +1,4 @@
-// The gate: the serial steps a call passes before it is dispatched (the runner's onToolStart
+// The gate: the serial steps a call passes before it enters its lanes (the runner's onToolStart
 // hook, input guardrail and approval), one call at a time, in call order, while the calls it
 // let through already run. A refusal does not stop the call's record: it goes on, refused,
 // and ends as a failure without taking its lanes.
@@ -37,7 +37,7 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
 export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
   if (step === undefined) return identity;
   return serial({
-    // A stopped batch asks nobody about calls it will not dispatch: they wait to be classified.
+    // A stopped batch asks nobody about calls it will not start: they wait to be classified.
     holds: (record) => record.batch.stopped !== undefined || record.batch.closed,
     step(record, serial) {
       // Calls refused already (bad arguments), known already (a resumed run), or decided, are not asked.

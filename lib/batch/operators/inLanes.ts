@@ -95,7 +95,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     // A stopped or closed batch enters nothing more: the call waits to be classified, never
     // started. Nor does a fan-out torn down: a phase handing over its calls from inside its
     // subscribe goes on after its subscriber left (from a watcher of a grant), and nothing would
-    // give back what the call took.
+    // leave what the call took.
     if (record.batch.stopped !== undefined || record.batch.closed || this.closing) return;
     this.batch ??= record.batch;
     this.open++;
@@ -115,11 +115,11 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
 
   // Ends the calls still in their lanes here: when `out` leaves, which may be long after the phase ended.
   private teardown(): void {
-    // Set before any record gives its permits back, which could grant them to another record here.
+    // Set before any record leaves its permits, which could grant them to another record here.
     this.closing = true;
     if (this.open === 0 || this.batch === undefined) return;
     const records = this.batch.records.filter((record) => record.inFlightFor(this));
-    // Together: a permit given back by one must not start another (its body would run after the subscriber left).
+    // Together: a permit left by one must not start another (its body would run after the subscriber left).
     CallRecord.teardownAll(records);
   }
 
@@ -181,7 +181,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
  * `CallRecord` when its outcome is decided; completes once its source completed and every record
  * it entered is over. Records already decided, or refused at the gate, end at once without their
  * lanes.
- * Unsubscribing ends every call where it stands: bodies aborted, permits back (a body that
+ * Unsubscribing ends every call where it stands: bodies aborted, permits left (a body that
  * still runs keeps its own until it settles).
  *
  * ## Example

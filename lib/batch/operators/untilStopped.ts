@@ -1,5 +1,5 @@
-// The stop: a cancel from outside, a deadline, or a failure under FAIL_RUN ends the dispatches
-// (every body in flight aborted, every permit not held by a running body given back), then
+// The stop: a cancel from outside, a deadline, or a failure under FAIL_RUN ends the calls in their
+// lanes (every body in flight aborted, every permit not held by a running body left), then
 // every call of the batch that had no outcome gets exactly one, by what it had done: never
 // dispatched, or stopped in flight (safe to call again if idempotent, else indeterminate).
 import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subscriber, type Unsubscribable } from 'rxjs';
@@ -13,9 +13,9 @@ import type { StopReason } from '../types.js';
  * Passes records through until the batch stops. The first stop wins: from `stop$` (an
  * Observable, or anything with `subscribe(observer)`), from the batch itself (a call past
  * `toolCallSeconds`), or from a failed call when the batch fails fast (FAIL_RUN). On a stop it
- * unsubscribes its source, which tears down everything upstream (the dispatches, the gate,
+ * unsubscribes its source, which tears down everything upstream (the fan-outs, the gate,
  * phases not yet started), then emits every record of the batch without an outcome, classified,
- * and completes. A stop that came before the batch started dispatches nothing.
+ * and completes. A stop that came before the batch started starts nothing.
  *
  * ## Example
  * ```ts
@@ -92,7 +92,7 @@ class UntilStopped extends Stage<CallNews> {
   }
 
   protected override sourceCompleted(): void {
-    // Calls a stop kept from their dispatch end here, classified.
+    // Calls a stop kept from their lanes end here, classified.
     const reason = this.stopped;
     if (reason !== undefined) {
       if (!this.starting) this.classify(reason);
@@ -118,9 +118,9 @@ class UntilStopped extends Stage<CallNews> {
     scope.onStop((reason) => {
       if (!this.starting) this.classify(reason);
       // Stopped while its source is being subscribed (a body that stops its own batch, say):
-      // the calls still arriving are classified once they all have, but the calls dispatched
+      // the calls still arriving are classified once they all have, but the calls in their lanes
       // end now, as the unsubscription would end them, so an answer after the stop is ignored.
-      else scope.tearDownDispatched();
+      else scope.tearDownEntered();
     });
     if (this.early !== undefined) scope.stop(this.early);
   }
@@ -129,7 +129,7 @@ class UntilStopped extends Stage<CallNews> {
     if (this.classified) return;
     this.classified = true;
     const { out, batch } = this;
-    // Everything upstream ends first: bodies aborted, permits back, no call starts after this.
+    // Everything upstream ends first: bodies aborted, permits left, no call starts after this.
     this.unsubscribe();
     this.unlisten();
     // Every outcome is decided (and told as ended) before any goes on, as in one step.
