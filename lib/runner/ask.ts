@@ -11,6 +11,7 @@ import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
+import { keepShape } from '../shapes.js';
 
 export type Answer = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
 
@@ -172,3 +173,6 @@ export class Request extends DirectSubscriber<unknown> {
     }
   }
 }
+
+// One per request: its shape is kept between bursts (lib/shapes.ts).
+keepShape(new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));

@@ -6,6 +6,7 @@
 import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
+import { keepShape } from '../shapes.js';
 
 /** Who hears that a watched body held the loop too long (a call's record: no closure per call). */
 export interface StallListener {
@@ -144,3 +145,6 @@ export class LoopMonitor {
     if (--active === 0 && offCheck === undefined) offCheck = nextTurn(turnOffIfIdle).unref();
   }
 }
+
+// A watch per call: its shape is kept between bursts (lib/shapes.ts).
+keepShape(new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined }));
