@@ -146,5 +146,15 @@ export class LoopMonitor {
   }
 }
 
-// A watch per call: its shape is kept between bursts (lib/shapes.ts).
-keepShape(new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined }));
+// A watch per call: its shape is kept between bursts (lib/shapes.ts). So are those of a Promise
+// and a timer made while the storage is on, which carry its context as a property of their own:
+// one of each is made in it (the timer cleared at once), then the storage is turned off again.
+const inertWatch = new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined });
+keepShape(inertWatch);
+storage.run(inertWatch, () => {
+  keepShape(Promise.resolve());
+  const timer = setTimeout(turnOffIfIdle, 1);
+  clearTimeout(timer);
+  keepShape(timer);
+});
+storage.disable();
