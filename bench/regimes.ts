@@ -7,7 +7,8 @@
 // runner for the whole process, as a service keeps it. Beside each regime, its floors in the
 // same regime and process: the same 2,000 sleeps under one Promise.all (the workload's own
 // timers, no runner), and the same 500 runs as bare RxJS (each run's 4 calls through
-// `from`, `mergeMap` and `toArray`: what RxJS alone pays to subscribe a small pipeline per run).
+// `from`, `mergeMap` and `toArray`: what RxJS alone pays to subscribe a small pipeline per run);
+// and, to show what the loop monitor costs, the runner with it off.
 // W2 at N = 10,000 is measured as the harness does too: gc() before each run.
 import { performance } from 'node:perf_hooks';
 import * as t from 'io-ts';
@@ -39,7 +40,7 @@ const timed = async (run: () => Promise<unknown>): Promise<number> => {
 };
 
 /** One run of `n` calls, as a service runs it: the turn asks for the calls, the next answers. */
-function service(body: (i: number) => Promise<unknown>): (n: number) => Promise<void> {
+function service(body: (i: number) => Promise<unknown>, loopStallMs?: false): (n: number) => Promise<void> {
   const provider = {
     async respond(request: ModelRequest): Promise<ModelResponse> {
       const { messages } = request;
@@ -51,7 +52,7 @@ function service(body: (i: number) => Promise<unknown>): (n: number) => Promise<
   };
   const tools = new ToolRegistry().register({ name: 'work', description: 'bench tool', args: t.type({ i: t.number }) }, ({ i }) => body(i));
   const concurrency = new ConcurrencyConfig({ maxConcurrentTools: BIG, perTool: { work: BIG }, perTenant: BIG, perToolSeconds: { work: 60 } });
-  const runner = new AgentRunner({ provider, tools, concurrency });
+  const runner = new AgentRunner({ provider, tools, concurrency, ...(loopStallMs === false ? { loopStallMs } : {}) });
   const agent = new Agent({ name: 'bench', instructions: 'bench', model: 'scripted' });
   return async (n) => {
     const result = await runner.run(agent, String(n), { tenant: 'bench' });
@@ -60,11 +61,11 @@ function service(body: (i: number) => Promise<unknown>): (n: number) => Promise<
 }
 
 // A W3 round of the runner, and of each floor.
-const engineRound = (): (() => Promise<unknown>) => {
+const engineRound = (loopStallMs?: false): (() => Promise<unknown>) => {
   const run = service(async (i) => {
     await sleep(1);
     return `r${i}`;
-  });
+  }, loopStallMs);
   return () => Promise.all(Array.from({ length: RUNS }, () => run(CALLS)));
 };
 const timerFloor = () => Promise.all(Array.from({ length: RUNS * CALLS }, () => sleep(1)));
@@ -81,9 +82,11 @@ const bareRun = () =>
 const rxjsFloor = () => Promise.all(Array.from({ length: RUNS }, bareRun));
 
 const rounds: ReadonlyArray<readonly [string, () => () => Promise<unknown>]> = [
-  ['agent-lanes, every lane', engineRound],
+  ['agent-lanes, every lane', () => engineRound()],
   ['floor: 2,000 sleeps, Promise.all', () => timerFloor],
   ['floor: 500 bare RxJS runs', () => rxjsFloor],
+  // Not a floor: what the loop monitor (on by default, async hooks on every callback) costs.
+  ['agent-lanes, loop monitor off', () => engineRound(false)],
 ];
 const perSecond = (ms: number): number => (RUNS * CALLS) / (ms / 1000);
 
