@@ -11,18 +11,31 @@
 
 // One inert object of each kept class, for the life of the process.
 const kept: object[] = [];
+// What `make` threw, for each exemplar that could not be made (a spec holds this empty).
+const failed: string[] = [];
 
 /**
- * Keeps `exemplar` alive for the life of the process, so that its class's hidden classes, and the
- * code compiled against them, survive a full collection. Made once per class, when its module
- * loads, through the class's own constructor (every field set there, in one order, as the code
- * style asks), with inert arguments: it holds no call's data, and is never used.
+ * Keeps what `make` gives alive for the life of the process, so that its class's hidden classes,
+ * and the code compiled against them, survive a full collection. Made once per class, when its
+ * module loads, through the class's own constructor (every field set there, in one order, as the
+ * code style asks), with inert arguments: it holds no call's data, and is never used. Keeping a
+ * shape is only ever a speed-up: an exemplar whose constructor throws (its inert arguments no
+ * longer enough) is left out, never breaking the import; `shapesNotKept` names it for the specs.
  */
-export function keepShape(exemplar: object): void {
-  kept.push(exemplar);
+export function keepShape(make: () => object): void {
+  try {
+    kept.push(make());
+  } catch (error) {
+    failed.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  }
 }
 
 /** @internal How many exemplars are kept (for specs). */
 export function keptShapes(): number {
   return kept.length;
+}
+
+/** @internal What each exemplar that could not be made threw (for specs: empty). */
+export function shapesNotKept(): readonly string[] {
+  return failed;
 }

@@ -2,7 +2,7 @@
 // would notice: no timer left running, no asynchronous context left on, no call's data.
 import { execFile } from 'node:child_process';
 import { expect } from 'chai';
-import { keptShapes } from '../lib/shapes.js';
+import { keptShapes, keepShape, shapesNotKept } from '../lib/shapes.js';
 import { AgentRunner, ScriptedProvider, ToolRegistry, Agent } from '../lib/index.js';
 
 // Imports the library in a fresh process and prints what the process then holds open, and what
@@ -23,8 +23,21 @@ function imported(): Promise<{ resources: string[]; symbols: string[] }> {
 }
 
 describe('kept shapes', () => {
-  it('are made when the library is imported', () => {
+  it('are made when the library is imported, every one of them (none of their constructors threw)', () => {
+    expect(shapesNotKept()).to.deep.equal([]);
     expect(keptShapes()).to.be.greaterThan(10);
+  });
+
+  it('leave out an exemplar whose constructor throws, naming it, and never throw themselves', () => {
+    const before = keptShapes();
+    expect(() =>
+      keepShape(() => {
+        throw new TypeError('inert arguments no longer enough');
+      }),
+    ).not.to.throw();
+    expect(keptShapes()).to.equal(before);
+    expect(shapesNotKept().at(-1)).to.equal('TypeError: inert arguments no longer enough');
+    (shapesNotKept() as string[]).pop();
   });
 
   it('leave no timer running and no asynchronous context on once the library is imported', async function () {

@@ -70,4 +70,4 @@ export class CallContext implements InvokeContext {
 }
 
 // One per call: its shape is kept between bursts (lib/shapes.ts).
-keepShape(new CallContext(undefined as never));
+keepShape(() => new CallContext(undefined as never));

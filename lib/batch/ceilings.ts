@@ -134,11 +134,11 @@ export class Ceilings<T> {
 
 // One of each per batch: their shapes are kept between bursts (lib/shapes.ts), and those of
 // the scheduler action and the Node timer a queue waits on (both ended at once, kept ended).
-keepShape(new Ceilings(asyncScheduler));
-keepShape(new DurationQueue(asyncScheduler, 1, neverStale));
+keepShape(() => new Ceilings(asyncScheduler));
+keepShape(() => new DurationQueue(asyncScheduler, 1, neverStale));
 const endedAction = asyncScheduler.schedule(neverStale, MAX_TIMER_MS);
 endedAction.unsubscribe();
-keepShape(endedAction);
+keepShape(() => endedAction);
 const endedTimer = setTimeout(neverStale, MAX_TIMER_MS);
 clearTimeout(endedTimer);
-keepShape(endedTimer);
+keepShape(() => endedTimer);

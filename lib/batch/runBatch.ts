@@ -84,4 +84,4 @@ class Outcomes extends Stage<CallRecord, Outcome> {
 // in a turn that never ends, timed by a ceiling it has not got, so the hidden classes of a
 // batch, its stages and its records outlive every burst. It holds no timer and no shared lane.
 const idleCall: BatchCall = { callId: 'idle', tool: 'idle', invoke: () => NEVER };
-keepShape(runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());
+keepShape(() => runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());

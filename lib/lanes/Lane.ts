@@ -254,7 +254,7 @@ export class Lane {
 
 // Lanes a table drops when idle, and their permits, keep their shapes between bursts (lib/shapes.ts).
 const inertLane = new Lane('', 1);
-keepShape(inertLane);
-keepShape(new LanePermit(inertLane, ''));
-keepShape(new QueuedPermit(inertLane, '', () => undefined));
-keepShape(new PartyQueue(''));
+keepShape(() => inertLane);
+keepShape(() => new LanePermit(inertLane, ''));
+keepShape(() => new QueuedPermit(inertLane, '', () => undefined));
+keepShape(() => new PartyQueue(''));

@@ -373,4 +373,4 @@ class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
 }
 
 // One per run: its shape is kept between bursts (lib/shapes.ts).
-keepShape(new Collector(() => undefined, () => undefined, []));
+keepShape(() => new Collector(() => undefined, () => undefined, []));

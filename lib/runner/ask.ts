@@ -176,5 +176,5 @@ export class Request extends DirectSubscriber<unknown> {
 
 // One per request: its shape is kept between bursts (lib/shapes.ts), with that of the plain
 // EventTarget each request's AbortSignal is made from before it becomes a signal.
-keepShape(new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
-keepShape(new EventTarget());
+keepShape(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+keepShape(() => new EventTarget());

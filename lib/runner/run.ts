@@ -386,4 +386,4 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   subscriber.add(run);
 }
 
-keepShape(new Run({ deadline: {} } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)
+keepShape(() => new Run({ deadline: {} } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)

@@ -224,4 +224,4 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
 }
 
 // One per turn: its shape is kept between bursts (lib/shapes.ts).
-keepShape(new Turn(undefined as never, 0, undefined as never));
+keepShape(() => new Turn(undefined as never, 0, undefined as never));

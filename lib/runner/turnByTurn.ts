@@ -132,5 +132,5 @@ class TurnReader<T> extends DirectSubscriber<T> {
 
 // One sequence per run and a reader per turn: their shapes are kept between bursts (lib/shapes.ts).
 const inertTurns = new Turns<never>(undefined as never, undefined as never);
-keepShape(inertTurns);
-keepShape(new TurnReader(inertTurns));
+keepShape(() => inertTurns);
+keepShape(() => new TurnReader(inertTurns));

@@ -327,7 +327,7 @@ export function neverStarted(why: string): RunResult {
 
 // A scope and an activity sink per turn, a call and a context per call: their shapes are kept between bursts (lib/shapes.ts).
 const inertScope = new TurnScope({ trace: undefined, nested: () => Promise.reject(new Error('inert')) }, '', '', emptyState);
-keepShape(inertScope);
-keepShape(new TurnActivity(undefined as never, '', 0, undefined, undefined));
-keepShape(new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
-keepShape(new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));
+keepShape(() => inertScope);
+keepShape(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
+keepShape(() => new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
+keepShape(() => new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));

@@ -150,11 +150,11 @@ export class LoopMonitor {
 // and a timer made while the storage is on, which carry its context as a property of their own:
 // one of each is made in it (the timer cleared at once), then the storage is turned off again.
 const inertWatch = new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined });
-keepShape(inertWatch);
+keepShape(() => inertWatch);
 storage.run(inertWatch, () => {
-  keepShape(Promise.resolve());
+  keepShape(() => Promise.resolve());
   const timer = setTimeout(turnOffIfIdle, 1);
   clearTimeout(timer);
-  keepShape(timer);
+  keepShape(() => timer);
 });
 storage.disable();
