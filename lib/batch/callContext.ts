@@ -1,5 +1,6 @@
 // The context a call's body is handed, made by its body part when the body starts.
 import type { Loan } from '../lanes/index.js';
+import { keepShape } from '../shapes.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
 
@@ -67,3 +68,6 @@ export class CallContext implements InvokeContext {
     this.#controller?.abort(reason);
   }
 }
+
+// One per call: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new CallContext(undefined as never));

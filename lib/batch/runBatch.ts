@@ -3,7 +3,8 @@
 // sentence: a turn is an Observable of calls, through phases run one after another, each gated
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
-import { concatMap, from, isObservable, Observable, type ObservableInput, type Subscription } from 'rxjs';
+import { concat, concatMap, from, isObservable, NEVER, Observable, of, type ObservableInput, type Subscription } from 'rxjs';
+import { keepShape } from '../shapes.js';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './batchScope.js';
 import { ceiling } from './operators/ceiling.js';
@@ -78,3 +79,9 @@ class Outcomes extends Stage<CallRecord, Outcome> {
     this.out.next(record.outcome!);
   }
 }
+
+// An idle batch for the life of the process (lib/shapes.ts): one call whose body never answers,
+// in a turn that never ends, timed by a ceiling it has not got, so the hidden classes of a
+// batch, its stages and its records outlive every burst. It holds no timer and no shared lane.
+const idleCall: BatchCall = { callId: 'idle', tool: 'idle', invoke: () => NEVER };
+keepShape(() => runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());

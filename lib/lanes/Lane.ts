@@ -2,6 +2,7 @@
 // Waiters are grouped by party (the tenant, in shared lanes) and parties are
 // served round-robin, so one party's long queue cannot hold back another's call;
 // within a party, grants are FIFO. Everything here is synchronous and O(1).
+import { keepShape } from '../shapes.js';
 
 /** What a lane reports of itself: how many hold a permit and how many wait for one. */
 export interface LaneOccupancy {
@@ -250,3 +251,10 @@ export class Lane {
     queue.prev = queue.next = undefined;
   }
 }
+
+// Lanes a table drops when idle, and their permits, keep their shapes between bursts (lib/shapes.ts).
+const inertLane = new Lane('', 1);
+keepShape(() => inertLane);
+keepShape(() => new LanePermit(inertLane, ''));
+keepShape(() => new QueuedPermit(inertLane, '', () => undefined));
+keepShape(() => new PartyQueue(''));

@@ -7,6 +7,7 @@
 import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
+import { keepShape } from '../shapes.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
@@ -370,3 +371,6 @@ class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
     this.resolve(resultOf(this.events, this.final));
   }
 }
+
+// One per run: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new Collector(() => undefined, () => undefined, []));

@@ -11,6 +11,7 @@ import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
+import { keepShape } from '../shapes.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
 export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
@@ -173,3 +174,8 @@ export class Request extends DirectSubscriber<unknown> {
     }
   }
 }
+
+// One per request: its shape is kept between bursts (lib/shapes.ts), with that of the plain
+// EventTarget each request's AbortSignal is made from before it becomes a signal.
+keepShape(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+keepShape(() => new EventTarget());

@@ -10,6 +10,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
+import { keepShape } from '../shapes.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
@@ -384,3 +385,5 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
   subscriber.add(run);
 }
+
+keepShape(() => new Run({ deadline: {} } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)

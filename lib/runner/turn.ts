@@ -6,6 +6,7 @@
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
+import { keepShape } from '../shapes.js';
 import { RunError } from '../errors.js';
 import { providerFailure, responseOf, Request, type ReplyObserver } from './ask.js';
 import { ending, failed, type RunEvent } from './events.js';
@@ -221,3 +222,6 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     super.unsubscribe();
   }
 }
+
+// One per turn: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new Turn(undefined as never, 0, undefined as never));
