@@ -179,6 +179,8 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
           return [...closeStep(), { type: 'error', errorText: `${event.error.name}: ${event.error.message}` }, { type: 'finish', finishReason: 'error' }];
         case 'RUN_CANCELLED':
           return [...closeStep(), { type: 'abort', reason: event.reason }];
+        case 'RUN_INTERRUPTED':
+          return [...closeStep(), { type: 'finish' }];
       }
     };
 
