@@ -5,10 +5,18 @@
 import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type UIMessage } from 'ai';
 
 class ArrayState implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
+  private current: ChatStatus = 'ready';
   error: Error | undefined = undefined;
   messages: UIMessage[] = [];
   constructor(private readonly changed: () => void) {}
+  // The chat sets its status here: a change is drawn as any other.
+  get status(): ChatStatus {
+    return this.current;
+  }
+  set status(status: ChatStatus) {
+    this.current = status;
+    this.changed();
+  }
   pushMessage = (message: UIMessage): void => {
     this.messages = [...this.messages, message];
     this.changed();
