@@ -172,4 +172,21 @@ describe('interrupts', () => {
       expectSubscriptions(d.subscriptions).toBe('----^---!');
     });
   });
+  it('runs the waiting call\'s phase and never subscribes to a later phase\'s body (virtual time)', () => {
+    const testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
+    testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const c = cold('----(x|)');
+      const s = cold('--(y|)');
+      const tools = new ToolRegistry()
+        .register({ name: 'book', needsApproval: true }, () => 'booked')
+        .register({ name: 'lookup' }, () => c)
+        .register({ name: 'audit', parallelSafe: false }, () => s);
+      const runner = new AgentRunner({ provider: new ScriptedProvider(script([call('b', 'book'), call('c', 'lookup'), call('s', 'audit')])), tools, scheduler: testScheduler, loopStallMs: false });
+      expectObservable(runner.run$(agent, 'go').pipe(map(summary))).toBe('(ab)(c|)', { a: 'START', b: 'MODEL 1', c: 'INTERRUPTED b' });
+      expectSubscriptions(c.subscriptions).toBe('^---!');
+      expectSubscriptions(s.subscriptions).toBe([]);
+    });
+  });
 });
