@@ -61,6 +61,8 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
   readonly onEnd?: (ending: StreamEnding<RunEvent>) => void;
   /** Extra response headers. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Where the snapshot of a run that ends waiting for a person is kept until a request answers it (`resumeApproved`). */
+  readonly snapshots?: SnapshotStore;
 }
 
 /**
@@ -77,7 +79,7 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
  * ```
  */
 export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observable<RunEvent>, options: UIMessageStreamResponseOptions = {}): Response {
-  const { graceMs = 5000, onEnd, headers } = options;
+  const { graceMs = 5000, onEnd, headers, snapshots } = options;
   const controller = new AbortController();
   const encoder = new TextEncoder();
   // The run's own events, for onEnd; the body carries their chunks.
@@ -85,7 +87,8 @@ export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observab
   let leave: (() => void) | undefined;
   const body = new ReadableStream<Uint8Array>({
     start(stream) {
-      const run$ = start(controller.signal);
+      const started$ = start(controller.signal);
+      const run$ = snapshots === undefined ? started$ : started$.pipe(keepSnapshots(snapshots));
       // Each chunk's text is made in the stream, so a value without a JSON form ends the stream
       // with an error rather than throwing where nobody can catch it.
       const frames$ = toUIMessageStream(

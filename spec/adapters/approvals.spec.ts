@@ -5,9 +5,9 @@
 // a replayed, forged, foreign or altered answer is refused and changes nothing.
 import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
-import type { UIMessage } from 'ai';
+import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
 import sinon from 'sinon';
-import { Agent, AgentRunner, InMemorySnapshotStore, ScriptedProvider, ToolRegistry, resumeApproved, uiMessageStreamHandler, type ScriptStep } from '../../lib/index.js';
+import { Agent, AgentRunner, InMemorySnapshotStore, ScriptedProvider, ToolRegistry, resumeApproved, uiMessageStreamHandler, uiMessageStreamResponse, type ScriptStep } from '../../lib/index.js';
 import { fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
 import { ApprovalsChat } from '../../examples/approvals/chat.js';
 import { serve, type TestServer } from './runs.js';
@@ -86,6 +86,22 @@ describe('approvals through the UI message stream', () => {
     await settled(chat);
     expect(made.book.called).to.equal(false);
     expect(toolParts(chat)[1]).to.deep.include({ state: 'output-error', errorText: 'ToolRejectedError: approval rejected the call: not today' });
+  });
+
+  it('keeps the snapshot and asks for approval from a fetch Response too (uiMessageStreamResponse)', async () => {
+    const store = new InMemorySnapshotStore();
+    const tools = new ToolRegistry().register({ name: 'book', needsApproval: true }, () => 'booked').register({ name: 'lookup' }, () => 'free');
+    const runner = new AgentRunner({ provider: new ScriptedProvider(script()), tools });
+    const response = uiMessageStreamResponse((signal) => runner.run$(agent, 'Book room 7', { signal }), { snapshots: store });
+    const chunks = parseJsonEventStream({ stream: response.body!, schema: uiMessageChunkSchema }).pipeThrough(
+      new TransformStream<{ success: boolean; value?: UIMessageChunk }, UIMessageChunk>({ transform: (result, controller) => controller.enqueue(result.value!) }),
+    );
+    let message: UIMessage | undefined;
+    for await (const snapshot of readUIMessageStream({ stream: chunks })) message = snapshot;
+    const asked = (message!.parts as unknown as ToolPart[]).find((p) => p.toolCallId === 'b1')!;
+    expect(asked.state).to.equal('approval-requested');
+    expect(store.size).to.equal(1);
+    expect((await store.get(asked.approval!.id.split(':')[0]!))?.tenant).to.equal('default');
   });
 
   describe('who may approve', () => {
