@@ -328,8 +328,8 @@ export class AgentRunner {
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
-    // Copied now, once: what was checked is what every subscription to the run starts from.
-    const initial = startingState(state);
+    // Copied now, once (a resumed run's, its point's): what was checked is what every subscription to the run starts from, deeply frozen.
+    const initial = startingState(resume?.state ?? state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const agentTools = this.toolsOf(agent);
     const { allowed, allowedSet, missing } = agentTools;

@@ -74,7 +74,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.parent = plan.nesting?.parent;
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = resume?.state ?? plan.initial;
+    this.state = plan.initial;
     // The conversation given, then the message this run answers (a resumed run's, as it was left).
     if (resume !== undefined) {
       this.messages = [...resume.messages];

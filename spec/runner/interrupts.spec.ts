@@ -189,4 +189,13 @@ describe('interrupts', () => {
       expectSubscriptions(s.subscriptions).toBe([]);
     });
   });
+  it('hands the tools of a resumed run its state frozen, as read back from JSON', async () => {
+    const seen: boolean[] = [];
+    const tools = new ToolRegistry().register({ name: 'book', needsApproval: true }, (_args, ctx) => (seen.push(Object.isFrozen(ctx.state) && Object.isFrozen(ctx.state['cart'])), 'booked'));
+    const runner = runnerWith(tools, script([call('b', 'book')]));
+    const first = interruptedOf(await runner.run(agent, 'go', { state: { cart: { rooms: [7] } } }));
+    const resumed = await runner.resume(agent, JSON.parse(JSON.stringify(first.snapshot)), { approvals: { b: true } });
+    expect(seen).to.deep.equal([true]);
+    expect(resumed.state).to.deep.equal({ cart: { rooms: [7] } });
+  });
 });
