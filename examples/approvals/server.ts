@@ -5,7 +5,7 @@
 // answers it, and the run goes on where it waited.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { UIMessage } from 'ai';
 import { build } from 'esbuild';
 import { Agent, AgentRunner, InMemorySnapshotStore, ScriptedProvider, ToolRegistry, resumeApproved, uiMessageStreamHandler } from '../../lib/index.js';
@@ -72,4 +72,11 @@ export async function startApprovalsServer(): Promise<ApprovalsServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+// `npx tsx examples/approvals/server.ts`: serve until interrupted.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const served = await startApprovalsServer();
+  console.log(`agent-lanes approvals page: ${served.url} (Ctrl-C to stop)`);
+  process.once('SIGINT', () => void served.close().then(() => process.exit(0)));
 }
