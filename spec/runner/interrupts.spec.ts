@@ -3,10 +3,12 @@
 // order rules allow; the run ends interrupted with its pending calls and a plain JSON snapshot,
 // and runner.resume goes on with it in any runner with the same agent and tools.
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { from, map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import sinon from 'sinon';
 import { Agent, AgentRunner, ConcurrencyConfig, OnToolError, ScriptedProvider, ToolRegistry, type ModelStreamPart, type RunEvent, type RunnerOptions, type RunResult, type ScriptStep, type ToolCall } from '../../lib/index.js';
+import { seed } from '../reliability/seed.js';
 import { toolsWithSpies } from './approvalTools.js';
 import { summary } from './summary.js';
 
@@ -197,5 +199,31 @@ describe('interrupts', () => {
     const resumed = await runner.resume(agent, JSON.parse(JSON.stringify(first.snapshot)), { approvals: { b: true } });
     expect(seen).to.deep.equal([true]);
     expect(resumed.state).to.deep.equal({ cart: { rooms: [7] } });
+  });
+  it('gives, interrupted then resumed, the transcript, messages and state of the run approved in process, for any turn (property)', async () => {
+    const tool = fc.constantFrom('lookup', 'book', 'audit');
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(tool, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 3 }), async (turns) => {
+        const steps = turns.map((names, t) => names.map((name, i) => call(`t${t}c${i}`, name, name === 'book' ? { room: i } : name === 'lookup' ? { q: `q${i}` } : {})));
+        const approved = await runnerWith(toolsWithSpies().tools, script(...steps), { approve: () => true }).run(agent, 'go');
+        const { tools, book, audit, lookup } = toolsWithSpies();
+        const runner = runnerWith(tools, script(...steps));
+        const events: RunEvent[] = [];
+        let result = await runner.run(agent, 'go');
+        for (let rounds = 0; result.status === 'interrupted' && rounds < 20; rounds++) {
+          events.push(...result.events.slice(0, -1));
+          const approvals = Object.fromEntries(result.pending.map((p) => [p.callId, true]));
+          result = await runner.resume(agent, JSON.parse(JSON.stringify(result.snapshot)), { approvals });
+        }
+        events.push(...result.events);
+        expect(withoutIds(events)).to.deep.equal(withoutIds(approved.events));
+        expect(result.messages).to.deep.equal(approved.messages);
+        expect(result.state).to.deep.equal(approved.state);
+        // Every call ran once, whatever it waited for.
+        const count = (name: string) => turns.flat().filter((n) => n === name).length;
+        expect([book.callCount, audit.callCount, lookup.callCount]).to.deep.equal([count('book'), count('audit'), count('lookup')]);
+      }),
+      { numRuns: 60, seed },
+    );
   });
 });
