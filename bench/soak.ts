@@ -122,7 +122,7 @@ async function soak(): Promise<void> {
       const cancel = run % 8 === 0 ? setTimeout(() => controller.abort(), Math.floor(random() * 10)) : undefined;
       const result = await local.run(agent, 'go', { tenant: `tenant${run % 7}`, signal: controller.signal });
       clearTimeout(cancel);
-      statuses[result.status]++;
+      statuses[result.status as keyof typeof statuses]++;
       outcomes += check(run, result);
     }
   };

@@ -433,3 +433,16 @@ export class BudgetExceededError extends AgentLanesError {
 
 /** The run could not produce its final answer (bad structured output, too many turns). */
 export class RunError extends AgentLanesError {}
+
+/**
+ * A request's answers to a run waiting for a person were refused, and nothing changed: the run
+ * they answer waits no more (answered already, or never kept), is another tenant's, or does not
+ * wait on the calls they answer. `reason` says which.
+ */
+export class ApprovalRefusedError extends AgentLanesError {
+  readonly reason: 'unknown' | 'answered' | 'tenant' | 'calls';
+  constructor(reason: ApprovalRefusedError['reason'], message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}

@@ -13,6 +13,17 @@ export {
 } from './toUIMessageStream.js';
 export { toUIMessageReadableStream } from './toUIMessageReadableStream.js';
 export {
+  approvalAnswers,
+  approvalIdOf,
+  InMemorySnapshotStore,
+  keepSnapshots,
+  resumeApproved,
+  type ApprovalAnswer,
+  type KeptSnapshot,
+  type ResumeApprovedOptions,
+  type SnapshotStore,
+} from './uiApprovals.js';
+export {
   uiMessageStreamHandler,
   uiMessageStreamResponse,
   type UIMessageStreamHandlerOptions,

@@ -3,7 +3,7 @@
 // cancelled and classified, and the response, timers and subscription are all let go.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asyncScheduler, map, Observable, type Subscription } from 'rxjs';
-import { toErrorInfo } from '../errors.js';
+import { ApprovalRefusedError, toErrorInfo } from '../errors.js';
 import { jsonText } from '../json.js';
 import { scheduleAfter } from '../time.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
@@ -97,8 +97,10 @@ export function serveEventStream<T>(
       } catch (error) {
         response.off('close', onClose);
         if (!response.headersSent && !gone) {
-          response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-          response.end('the stream could not be started\n');
+          // A request whose answers were refused is told why; anything else is the server's own failure.
+          const refused = error instanceof ApprovalRefusedError;
+          response.writeHead(refused ? 403 : 500, { 'content-type': 'text/plain; charset=utf-8' });
+          response.end(refused ? `${error.name}: ${error.message}\n` : 'the stream could not be started\n');
         }
         options.onEnd?.({ values: [], clientLeft: gone, ended: 'error', error }, request);
         return;

@@ -5,6 +5,7 @@
 import { catchError, concatMap, defer, from, Observable } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
 import type { RunEvent, RunnerActivity } from '../runner/index.js';
+import { approvalIdOf } from './uiApprovals.js';
 
 /**
  * The UI message stream chunks this encoder writes: a subset of the AI SDK's `UIMessageChunk`
@@ -19,6 +20,7 @@ export type UIMessageChunk =
   | { readonly type: 'text-end'; readonly id: string }
   | { readonly type: 'tool-input-available'; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly dynamic?: true }
   | { readonly type: 'tool-output-available'; readonly toolCallId: string; readonly output: unknown; readonly dynamic?: true }
+  | { readonly type: 'tool-approval-request'; readonly approvalId: string; readonly toolCallId: string }
   | { readonly type: 'tool-output-error'; readonly toolCallId: string; readonly errorText: string; readonly dynamic?: true }
   | { readonly type: `data-${string}`; readonly id?: string; readonly data: unknown }
   | { readonly type: 'error'; readonly errorText: string }
@@ -88,7 +90,9 @@ function sourceOf(run$: Observable<RunEvent>, activity: Observable<RunnerActivit
  * or `tool-output-error` (TOOL_ERROR as `Name: message`; TOOL_INDETERMINATE as its message,
  * which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
  * (a structured output that is not the final text comes first as a `data-output` part);
- * RUN_FAILED is `error` then `finish` with `finishReason: 'error'`; RUN_CANCELLED is `abort`.
+ * RUN_FAILED is `error` then `finish` with `finishReason: 'error'`; RUN_CANCELLED is `abort`;
+ * RUN_INTERRUPTED is one `tool-approval-request` per waiting call (its approval id names the
+ * run's snapshot and the call: see uiApprovals.ts), then `finish`.
  *
  * ## Example
  * ```ts
@@ -110,6 +114,8 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
     // n-th call's, even when the model gave two calls one id.
     const used = new Set<string>();
     let turnIds: string[] = [];
+    // The id each call of the current turn is shown under, by its own (the first of a reused one).
+    const uiIds = new Map<string, string>();
     let nextOutcome = 0;
     const idOf = (callId: string): string => turnIds[nextOutcome++] ?? callId;
     // The turn whose text is being sent delta by delta, and whether its text part is still open.
@@ -154,6 +160,7 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
             chunks.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: event.text }, { type: 'text-end', id });
           }
           turnIds = [];
+          uiIds.clear();
           nextOutcome = 0;
           for (const call of event.toolCalls) {
             // A front end keys tool parts by id: a reused id (in a later turn, or twice in one) is made unique.
@@ -161,6 +168,7 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
             for (let n = 2; used.has(id); n++) id = `${call.id}@${event.turn}.${n}`;
             used.add(id);
             turnIds.push(id);
+            if (!uiIds.has(call.id)) uiIds.set(call.id, id);
             chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: call.name, input: inputOf(call.arguments), ...dynamic });
           }
           return chunks;
@@ -179,6 +187,14 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
           return [...closeStep(), { type: 'error', errorText: `${event.error.name}: ${event.error.message}` }, { type: 'finish', finishReason: 'error' }];
         case 'RUN_CANCELLED':
           return [...closeStep(), { type: 'abort', reason: event.reason }];
+        case 'RUN_INTERRUPTED': {
+          // Each waiting call asks for approval on its tool part (a nested run's call, on its caller's).
+          const asks: UIMessageChunk[] = event.pending.map((pending) => {
+            const callId = pending.callId.split('/')[0]!;
+            return { type: 'tool-approval-request', approvalId: approvalIdOf(event.snapshot, pending.callId), toolCallId: uiIds.get(callId) ?? callId };
+          });
+          return [...asks, ...closeStep(), { type: 'finish' }];
+        }
       }
     };
 

@@ -8,9 +8,17 @@ import type { RunEvent } from '../runner/index.js';
 import { eventStreamFrame } from './eventStream.js';
 import { followForClient, type StreamEnding } from './followForClient.js';
 import { serveEventStream, type SseHandlerOptions, type StreamStarter } from './sseHandler.js';
+import { keepSnapshots, type SnapshotStore } from './uiApprovals.js';
 import { toUIMessageStream, UI_MESSAGE_STREAM_DONE, UI_MESSAGE_STREAM_HEADERS, type UIMessageStreamOptions } from './toUIMessageStream.js';
 
-export type UIMessageStreamHandlerOptions = Omit<SseHandlerOptions<RunEvent>, 'eventName'> & UIMessageStreamOptions;
+export type UIMessageStreamHandlerOptions = Omit<SseHandlerOptions<RunEvent>, 'eventName'> &
+  UIMessageStreamOptions & {
+    /**
+     * Where the snapshot of a run that ends waiting for a person is kept, server-side, until a
+     * request answers it (`resumeApproved`): the client is sent approval requests, never the snapshot.
+     */
+    readonly snapshots?: SnapshotStore;
+  };
 
 const encoderOptions = (options: UIMessageStreamOptions): UIMessageStreamOptions => ({
   ...(options.dynamicTools !== undefined ? { dynamicTools: options.dynamicTools } : {}),
@@ -38,8 +46,9 @@ export function uiMessageStreamHandler(
   options: UIMessageStreamHandlerOptions = {},
 ): (request: IncomingMessage, response: ServerResponse) => void {
   const encoder = encoderOptions(options);
+  const { snapshots } = options;
   return serveEventStream(start, options, {
-    frames: (run$) => toUIMessageStream(run$, encoder).pipe(map((chunk) => ({ data: jsonText(chunk) }))),
+    frames: (run$) => toUIMessageStream(snapshots === undefined ? run$ : run$.pipe(keepSnapshots(snapshots)), encoder).pipe(map((chunk) => ({ data: jsonText(chunk) }))),
     headers: UI_MESSAGE_STREAM_HEADERS,
     trailer: UI_MESSAGE_STREAM_DONE,
   });
@@ -52,6 +61,8 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
   readonly onEnd?: (ending: StreamEnding<RunEvent>) => void;
   /** Extra response headers. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Where the snapshot of a run that ends waiting for a person is kept until a request answers it (`resumeApproved`). */
+  readonly snapshots?: SnapshotStore;
 }
 
 /**
@@ -68,7 +79,7 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
  * ```
  */
 export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observable<RunEvent>, options: UIMessageStreamResponseOptions = {}): Response {
-  const { graceMs = 5000, onEnd, headers } = options;
+  const { graceMs = 5000, onEnd, headers, snapshots } = options;
   const controller = new AbortController();
   const encoder = new TextEncoder();
   // The run's own events, for onEnd; the body carries their chunks.
@@ -76,7 +87,8 @@ export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observab
   let leave: (() => void) | undefined;
   const body = new ReadableStream<Uint8Array>({
     start(stream) {
-      const run$ = start(controller.signal);
+      const started$ = start(controller.signal);
+      const run$ = snapshots === undefined ? started$ : started$.pipe(keepSnapshots(snapshots));
       // Each chunk's text is made in the stream, so a value without a JSON form ends the stream
       // with an error rather than throwing where nobody can catch it.
       const frames$ = toUIMessageStream(

@@ -6,24 +6,25 @@
 // finished first.
 import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
-import { DirectSubscriber } from '../directSubscriber.js';
-import { keepShape } from '../shapes.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
 import { Agent } from './Agent.js';
-import { statusOf, type RunEvent } from './events.js';
-import { addedUsage, type ModelProvider, type RunInput, type Usage } from './model.js';
+import type { RunEvent } from './events.js';
+import type { ModelProvider, RunInput } from './model.js';
 import { checkedInput } from './conversation.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
+import { Collector } from './collector.js';
+import { resumeOptions, resumePointFor } from './resume.js';
 import { resumedCalls, type ResumePoint } from './resumePoint.js';
+import type { Approvals, RunSnapshot } from './snapshot.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
-import type { AgentTools, Nesting, RunFinal, RunFinish, RunnerParts, RunPlan } from './parts.js';
-import type { RunnerActivity, RunOptions, RunResult } from './types.js';
+import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
+import type { ResumeOptions, RunnerActivity, RunOptions, RunResult } from './types.js';
 
-export type { CompletedRunResult, EndedRunResult, RunnerActivity, RunOptions, RunParent, RunResult, RunResultFields, RunStatus } from './types.js';
+export type { CompletedRunResult, EndedRunResult, InterruptedRunResult, ResumeOptions, RunnerActivity, RunOptions, RunParent, RunResult, RunResultFields, RunStatus } from './types.js';
 
 export interface RunnerOptions {
   readonly provider: ModelProvider;
@@ -84,32 +85,6 @@ function checkObject(value: unknown, field: string): void {
   if (value !== undefined && (value === null || typeof value !== 'object')) {
     throw new ConfigError(field, `${field} must be an object, got ${describeValue(value)}`);
   }
-}
-
-// The tokens of a run's turns, summed; undefined when no turn reported any.
-function usageOf(events: readonly RunEvent[]): Usage | undefined {
-  let usage: { inputTokens: number; outputTokens: number } | undefined;
-  for (const event of events) {
-    if (event.type !== 'MODEL_RESPONSE' || event.usage === undefined) continue;
-    usage ??= { inputTokens: 0, outputTokens: 0 };
-    usage.inputTokens += event.usage.inputTokens;
-    usage.outputTokens += event.usage.outputTokens;
-  }
-  return usage;
-}
-
-// A run's transcript folded into its RunResult, with the final state and messages the run
-// handed over as it ended, and the tokens of the runs nested in it.
-function resultOf(events: readonly RunEvent[], final: RunFinal): RunResult {
-  const last = events[events.length - 1];
-  const usage = usageOf(events);
-  const totalUsage = addedUsage(usage, final.nestedUsage);
-  const base = { events, state: final.state, messages: final.messages, ...(usage !== undefined ? { usage } : {}), ...(totalUsage !== undefined ? { totalUsage } : {}) };
-  if (last?.type !== 'RUN_COMPLETED' && last?.type !== 'RUN_FAILED' && last?.type !== 'RUN_CANCELLED') {
-    return { status: 'failed', error: { name: 'RunError', message: 'the run ended without a final event' }, ...base };
-  }
-  if (last.type === 'RUN_COMPLETED') return { status: 'completed', output: last.output, ...base };
-  return { status: statusOf(last) as 'failed' | 'cancelled', error: last.type === 'RUN_CANCELLED' ? { name: 'RunCancelled', message: last.reason } : last.error, ...base };
 }
 
 // An agent's tools on one runner, as of a registry's `version`. A tool the registry took out (an
@@ -205,6 +180,7 @@ export class AgentRunner {
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
+      resumeNested: (agent, { snapshot, approvals }, runOptions, nesting) => this.collect(agent, '', runOptions, nesting, this.resumed(agent, snapshot, approvals, runOptions)),
       toolsOf: (agent) => this.toolsOf(agent),
       tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity, this.tools),
     };
@@ -275,7 +251,7 @@ export class AgentRunner {
   // the transcript a resumed run goes on from).
   private collect(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined, resume?: ResumePoint): Promise<RunResult> {
     return new Promise<RunResult>((resolve, reject) => {
-      const collector = new Collector(resolve, reject, resume?.events ?? []);
+      const collector = new Collector(resolve, reject, resume?.events ?? [], resume?.usage);
       runEvents(this.parts, this.plan(agent, input, options, nesting, collector, resume)).subscribe(collector);
     });
   }
@@ -287,6 +263,37 @@ export class AgentRunner {
    */
   runFrom$(agent: Agent, point: ResumePoint, options: RunOptions = {}): Observable<RunEvent> {
     return runEvents(this.parts, this.plan(agent, '', options, undefined, undefined, point));
+  }
+
+  /**
+   * Goes on with a run that waited for a person (docs/resuming.md), in this process or any other
+   * with the same agent and tools: `snapshot` is its `result.snapshot`, `options.approvals` the
+   * answers to every call of its `pending`. Approved calls run inside their lanes; a refused one
+   * ends as its TOOL_ERROR with the reason given; calls that had settled are never run again;
+   * then the run goes on to its next turns (and may wait again). The events are those after the
+   * snapshot: the interrupted run's, without RUN_INTERRUPTED, followed by these, are the
+   * transcript of the run had it been approved in process. A snapshot taken with another agent,
+   * other tools, for another tenant, changed since, or of a newer format is refused with a
+   * ConfigError naming the field, as are answers to calls that do not wait.
+   */
+  resume$<O>(agent: Agent<O>, snapshot: RunSnapshot, options: ResumeOptions): Observable<RunEvent<O>> {
+    const { approvals, runOptions } = resumeOptions(options);
+    return this.runFrom$(agent, this.resumed(agent, snapshot, approvals, runOptions), runOptions) as Observable<RunEvent<O>>;
+  }
+
+  /** resume$ folded: resolves for every ending, as run() does; `usage` counts the run's turns before it waited too. */
+  resume<O>(agent: Agent<O>, snapshot: RunSnapshot, options: ResumeOptions): Promise<RunResult<O>> {
+    try {
+      const { approvals, runOptions } = resumeOptions(options);
+      return this.collect(agent, '', runOptions, undefined, this.resumed(agent, snapshot, approvals, runOptions)) as Promise<RunResult<O>>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // A snapshot checked against this runner, the agent and the run's options, as its resume point.
+  private resumed(agent: Agent, snapshot: unknown, approvals: Approvals, options: RunOptions): ResumePoint {
+    return resumePointFor(agent, this.tools, snapshot, approvals, options);
   }
 
   /** @internal runFrom$ folded: resolves with the whole transcript, `point.events` first. */
@@ -321,8 +328,8 @@ export class AgentRunner {
     if (typeof tenant !== 'string' || tenant === '') throw new ConfigError('tenant', `tenant must be a non-empty string, got ${describeValue(tenant)}`);
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ConfigError('signal', `signal must be an AbortSignal, got ${describeValue(signal)}`);
     if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new ConfigError('state', `state must be an object, got ${describeValue(state)}`);
-    // Copied now, once: what was checked is what every subscription to the run starts from.
-    const initial = startingState(state);
+    // Copied now, once (a resumed run's, its point's): what was checked is what every subscription to the run starts from, deeply frozen.
+    const initial = startingState(resume?.state ?? state);
     if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigError('maxTurns', `maxTurns must be a positive integer, got ${describeValue(maxTurns)}`);
     const agentTools = this.toolsOf(agent);
     const { allowed, allowedSet, missing } = agentTools;
@@ -333,44 +340,3 @@ export class AgentRunner {
     return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish, resume };
   }
 }
-
-// A run's events as run() collects them, and the state and messages the run hands over as it
-// ends, folded into its RunResult. One object per run: its subscriber itself (a
-// `DirectSubscriber`) and what the run tells as it finishes.
-class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
-  private readonly events: RunEvent[];
-  private final: RunFinal = { state: emptyState, messages: [], nestedUsage: undefined };
-
-  constructor(
-    private readonly resolve: (result: RunResult) => void,
-    private readonly reject: (error: unknown) => void,
-    before: readonly RunEvent[],
-  ) {
-    super();
-    this.events = [...before];
-  }
-
-  finish(final: RunFinal): void {
-    this.final = final;
-  }
-
-  override next(event: RunEvent): void {
-    if (!this.closed) this.events.push(event);
-  }
-
-  // The run turns every failure into RUN_FAILED; an error here is the library's own bug.
-  override error(error: unknown): void {
-    if (this.closed) return;
-    this.unsubscribe();
-    this.reject(error);
-  }
-
-  override complete(): void {
-    if (this.closed) return;
-    this.unsubscribe();
-    this.resolve(resultOf(this.events, this.final));
-  }
-}
-
-// One per run: its shape is kept between bursts (lib/shapes.ts).
-keepShape(() => new Collector(() => undefined, () => undefined, []));

@@ -4,6 +4,7 @@
 import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model.js';
+import type { PendingCall, RunSnapshot } from './snapshot.js';
 
 export type RunEventType =
   | 'RUN_STARTED'
@@ -13,7 +14,8 @@ export type RunEventType =
   | 'TOOL_INDETERMINATE'
   | 'RUN_COMPLETED'
   | 'RUN_FAILED'
-  | 'RUN_CANCELLED';
+  | 'RUN_CANCELLED'
+  | 'RUN_INTERRUPTED';
 
 /** The names of the event types, for comparisons without string literals. */
 export const RunEventType = {
@@ -25,6 +27,7 @@ export const RunEventType = {
   RUN_COMPLETED: 'RUN_COMPLETED',
   RUN_FAILED: 'RUN_FAILED',
   RUN_CANCELLED: 'RUN_CANCELLED',
+  RUN_INTERRUPTED: 'RUN_INTERRUPTED',
 } as const satisfies Record<RunEventType, RunEventType>;
 
 export interface RunStartedEvent {
@@ -83,6 +86,17 @@ export interface RunCancelledEvent {
   readonly reason: string;
 }
 
+/**
+ * The run waits for a person (docs/resuming.md): `pending` lists the calls waiting for an
+ * answer, and `snapshot` (plain JSON) is what `runner.resume` goes on from, in any process. No
+ * permit is held meanwhile: the run has ended.
+ */
+export interface RunInterruptedEvent {
+  readonly type: 'RUN_INTERRUPTED';
+  readonly pending: readonly PendingCall[];
+  readonly snapshot: RunSnapshot;
+}
+
 /** How one tool call ended, as the transcript (and `hooks.onToolEnd`) sees it. */
 export type ToolOutcomeEvent = ToolResultEvent | ToolErrorEvent | ToolIndeterminateEvent;
 
@@ -93,7 +107,8 @@ export type RunEvent<O = unknown> =
   | ToolOutcomeEvent
   | RunCompletedEvent<O>
   | RunFailedEvent
-  | RunCancelledEvent;
+  | RunCancelledEvent
+  | RunInterruptedEvent;
 
 /** What an outcome needs for its event: the call, and how it ended. */
 export type OutcomeLike = { readonly callId: string; readonly tool: string } & (
@@ -116,7 +131,8 @@ export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeE
 }
 
 /** The status a run's final event gives it: the one mapping from an ending to `RunResult.status`. */
-export function statusOf(event: RunCompletedEvent | RunFailedEvent | RunCancelledEvent): 'completed' | 'failed' | 'cancelled' {
+export function statusOf(event: RunCompletedEvent | RunFailedEvent | RunCancelledEvent | RunInterruptedEvent): 'completed' | 'failed' | 'cancelled' | 'interrupted' {
+  if (event.type === 'RUN_INTERRUPTED') return 'interrupted';
   return event.type === 'RUN_COMPLETED' ? 'completed' : event.type === 'RUN_FAILED' ? 'failed' : 'cancelled';
 }
 

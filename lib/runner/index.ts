@@ -3,6 +3,8 @@ export {
   AgentRunner,
   type CompletedRunResult,
   type EndedRunResult,
+  type InterruptedRunResult,
+  type ResumeOptions,
   type RunnerActivity,
   type RunnerOptions,
   type TracerLike,
@@ -20,6 +22,7 @@ export type {
   RunCompletedEvent,
   RunEvent,
   RunFailedEvent,
+  RunInterruptedEvent,
   RunStartedEvent,
   ToolErrorEvent,
   ToolIndeterminateEvent,
@@ -45,5 +48,6 @@ export {
   type Usage,
 } from './model.js';
 export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
-export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
+export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
+export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './snapshot.js';
 export { TracingAttributes, TracingEvents } from './tracingNames.js';

@@ -8,6 +8,7 @@ import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
 import type { ResumePoint } from './resumePoint.js';
+import type { NestedResume } from './snapshot.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
@@ -26,6 +27,8 @@ export interface RunnerParts {
   readonly policed: boolean;
   /** Runs a sub-agent to its end, for a tool body's `runAgent`. */
   readonly collect: (agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
+  /** Resumes a sub-agent's run that waited, for the `runAgent` of a call run again on resume. */
+  readonly resumeNested: (agent: Agent, resumes: NestedResume, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
   /** The runner's tracing, when it was given a tracer. */
   readonly tracing: Tracing | undefined;
   /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */

@@ -29,7 +29,14 @@ export interface Hooks {
   onToolEnd?(call: PolicyCall, outcome: ToolOutcomeEvent): void | Promise<void>;
 }
 
-export type Approve = (call: PolicyCall) => boolean | Promise<boolean>;
+/**
+ * An approval policy's answer: true runs the call, false refuses it, `'defer'` leaves it to a
+ * person: the run ends `interrupted`, the call among its `pending`, to go on with
+ * `runner.resume` (docs/resuming.md).
+ */
+export type ApprovalVerdict = boolean | 'defer';
+
+export type Approve = (call: PolicyCall) => ApprovalVerdict | Promise<ApprovalVerdict>;
 
 export interface Policies {
   readonly approve?: Approve | undefined;
@@ -97,6 +104,8 @@ export function policySteps(
   targets: readonly PolicyTarget[],
   toEvent: (outcome: Outcome) => ToolOutcomeEvent,
   approvals: boolean = targets.some((t) => t.needsApproval),
+  // A call left to a person (no approve policy, or one that defers it): held back, the gate lets it go on.
+  defer: (call: BatchCall, index: number) => GateVerdict = () => toErrorInfo(new ToolRejectedError('approval', 'needs approval and nobody can give it here')),
 ): {
   gate: ((call: BatchCall, index: number) => Step<GateVerdict>) | undefined;
   settle: (outcome: Outcome) => Step<Outcome>;
@@ -108,7 +117,7 @@ export function policySteps(
   const onToolEnd = hooks?.onToolEnd;
   const anyGate = onToolStart !== undefined || input !== undefined || approvals;
 
-  const gate = (_call: BatchCall, index: number): Step<GateVerdict> => {
+  const gate = (batchCall: BatchCall, index: number): Step<GateVerdict> => {
     const { call, needsApproval } = targets[index]!;
     const started$ =
       onToolStart === undefined
@@ -120,11 +129,9 @@ export function policySteps(
       return then(verdict, (v): Step<GateVerdict> => {
         const refusal = guardrailRefusal('input guardrail', v);
         if (refusal !== undefined || !needsApproval) return refusal;
-        if (approve === undefined) {
-          return toErrorInfo(new ToolRejectedError('approval', `${call.tool} needs approval and the runner has no approve policy`));
-        }
+        if (approve === undefined) return defer(batchCall, index);
         return then(attempt('approval', () => approve(call)), (approved) =>
-          isRefusal(approved) ? approved : approved === true ? undefined : toErrorInfo(new ToolRejectedError('approval', 'not approved')),
+          isRefusal(approved) ? approved : approved === true ? undefined : approved === 'defer' ? defer(batchCall, index) : toErrorInfo(new ToolRejectedError('approval', 'not approved')),
         );
       });
     });

@@ -3,14 +3,15 @@
 // outcome already (never run again: their events go out in call order, among the others'), some
 // passed their gate already (dispatched without asking again), the rest run as any call does.
 // The run then goes on to its next turns. Snapshots (snapshot.ts) and a run journal both build one.
-import { concat, defer, EMPTY, filter, map, type Observable, of } from 'rxjs';
+import { concat, defer, filter, from, map, type Observable } from 'rxjs';
 import type { BatchCall, GateVerdict, Outcome } from '../batch/index.js';
 import { describeValue } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import type { RunState } from '../tools/index.js';
-import type { RunEvent } from './events.js';
+import type { RunEvent, ToolOutcomeEvent } from './events.js';
 import type { Message, ToolCall, Usage } from './model.js';
 import type { Run } from './run.js';
+import type { NestedResume } from './snapshot.js';
 import type { RunnerCall } from './turnCalls.js';
 
 /** One call of the resumed turn, by its place in the model's calls. */
@@ -19,8 +20,12 @@ export interface ResumedCall {
   readonly outcome?: Outcome;
   /** True when its event went out before (its tool message is in `messages`): it is not told again. */
   readonly told?: boolean;
+  /** True when its settle steps (output guardrail, end hook) ran before: its outcome is final. `told` implies it. */
+  readonly settled?: boolean;
   /** True when it passed its gate before (start hook, input guardrail, approval): it runs without being asked again. */
   readonly gated?: boolean;
+  /** Its body's nested run waited: the body runs again, and its first runAgent goes on from here. */
+  readonly nested?: NestedResume;
 }
 
 /** Where a run goes on: its turn `turn`, whose batch is left as `calls` say. */
@@ -38,7 +43,8 @@ export interface ResumePoint {
   readonly state: RunState;
   /** The turn's calls, by index; a call missing here (or past its end) runs from its gate. */
   readonly calls: readonly (ResumedCall | undefined)[];
-  /** The tokens the run's nested runs reported so far. */
+  /** The tokens of the run's own turns so far, and those its nested runs reported. */
+  readonly usage?: Usage;
   readonly nestedUsage?: Usage;
   /** The transcript so far: a resumed `run()` resolves with it followed by what comes next. */
   readonly events?: readonly RunEvent[];
@@ -96,14 +102,19 @@ export function resumedTurn(run: Run, point: ResumePoint): Observable<RunEvent> 
     // The turn's bodies read the conversation as the model was sent it: up to its answer.
     run.asked = messages.slice(0, asked);
     const calls = run.callsOf(toolCalls, noMalformed, run.scope());
+    const contents = new Array<string | undefined>(calls.length);
     point.calls.forEach((resumed, index) => {
       if (resumed === undefined) return;
       const call = calls[index]!;
-      call.outcome = resumed.outcome;
+      const { outcome } = resumed;
+      call.outcome = outcome;
       call.told = resumed.told === true;
+      call.settled = call.told || resumed.settled === true;
       call.gated = resumed.gated === true;
+      call.resumes = resumed.nested;
+      // A result settled before goes back to the model as it was told: its JSON form's text.
+      if (call.settled && outcome?.kind === 'result') contents[index] = typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result);
     });
-    const contents = new Array<string | undefined>(calls.length);
     const outcomes: Outcome[] = [];
     return concat(
       run.batchOf(n, calls, contents).pipe(
@@ -112,11 +123,9 @@ export function resumedTurn(run: Run, point: ResumePoint): Observable<RunEvent> 
           return !calls[outcome.index]!.told;
         }),
         map((outcome) => run.tookOutcome(n, outcome, contents)),
+        filter((event): event is ToolOutcomeEvent => event !== undefined),
       ),
-      defer(() => {
-        const last = run.after(n, outcomes);
-        return last === undefined ? EMPTY : of(last);
-      }),
+      defer(() => from(run.after(n, outcomes))),
     );
   });
 }

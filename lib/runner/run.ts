@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { keepShape } from '../shapes.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
@@ -16,12 +16,13 @@ import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
-import { policySteps, type PolicyTarget } from './policies.js';
-import { afterArguments, checkedLater, inJsonForm, neverStarted, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, undecodable, type NestedRuns } from './turnCalls.js';
+import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
-import { pastGated, resumedTurn } from './resumePoint.js';
+import { resumedTurn } from './resumePoint.js';
 import { stopSources } from './runStops.js';
+import { interrupted, type TurnWaits } from './interrupts.js';
 import { turn } from './turn.js';
+import { turnBatch } from './turnBatch.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
@@ -44,7 +45,11 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   // The conversation so far, as the provider will see it next turn.
   readonly messages: Message[];
   // The tokens of the runs nested in this one that reported usage, their own nested runs included.
-  private nestedUsage: Usage | undefined = undefined;
+  nestedUsage: Usage | undefined = undefined;
+  // The tokens of the run's own turns so far (a snapshot keeps them).
+  usage: Usage | undefined = undefined;
+  // The calls of the turn now running that wait for a person, when one may (interrupts.ts).
+  waits: TurnWaits | undefined = undefined;
   // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
   asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
@@ -70,11 +75,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.parent = plan.nesting?.parent;
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = resume?.state ?? plan.initial;
+    this.state = plan.initial;
     // The conversation given, then the message this run answers (a resumed run's, as it was left).
     if (resume !== undefined) {
       this.messages = [...resume.messages];
       this.nestedUsage = resume.nestedUsage;
+      this.usage = resume.usage;
       this.upcoming = resume.turn;
     } else this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
     const sources = stopSources(parts, plan);
@@ -98,7 +104,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.ended = true;
     this.upcoming = undefined;
     this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages], nestedUsage: this.nestedUsage });
-    this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
+    this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' || event.type === 'RUN_INTERRUPTED' ? statusOf(event) : 'failed');
     return event;
   }
 
@@ -133,20 +139,53 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   responded(n: number, response: ModelResponse): RunEvent {
     const { text, toolCalls = [] } = response;
     this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
+    if (response.usage !== undefined) this.usage = addedUsage(this.usage, response.usage);
     return toResponseEvent(n, response);
   }
 
-  /** A call's outcome, in the conversation (its result's JSON from `contents`) and as its event. */
-  tookOutcome(n: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent {
+  /**
+   * A call's outcome, in the conversation (its result's JSON from `contents`) and as its event;
+   * none yet from the turn's first waiting call on: held until the batch is over (`after`).
+   */
+  tookOutcome(n: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent | undefined {
+    const { waits } = this;
+    if (waits !== undefined && outcome.index >= waits.first) {
+      waits.later.push(outcome);
+      return undefined;
+    }
     this.messages.push(toolMessage(outcome, contents[outcome.index]));
     return toOutcomeEvent(n, outcome);
   }
 
   /**
-   * Turn `n`'s batch is over: its deltas merged, then the run stops or fails (its final event
-   * returned), or goes on to the next turn (undefined). `failure` is a broken stream's.
+   * Turn `n`'s batch is over: a call waits for a person and nothing stopped the batch, and the
+   * run ends interrupted (RUN_INTERRUPTED, with its snapshot); or its deltas are merged, the
+   * outcomes it held told, then the run stops or fails (its final event), or goes on to the next
+   * turn. The events to emit are returned. `failure` is a broken stream's.
    */
-  after(n: number, outcomes: readonly Outcome[], failure?: RunEvent): RunEvent | undefined {
+  after(n: number, outcomes: readonly Outcome[], failure?: RunEvent): readonly RunEvent[] {
+    const { waits } = this;
+    this.waits = undefined;
+    if (waits?.waiting === true && failure === undefined && this.stopped === undefined) {
+      const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
+      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this, n, outcomes, waits));
+    }
+    const held: RunEvent[] = [];
+    for (const outcome of waits?.later ?? []) {
+      this.messages.push(toolMessage(outcome, waits!.contents[outcome.index]));
+      held.push(toOutcomeEvent(n, outcome));
+    }
+    const last = this.afterBatch(n, outcomes, failure);
+    return last === undefined ? held : [...held, last];
+  }
+
+  // The run's final event, if it has not ended already, as the events to emit.
+  private ending(event: RunEvent): readonly RunEvent[] {
+    const last = this.end(event);
+    return last === undefined ? [] : [last];
+  }
+
+  private afterBatch(n: number, outcomes: readonly Outcome[], failure: RunEvent | undefined): RunEvent | undefined {
     // The state is replaced only when some call recorded something.
     if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) {
       // The deltas are frozen copies already: freezing the top keeps the whole state read-only.
@@ -183,7 +222,14 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       return Promise.resolve(neverStarted(`call ${callId} (${tool}) was stopped${why === undefined ? '' : ` (${why})`}`));
     }
     if (call.over || context.ended) return Promise.resolve(neverStarted(`call ${callId} (${tool}) is over; a body starts nested runs only while its call runs`));
-    return this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, { lent: context.lent, parent: { runId: this.runId, callId } }).then((result) => {
+    const nesting = { lent: context.lent, parent: { runId: this.runId, callId } };
+    // A call run again on resume goes on with the nested run that waited, once.
+    const { resumes } = call;
+    call.resumes = undefined;
+    const nested = resumes === undefined ? this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, nesting) : this.parts.resumeNested(agent as Agent, resumes, { tenant: this.plan.tenant, signal }, nesting);
+    return nested.then((result) => {
+      // A nested run that waits for a person: so does its caller's call, and the caller's run.
+      if (result.status === 'interrupted' && !this.ended) this.waits?.nestedWaits(call, result.snapshot);
       const { totalUsage } = result;
       // Counted as it resolves, before the body that asked for it goes on.
       if (totalUsage !== undefined && !this.ended) this.nestedUsage = addedUsage(this.nestedUsage, totalUsage);
@@ -295,50 +341,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
    * JSON as it settles. `stop$` is the run's stop, or what a streamed turn adds to it.
    */
   batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined = this.stop$): Observable<Outcome> {
-    const { parts, plan, runId } = this;
-    const { tenant } = plan;
-    const whole = Array.isArray(given);
-    // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
-    const approvals = whole ? (given as readonly RunnerCall[]).some((call) => call.needsApproval) : this.mayNeedApproval();
-    const policed = parts.policed || approvals;
-    const targetOf = (call: RunnerCall): PolicyTarget => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval });
-    const targets: PolicyTarget[] = policed && whole ? (given as readonly RunnerCall[]).map(targetOf) : [];
-    // A streamed turn's targets are added as its calls come, before the batch sees each.
-    const calls = policed && !whole ? (given as Observable<RunnerCall>).pipe(tap((call) => targets.push(targetOf(call)))) : given;
-    const { gate: policyGate, settle: policySettle } = policed
-      ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals)
-      : { gate: undefined, settle: undefined };
-    // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
-    const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : this.mayCheckLater();
-    const checked = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
-    // A resumed batch's calls that passed their gate before go straight on.
-    const gate = whole && checked !== undefined ? pastGated(checked, given as readonly RunnerCall[]) : checked;
-    // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
-    // policies, the transcript, the model's message and everything built from them see the same
-    // value, and a result that has no JSON form fails its own call.
-    const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
-      // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
-      (call as RunnerCall).over = true;
-      // Told before (a resumed run): its outcome stands as it was told.
-      if ((call as RunnerCall).told) return outcome;
-      if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
-      return policySettle === undefined ? outcome : policySettle(outcome);
-    };
-    // One shape for every turn's options (a field it does not use is undefined): no object spread per turn.
-    return runBatch(calls, {
-      concurrency: plan.turnConcurrency,
-      shared: parts.shared,
-      tenant,
-      lent: plan.nesting?.lent,
-      deadline: parts.deadline,
-      failFast: this.failFast,
-      gate,
-      settle,
-      stop$,
-      scheduler: parts.scheduler,
-      monitor: parts.monitor,
-      onActivity: new TurnActivity(parts.activity, runId, turn, this.parent, this.trace),
-    });
+    return turnBatch(this, turn, given, contents, stop$);
   }
 
   // Tells watchers of activity$ a piece of the model's text as it is written; made only if someone watches.

@@ -258,12 +258,15 @@ export class RunTrace {
       case 'RUN_CANCELLED':
         this.endRun('cancelled', 'cancelled', event.reason);
         return;
+      case 'RUN_INTERRUPTED':
+        this.endRun('interrupted', undefined, undefined);
+        return;
       default:
         return;
     }
   }
 
-  private endRun(status: 'completed' | 'failed' | 'cancelled', errorType: string | undefined, message: string | undefined): void {
+  private endRun(status: 'completed' | 'failed' | 'cancelled' | 'interrupted', errorType: string | undefined, message: string | undefined): void {
     const { span } = this;
     if (span === undefined || this.ended) return;
     this.ended = true;

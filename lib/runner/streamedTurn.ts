@@ -1,10 +1,10 @@
 // A streamed turn: its calls handed to its batch as the model writes them, its outcomes held
 // until the response is complete, so its transcript is the whole turn's.
-import { catchError, concat, concatMap, connectable, defer, EMPTY, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
+import { catchError, concat, concatMap, connectable, defer, EMPTY, filter, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { toErrorInfo } from '../errors.js';
 import { providerFailure } from './ask.js';
-import { ending, type RunEvent } from './events.js';
+import { ending, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import type { ModelResponse } from './model.js';
 import { WrittenTurn } from './modelStream.js';
 import type { Run } from './run.js';
@@ -87,11 +87,9 @@ function respond(run: Run, n: number, response: ModelResponse, contents: Array<s
         outcomes.push(outcome);
         return run.tookOutcome(n, outcome, contents);
       }),
+      filter((event): event is ToolOutcomeEvent => event !== undefined),
     ),
-    defer(() => {
-      const last = run.after(n, outcomes, failure);
-      return last === undefined ? EMPTY : of(last);
-    }),
+    defer(() => from(run.after(n, outcomes, failure))),
   );
 }
 

@@ -156,7 +156,8 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     if (this.closed) return;
     try {
       this.outcomes[this.taken++] = outcome;
-      this.subscriber.next(this.run.tookOutcome(this.n, outcome, this.contents));
+      const event = this.run.tookOutcome(this.n, outcome, this.contents);
+      if (event !== undefined) this.subscriber.next(event);
     } catch (error) {
       this.error(error);
     }
@@ -177,7 +178,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
       // that came all the same, so a hole can never reach the run.
       const { outcomes, taken } = this;
       const last = this.run.after(this.n, taken === outcomes.length ? outcomes : outcomes.slice(0, taken));
-      if (last !== undefined) this.subscriber.next(last);
+      for (const event of last) this.subscriber.next(event);
       this.subscriber.complete();
     } catch (error) {
       this.subscriber.error(error);

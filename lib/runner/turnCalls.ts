@@ -10,6 +10,7 @@ import { keepShape } from '../shapes.js';
 import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, RunInput, ToolCall } from './model.js';
 import type { PolicyTarget } from './policies.js';
+import type { NestedResume } from './snapshot.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
 
 /**
@@ -241,6 +242,10 @@ export class RunnerCall implements BatchCall {
   gated = false;
   /** True when its event went out already (a resumed run): its outcome counts, but is not told again. */
   told = false;
+  /** True when its settle steps ran already (a resumed run): its outcome is final. */
+  settled = false;
+  /** Where its body's nested run goes on from (a resumed run whose nested run waited): taken by its first runAgent. */
+  resumes: NestedResume | undefined = undefined;
   constructor(
     readonly callId: string,
     readonly tool: string,

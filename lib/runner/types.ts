@@ -7,6 +7,7 @@ import type { LaneStoreNotice } from '../lanes/index.js';
 import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
 import type { Message, Usage } from './model.js';
+import type { Approvals, PendingCall, RunSnapshot } from './snapshot.js';
 
 export interface RunOptions {
   /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */
@@ -19,7 +20,7 @@ export interface RunOptions {
   readonly maxTurns?: number;
 }
 
-export type RunStatus = 'completed' | 'failed' | 'cancelled';
+export type RunStatus = 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
 /** What every RunResult holds, whatever its ending. */
 export interface RunResultFields<O = unknown> {
@@ -53,16 +54,35 @@ export interface CompletedRunResult<O = unknown> extends RunResultFields<O> {
 
 /** A run that ended otherwise: `error` says why; there is no output. */
 export interface EndedRunResult<O = unknown> extends RunResultFields<O> {
-  readonly status: Exclude<RunStatus, 'completed'>;
+  readonly status: 'failed' | 'cancelled';
   readonly output?: undefined;
   readonly error?: ErrorInfo;
 }
 
 /**
- * How a run ended. `status` tells which: narrowed to `'completed'`, `output` is the answer of
- * the run's `Agent<O>`, typed `O`.
+ * A run that waits for a person (docs/resuming.md): `pending` are the calls waiting for an
+ * answer, `snapshot` what `runner.resume(agent, snapshot, { approvals })` goes on from, in any
+ * process with the same agent and tools. No permit is held while it waits.
  */
-export type RunResult<O = unknown> = CompletedRunResult<O> | EndedRunResult<O>;
+export interface InterruptedRunResult<O = unknown> extends RunResultFields<O> {
+  readonly status: 'interrupted';
+  readonly pending: readonly PendingCall[];
+  readonly snapshot: RunSnapshot;
+  readonly output?: undefined;
+  readonly error?: undefined;
+}
+
+/**
+ * How a run ended. `status` tells which: narrowed to `'completed'`, `output` is the answer of
+ * the run's `Agent<O>`, typed `O`; narrowed to `'interrupted'`, `pending` and `snapshot` are there.
+ */
+export type RunResult<O = unknown> = CompletedRunResult<O> | EndedRunResult<O> | InterruptedRunResult<O>;
+
+/** `runner.resume`'s options: a run's options, and the answers to the calls its snapshot has waiting. */
+export interface ResumeOptions extends RunOptions {
+  /** By callId (as `pending` lists it): true, false, or `{ approved: false, reason }` (the reason the model reads). */
+  readonly approvals: Approvals;
+}
 
 /** Where a nested run sits: the run and call that started it. */
 export interface RunParent {

@@ -21,7 +21,8 @@ export interface NestedRunUsage {
 
 /** What a nested run gives back to the tool that started it. */
 export interface NestedRunResult {
-  readonly status: 'completed' | 'failed' | 'cancelled';
+  /** `'interrupted'`: the nested run waits for a person, and so do its caller's call and run (docs/resuming.md). */
+  readonly status: 'completed' | 'failed' | 'cancelled' | 'interrupted';
   readonly output?: unknown;
   readonly error?: ErrorInfo;
   readonly state: RunState;

@@ -52,6 +52,8 @@ function brief(event: RunEvent): string {
       return `failed:${event.error.name}`;
     case 'RUN_CANCELLED':
       return 'cancelled';
+    case 'RUN_INTERRUPTED':
+      return 'interrupted';
   }
 }
 
@@ -239,14 +241,12 @@ describe('AgentRunner policies', () => {
       });
     }
 
-    it('refuses a needsApproval call, without dispatching it, when the runner has no approve policy', async () => {
+    it('leaves a needsApproval call to a person when the runner has no approve policy: the run ends interrupted, the call not dispatched', async () => {
       const pay = body();
       const tools = new ToolRegistry().register({ name: 'pay', needsApproval: true }, pay);
-      const { outcomes } = await runTurn({ tools }, [call('p', 'pay')]);
-      expect(errorOf(outcomes['p'])).to.deep.equal({
-        name: 'ToolRejectedError',
-        message: 'approval rejected the call: pay needs approval and the runner has no approve policy',
-      });
+      const { result } = await runTurn({ tools }, [call('p', 'pay')]);
+      expect(result.status).to.equal('interrupted');
+      expect(result.status === 'interrupted' ? result.pending : []).to.deep.equal([{ callId: 'p', tool: 'pay', args: {} }]);
       expect(pay.called).to.equal(false);
     });
   });

@@ -55,6 +55,8 @@ function line(event: RunEvent, at: number): string {
       return `${at} FAILED ${event.error.name}: ${event.error.message}`;
     case 'RUN_CANCELLED':
       return `${at} CANCELLED`;
+    case 'RUN_INTERRUPTED':
+      return `${at} INTERRUPTED`;
     case 'RUN_COMPLETED':
       return `${at} COMPLETED ${String(event.output)}`;
     case 'RUN_STARTED':

@@ -15,6 +15,8 @@ export function summary(event: RunEvent): string {
       return `INDET ${event.callId}`;
     case 'RUN_CANCELLED':
       return 'CANCELLED';
+    case 'RUN_INTERRUPTED':
+      return `INTERRUPTED ${event.pending.map((p) => p.callId).join(' ')}`;
     case 'RUN_FAILED':
       return `FAILED ${event.error.name}`;
     case 'RUN_COMPLETED':

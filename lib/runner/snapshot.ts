@@ -1,0 +1,179 @@
+// A run's snapshot: everything a later process needs to go on with a run that waits for a
+// person, as plain JSON. Its format and version say how to read it; its fingerprint, which agent
+// and tools it was taken with; its digest, that nobody changed it since. `resumePointOf` reads
+// one back, with the person's answers, as the resume point the run goes on from.
+import { createHash } from 'node:crypto';
+import { isLeft } from 'fp-ts/lib/Either.js';
+import * as t from 'io-ts';
+import { errorOutcome, type Outcome } from '../batch/index.js';
+import { canonicalJson } from '../canonical.js';
+import { describeFailures, describeValue } from '../config/index.js';
+import { ConfigError, ToolRejectedError, toErrorInfo } from '../errors.js';
+import type { RunState } from '../tools/index.js';
+import type { Message, Usage } from './model.js';
+import type { ResumedCall, ResumePoint } from './resumePoint.js';
+
+/** What the snapshot's `format` says. */
+export const snapshotFormat = 'agent-lanes/run-snapshot';
+/** The snapshot version this library writes, and the newest it reads. */
+export const snapshotVersion = 1;
+
+/** A call of the waiting turn, as the snapshot keeps it. */
+export type SnapshotCall =
+  /** Its outcome went out before the run waited (`told`), or came while it waited (`settled`): never run again. */
+  | { readonly status: 'told' | 'settled'; readonly callId: string; readonly tool: string; readonly outcome: Outcome }
+  /** Waits for a person's answer; `args` are the model's, as the approver sees them. */
+  | { readonly status: 'approval'; readonly callId: string; readonly tool: string; readonly args: unknown }
+  /** In a later phase than a waiting call: runs once the run goes on. */
+  | { readonly status: 'held'; readonly callId: string; readonly tool: string }
+  /** Its body started a nested run that waits: the call runs again, its nested run going on from `snapshot`. */
+  | { readonly status: 'nested'; readonly callId: string; readonly tool: string; readonly snapshot: RunSnapshot };
+
+/** A run that waits for a person, as plain JSON (docs/resuming.md). */
+export interface RunSnapshot {
+  readonly format: typeof snapshotFormat;
+  readonly version: number;
+  readonly runId: string;
+  /** The agent's name; `fingerprint` is its and its tools' (lib/runner/fingerprint.ts). */
+  readonly agent: string;
+  readonly fingerprint: string;
+  readonly tenant: string;
+  /** The turn whose batch waits. */
+  readonly turn: number;
+  /** The conversation: to the turn's assistant message, then the tool messages told before the run waited. */
+  readonly messages: readonly Message[];
+  /** The run's state when the batch started. */
+  readonly state: RunState;
+  /** The tokens of the run's turns so far, and of its nested runs. */
+  readonly usage?: Usage;
+  readonly nestedUsage?: Usage;
+  /** The turn's calls, in call order. */
+  readonly calls: readonly SnapshotCall[];
+  /** The hex sha256 of the canonical JSON of every other field: a snapshot changed since is refused. */
+  readonly digest: string;
+}
+
+/** A call waiting for a person's answer, as `RunResult.pending` lists it. */
+export interface PendingCall {
+  /** The id to answer it by: a nested run's call is `<caller's callId>/<its callId>`. */
+  readonly callId: string;
+  readonly tool: string;
+  /** The arguments the model gave, as the approver sees them. */
+  readonly args: unknown;
+}
+
+/** A person's answer to a waiting call: yes, no, or no with the reason the model will read. */
+export type Approval = boolean | { readonly approved: false; readonly reason?: string };
+
+/** The answers, by the callId `pending` lists. */
+export type Approvals = Readonly<Record<string, Approval>>;
+
+/** The snapshot's digest: what it holds apart from its digest, hashed. */
+export function snapshotDigest(snapshot: Omit<RunSnapshot, 'digest'> & { readonly digest?: string }): string {
+  const { digest: _digest, ...rest } = snapshot;
+  return createHash('sha256').update(canonicalJson(rest)).digest('hex');
+}
+
+/** The calls waiting for a person in `snapshot`, its nested runs' included (their ids prefixed by their caller's). */
+export function pendingOf(snapshot: RunSnapshot, prefix = ''): PendingCall[] {
+  const pending: PendingCall[] = [];
+  for (const call of snapshot.calls) {
+    if (call.status === 'approval') pending.push({ callId: prefix + call.callId, tool: call.tool, args: call.args });
+    else if (call.status === 'nested') pending.push(...pendingOf(call.snapshot, `${prefix}${call.callId}/`));
+  }
+  return pending;
+}
+
+const Usage = t.type({ inputTokens: t.number, outputTokens: t.number });
+const Call = t.type({ status: t.keyof({ told: null, settled: null, approval: null, held: null, nested: null }), callId: t.string, tool: t.string });
+const Snapshot = t.intersection([
+  t.type({
+    format: t.literal(snapshotFormat),
+    version: t.number,
+    runId: t.string,
+    agent: t.string,
+    fingerprint: t.string,
+    tenant: t.string,
+    turn: t.number,
+    messages: t.array(t.type({ role: t.keyof({ user: null, assistant: null, tool: null }), content: t.string })),
+    state: t.UnknownRecord,
+    calls: t.array(Call),
+    digest: t.string,
+  }),
+  t.partial({ usage: Usage, nestedUsage: Usage }),
+]);
+const Outcome = t.type({ kind: t.keyof({ result: null, error: null, indeterminate: null }), index: t.number, callId: t.string, tool: t.string, dispatched: t.boolean });
+
+/**
+ * Checks a snapshot read back (from a store, a request, a file) before anything is done with it:
+ * its format and version first (a newer one is refused, not guessed at), then its shape, then
+ * its digest. A ConfigError names the field (`snapshot.version`, `snapshot.calls.1.outcome`).
+ */
+export function checkedSnapshot(value: unknown, root = 'snapshot'): RunSnapshot {
+  if (value === null || typeof value !== 'object') throw new ConfigError(root, `${root} must be a run snapshot (an object), got ${describeValue(value)}`);
+  const { format, version } = value as { format?: unknown; version?: unknown };
+  if (format !== snapshotFormat) throw new ConfigError(`${root}.format`, `${root}.format must be ${JSON.stringify(snapshotFormat)}, got ${describeValue(format)}`);
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new ConfigError(`${root}.version`, `${root}.version must be a positive integer, got ${describeValue(version)}`);
+  if (version > snapshotVersion) throw new ConfigError(`${root}.version`, `${root}.version is ${version}, newer than this library reads (${snapshotVersion}): resume it with the version that took it`);
+  const decoded = Snapshot.decode(value);
+  if (isLeft(decoded)) throw new ConfigError(root, describeFailures(decoded.left, root));
+  const snapshot = value as RunSnapshot;
+  snapshot.calls.forEach((call, index) => {
+    const field = `${root}.calls.${index}`;
+    if ((call.status === 'told' || call.status === 'settled') && (isLeft(Outcome.decode(call.outcome)) || call.outcome.index !== index || call.outcome.callId !== call.callId)) {
+      throw new ConfigError(`${field}.outcome`, `${field}.outcome must be the outcome of call ${call.callId} (#${index + 1}), got ${describeValue(call.outcome)}`);
+    }
+    if (call.status === 'nested') checkedSnapshot(call.snapshot, `${field}.snapshot`);
+  });
+  if (snapshotDigest(snapshot) !== snapshot.digest) throw new ConfigError(`${root}.digest`, `${root}.digest does not match what the snapshot holds: it was changed since it was taken`);
+  return snapshot;
+}
+
+/** What a nested call goes on with: its nested run's snapshot and the answers meant for it. */
+export interface NestedResume {
+  readonly snapshot: RunSnapshot;
+  readonly approvals: Approvals;
+}
+
+/**
+ * The resume point of a checked snapshot, given the answers: every waiting call must be
+ * answered, and nothing else may be (a ConfigError names `approvals.<callId>`). An approved call
+ * runs without being asked again; a refused one ends as its TOOL_ERROR, with the reason given.
+ */
+export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { point: ResumePoint; nested: Array<NestedResume | undefined> } {
+  if (approvals === null || typeof approvals !== 'object') throw new ConfigError('approvals', `approvals must be an object of answers by callId, got ${describeValue(approvals)}`);
+  const waiting = new Set(pendingOf(snapshot).map((p) => p.callId));
+  for (const key of Object.keys(approvals)) {
+    if (!waiting.has(key)) throw new ConfigError(`approvals.${key}`, `approvals.${key}: no call ${key} of this run waits for an answer (waiting: ${[...waiting].join(', ') || 'none'})`);
+    const answer = approvals[key];
+    if (typeof answer !== 'boolean' && (answer === null || typeof answer !== 'object' || answer.approved !== false || (answer.reason !== undefined && typeof answer.reason !== 'string'))) {
+      throw new ConfigError(`approvals.${key}`, `approvals.${key} must be true, false or { approved: false, reason?: string }, got ${describeValue(answer)}`);
+    }
+  }
+  for (const id of waiting) if (!(id in approvals)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
+  const nested: Array<NestedResume | undefined> = [];
+  const calls = snapshot.calls.map((call, index): ResumedCall | undefined => {
+    switch (call.status) {
+      case 'told':
+        return { outcome: call.outcome, told: true, settled: true };
+      case 'settled':
+        return { outcome: call.outcome, settled: true };
+      case 'held':
+        return undefined;
+      case 'nested': {
+        const prefix = `${call.callId}/`;
+        const own = Object.fromEntries(Object.entries(approvals).filter(([key]) => key.startsWith(prefix)).map(([key, answer]) => [key.slice(prefix.length), answer]));
+        nested[index] = { snapshot: call.snapshot, approvals: own };
+        return { gated: true };
+      }
+      case 'approval': {
+        const answer = approvals[call.callId]!;
+        if (answer === true) return { gated: true };
+        const reason = answer === false ? 'not approved' : answer.reason ?? 'not approved';
+        return { outcome: errorOutcome({ index, callId: call.callId, tool: call.tool }, false, toErrorInfo(new ToolRejectedError('approval', reason))) };
+      }
+    }
+  });
+  const { runId, turn, messages, state, usage, nestedUsage } = snapshot;
+  return { point: { runId, turn, messages, state, calls, usage, nestedUsage }, nested };
+}
