@@ -19,4 +19,6 @@ export type {
   Outcome,
   ResultOutcome,
   StopReason,
+  WriteAhead,
+  WriteAheadWaiter,
 } from './types.js';

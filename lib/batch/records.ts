@@ -4,7 +4,8 @@
 // Observable, a Subscriber and a dozen closures per call: a batch of thousands is mostly these
 // (docs/performance.md).
 import { isObservable, type Subscription, type Unsubscribable } from 'rxjs';
-import { toErrorInfo, ToolTimedOutError, type ErrorInfo, type EventLoopStalledError } from '../errors.js';
+import { JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo, type EventLoopStalledError } from '../errors.js';
+import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneStore, type Permit } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
@@ -14,7 +15,7 @@ import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
 import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
-import type { BatchCall, Delta, Outcome } from './types.js';
+import type { BatchCall, Delta, Outcome, WriteAheadWaiter } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body running, or its outcome decided. */
 export type CallState = 'waiting' | 'queued' | 'running' | 'ended';
@@ -89,7 +90,7 @@ function unsubscribeBody(running: Unsubscribable): void {
  * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending gives
  * them back.
  */
-export class CallRecord {
+export class CallRecord implements WriteAheadWaiter {
   readonly parallelSafe: boolean;
   /** Where the call stands. */
   state: CallState = 'waiting';
@@ -144,6 +145,8 @@ export class CallRecord {
   // Set while the body runs past its call's end and keeps its permits (an overrun): the
   // abandonAfterSeconds timer, if one is armed, or true.
   private overrun: Subscription | true | undefined = undefined;
+  // The write-ahead record of its dispatch (a run journal's): not asked, asked, or written.
+  private ahead: 'unasked' | 'asked' | 'written' = 'unasked';
 
   constructor(
     readonly batch: BatchScope,
@@ -235,6 +238,15 @@ export class CallRecord {
     // (its subscriber left), can reach a waiter of this same batch before its own teardown
     // runs: such a call must not start now.
     if (batch.stopped !== undefined || batch.closed || this.done || this.closed || this.dispatcher!.closing) return;
+    // Write-ahead: a journaled call's dispatch is recorded before its body starts; it waits
+    // here, holding its permits, and a stop meanwhile finds it queued (never dispatched).
+    if (batch.writeAhead !== undefined && this.ahead !== 'written') {
+      if (this.ahead === 'unasked') {
+        this.ahead = 'asked';
+        batch.writeAhead.dispatching(call, this.index, this);
+      }
+      return;
+    }
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
     if (batch.stopped !== undefined || batch.closed || this.closed) return;
@@ -281,6 +293,18 @@ export class CallRecord {
     if (!this.letGoWaits) return;
     this.letGoWaits = false;
     this.letGo();
+  }
+
+  /** @internal The write-ahead record of its dispatch was written (the body starts), or could not be (the call fails, never dispatched). */
+  written(error: Error | undefined): void {
+    if (this.done || this.closed || this.ahead !== 'asked') return;
+    if (error !== undefined) {
+      const failure = new JournalError(neverDispatchedMessage(journalCouldNotRecord(error.message)));
+      this.finish(this.failure(false, toErrorInfo(failure)));
+      return;
+    }
+    this.ahead = 'written';
+    this.start();
   }
 
   /** @internal The body's answer: its first value (or a plain one) is the result. */

@@ -18,6 +18,7 @@ import type { Approve, Guardrails, Hooks } from './policies.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
+import type { RunJournal } from './runJournal.js';
 import type { AgentTools, Nesting, RunFinal, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
@@ -46,6 +47,12 @@ export interface RunnerOptions {
    * (docs/tracing.md). Without one, nothing is traced and nothing is paid for tracing.
    */
   readonly tracer?: TracerLike;
+  /**
+   * Where runs are journaled for recovery after a crash (docs/resuming.md): each turn's model
+   * answer, each call's dispatch before its body starts, each outcome as it settles, the run's
+   * end. `InMemoryRunJournal` for tests, `PostgresRunJournal` for a service.
+   */
+  readonly journal?: RunJournal;
 }
 
 /**
@@ -57,7 +64,7 @@ export interface TracerLike {
   startSpan(name: string, options?: object, context?: object): object;
 }
 
-const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer'];
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer', 'journal'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
 function checkFunction(value: unknown, field: string): void {
@@ -143,6 +150,8 @@ export class AgentRunner {
   private readonly monitor: LoopMonitor | undefined;
   /** The shared lanes (per tool, per tenant, identical arguments) of every run on this runner. */
   readonly lanes: LaneStore;
+  /** Where runs are journaled, if anywhere. */
+  readonly journal: RunJournal | undefined;
   private readonly scheduler: SchedulerLike;
   private readonly activity = new Subject<RunnerActivity>();
   // What each run needs of this runner, made once.
@@ -184,6 +193,11 @@ export class AgentRunner {
     // Checked against the tools registered now: a tool registered later cannot be named here.
     const names = tools.names;
     refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
+    const { journal } = options;
+    if (journal !== undefined && (journal === null || typeof journal !== 'object' || typeof journal.append !== 'function' || typeof journal.claim !== 'function')) {
+      throw new ConfigError('journal', `journal must be a RunJournal (an InMemoryRunJournal, a PostgresRunJournal), got ${describeValue(journal)}`);
+    }
+    this.journal = journal;
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -204,6 +218,7 @@ export class AgentRunner {
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
       toolsOf: (agent) => this.toolsOf(agent),
+      journal,
       tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity, this.tools),
     };
   }

@@ -47,3 +47,14 @@ export {
 export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 export type { Approve, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
 export { TracingAttributes, TracingEvents } from './tracingNames.js';
+export type {
+  CallDispatchedEntry,
+  CallSettledEntry,
+  JournalEntry,
+  JournalWaiter,
+  RecoverableRun,
+  RunEndedEntry,
+  RunJournal,
+  RunStartedEntry,
+  TurnAnsweredEntry,
+} from './runJournal.js';

@@ -7,6 +7,7 @@ import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/ind
 import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
+import type { RunJournal } from './runJournal.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
@@ -29,6 +30,8 @@ export interface RunnerParts {
   readonly tracing: Tracing | undefined;
   /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */
   readonly toolsOf: (agent: Agent) => AgentTools;
+  /** Where top-level runs are journaled, if anywhere. */
+  readonly journal: RunJournal | undefined;
 }
 
 /** An agent's tools on one runner, as of the registry's `version`. */
@@ -65,6 +68,8 @@ export interface RunPlan {
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;
   readonly onFinish: RunFinish | undefined;
+  /** The id of a run that is carried on (recovered from its journal); a new run makes its own. */
+  readonly runId?: string;
 }
 
 /** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */

@@ -8,13 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { assignDelta, batchStop, cancelled, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { scheduleAfter } from '../time.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
+import { aborted } from './signalStop.js';
+import { RunJournaling } from './journaling.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
@@ -31,22 +33,11 @@ function flat(text: string): string {
   return text;
 }
 
-// The caller's signal as a stop: at once if it is aborted already.
-function aborted(signal: AbortSignal): Observable<StopReason> {
-  return new Observable<StopReason>((subscriber) => {
-    const abort = (): void => {
-      subscriber.next(cancelled(signal.reason));
-      subscriber.complete();
-    };
-    if (signal.aborted) return abort();
-    signal.addEventListener('abort', abort, { once: true });
-    return () => signal.removeEventListener('abort', abort);
-  });
-}
-
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
 export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
-  readonly runId = flat(randomUUID());
+  readonly runId: string;
+  // Where the run is journaled, if its runner has a journal (a nested run never is: it is part of its caller's call).
+  readonly journal: RunJournaling | undefined;
   readonly parent: RunParent | undefined;
   readonly failFast: boolean;
   // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
@@ -77,6 +68,8 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     readonly trace: RunTrace | undefined,
   ) {
     this.parent = plan.nesting?.parent;
+    this.runId = plan.runId ?? flat(randomUUID());
+    this.journal = parts.journal === undefined || plan.nesting !== undefined ? undefined : new RunJournaling(parts.journal, this.runId);
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = plan.initial;
@@ -116,6 +109,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     if (this.ended) return undefined;
     this.ended = true;
     this.upcoming = undefined;
+    this.journal?.ended(event);
     this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages], nestedUsage: this.nestedUsage });
     this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' ? statusOf(event) : 'failed');
     return event;
@@ -147,12 +141,14 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   responded(n: number, response: ModelResponse): RunEvent {
     const { text, toolCalls = [] } = response;
     this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
+    this.journal?.answered(n, response);
     return toResponseEvent(n, response);
   }
 
   /** A call's outcome, in the conversation (its result's JSON from `contents`) and as its event. */
   tookOutcome(n: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent {
     this.messages.push(toolMessage(outcome, contents[outcome.index]));
+    this.journal?.settled(n, outcome, contents[outcome.index]);
     return toOutcomeEvent(n, outcome);
   }
 
@@ -348,6 +344,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       scheduler: parts.scheduler,
       monitor: parts.monitor,
       onActivity: new TurnActivity(parts.activity, runId, turn, this.parent, this.trace),
+      writeAhead: this.journal?.turn(turn, !whole),
     });
   }
 
@@ -385,6 +382,8 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   const { history } = plan;
+  // A recovered run (given its id) began in the journal already.
+  if (plan.runId === undefined) run.journal?.started(plan, run.state);
   subscriber.next(
     history.length === 0
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
