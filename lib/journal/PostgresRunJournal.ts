@@ -110,34 +110,38 @@ export class PostgresRunJournal extends GroupCommit {
     const runs: string[] = [];
     const agents: string[] = [];
     const tenants: string[] = [];
-    const ids: string[] = new Array(rows.length);
-    const seqs: number[] = new Array(rows.length);
-    const kinds: string[] = new Array(rows.length);
-    const turns: Array<number | null> = new Array(rows.length);
-    const indexes: Array<number | null> = new Array(rows.length);
-    const bodies: string[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const { runId, seq, entry } = rows[i]!;
-      ids[i] = runId;
-      seqs[i] = seq;
-      kinds[i] = entry.kind;
-      turns[i] = 'turn' in entry ? entry.turn : null;
-      indexes[i] = 'index' in entry ? entry.index : null;
-      bodies[i] = JSON.stringify(entry);
+    // One row per run: its entries of this flush, in order.
+    const byRun = new Map<string, { last: number; ended: boolean; body: string[] }>();
+    for (const { runId, seq, entry } of rows) {
+      let row = byRun.get(runId);
+      if (row === undefined) byRun.set(runId, (row = { last: seq, ended: false, body: [] }));
+      row.last = seq;
+      row.body.push(JSON.stringify(entry));
+      if (entry.kind === 'ended') row.ended = true;
       if (entry.kind === 'started') {
         runs.push(runId);
         agents.push(entry.agent);
         tenants.push(entry.tenant);
       }
     }
+    const ids: string[] = [];
+    const seqs: number[] = [];
+    const ended: boolean[] = [];
+    const bodies: string[] = [];
+    for (const [runId, row] of byRun) {
+      ids.push(runId);
+      seqs.push(row.last);
+      ended.push(row.ended);
+      bodies.push(`[${row.body.join(',')}]`);
+    }
     const pool = await this.connection();
-    await pool.query(this.flushSql, [this.owner, this.leaseSeconds, runs, agents, tenants, ids, seqs, kinds, turns, indexes, bodies]);
+    await pool.query(this.flushSql, [this.owner, this.leaseSeconds, runs, agents, tenants, ids, seqs, ended, bodies]);
   }
 
   async read(runId: string): Promise<readonly JournalEntry[]> {
     await this.setup();
     const { rows } = await (await this.connection()).query(readStatement(this.tables), [runId]);
-    return rows.map((row) => row['body'] as JournalEntry);
+    return rows.flatMap((row) => row['body'] as JournalEntry[]);
   }
 
   protected async take(runId: string): Promise<number | undefined> {

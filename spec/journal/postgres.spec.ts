@@ -54,7 +54,10 @@ describe('PostgresRunJournal', function () {
     // The pool as the journal sees it, noting the kinds each flush statement carried.
     const watched = {
       query: (text: string, values?: readonly unknown[]) => {
-        if (text.startsWith('WITH began')) statements.push((values![7] as string[]).map((kind, i) => `${(values![5] as string[])[i]} ${kind}`));
+        if (text.startsWith('WITH began')) {
+          const bodies = values![8] as string[];
+          statements.push(bodies.flatMap((body) => (JSON.parse(body) as JournalEntry[]).map((entry) => `${entry.runId} ${entry.kind}`)));
+        }
         return pool.query(text, values as unknown[]);
       },
       connect: () => pool.connect(),
