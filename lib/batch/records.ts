@@ -172,6 +172,12 @@ export class CallRecord implements WriteAheadWaiter {
    */
   dispatch(dispatcher: Dispatcher): void {
     this.dispatcher = dispatcher;
+    // Known already (a resumed run): never dispatched, never run again.
+    const known = this.call.outcome;
+    if (known !== undefined) {
+      this.finish(known);
+      return;
+    }
     const refused = this.call.rejected ?? this.refused;
     if (refused !== undefined) {
       this.finish(this.failure(false, refused));

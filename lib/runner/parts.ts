@@ -8,6 +8,7 @@ import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
 import type { RunJournal } from './runJournal.js';
+import type { ResumePoint } from './resumePoint.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
@@ -68,8 +69,8 @@ export interface RunPlan {
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;
   readonly onFinish: RunFinish | undefined;
-  /** The id of a run that is carried on (recovered from its journal); a new run makes its own. */
-  readonly runId?: string;
+  /** Where a resumed run starts (resumePoint.ts); undefined for a run from its first turn. */
+  readonly resume?: ResumePoint | undefined;
 }
 
 /** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */

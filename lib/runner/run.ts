@@ -9,18 +9,18 @@ import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
-import { scheduleAfter } from '../time.js';
+import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
-import { aborted } from './signalStop.js';
 import { RunJournaling } from './journaling.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
 import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
+import { pastGated, resumedTurn } from './resumePoint.js';
+import { stopSources } from './runStops.js';
 import { turn } from './turn.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
@@ -67,29 +67,20 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     /** The run's spans, when the runner traces: its calls' bodies run inside their spans. */
     readonly trace: RunTrace | undefined,
   ) {
+    const { history, resume } = plan;
+    this.runId = resume?.runId ?? flat(randomUUID());
     this.parent = plan.nesting?.parent;
-    this.runId = plan.runId ?? flat(randomUUID());
     this.journal = parts.journal === undefined || plan.nesting !== undefined ? undefined : new RunJournaling(parts.journal, this.runId);
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = plan.initial;
-    // The conversation given, then the message this run answers.
-    const { history } = plan;
-    this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
-    const { runSeconds } = parts.deadline;
-    const sources: Array<Observable<StopReason>> = [];
-    if (plan.signal !== undefined) sources.push(aborted(plan.signal));
-    if (runSeconds !== undefined) {
-      // Through scheduleAfter: a runSeconds past 24.8 days would otherwise fire at once.
-      sources.push(
-        new Observable<StopReason>((subscriber) =>
-          scheduleAfter(parts.scheduler, () => {
-            const error = new DeadlineExceededError('runSeconds', runSeconds);
-            subscriber.next({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
-          }, runSeconds * 1000),
-        ),
-      );
-    }
+    this.state = resume?.state ?? plan.initial;
+    // The conversation given, then the message this run answers (a resumed run's, as it was left).
+    if (resume !== undefined) {
+      this.messages = [...resume.messages];
+      this.nestedUsage = resume.nestedUsage;
+      this.upcoming = resume.turn;
+    } else this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
+    const sources = stopSources(parts, plan);
     // Without a source the run never stops from outside: no composition to make, nothing to race.
     if (sources.length === 0) {
       this.stop$ = undefined;
@@ -117,12 +108,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
 
   // The turn to ask next, once the one before it is over; none once the run ended.
   private upcoming: number | undefined = 1;
+  // True once a resumed run's first turn (its batch as it was left) was taken.
+  private resumed = false;
 
   /** The next turn, as `turnByTurn` reads them: undefined once the run has ended. */
   nextTurn(): Observable<RunEvent> | undefined {
     const n = this.upcoming;
     this.upcoming = undefined;
-    return n === undefined || this.ended ? undefined : turn(this, n);
+    if (n === undefined || this.ended) return undefined;
+    // A resumed run's first turn is its batch, from where it was left: the model is not asked again.
+    const { resume } = this.plan;
+    return resume !== undefined && n === resume.turn && !this.resumed ? ((this.resumed = true), resumedTurn(this, resume)) : turn(this, n);
   }
 
   /** Anything unforeseen thrown along the way ends the run with RUN_FAILED, never the process. */
@@ -320,13 +316,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       : { gate: undefined, settle: undefined };
     // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
     const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : this.mayCheckLater();
-    const gate = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
+    const checked = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
+    // A resumed batch's calls that passed their gate before go straight on.
+    const gate = whole && checked !== undefined ? pastGated(checked, given as readonly RunnerCall[]) : checked;
     // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
     // policies, the transcript, the model's message and everything built from them see the same
     // value, and a result that has no JSON form fails its own call.
     const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
       // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
       (call as RunnerCall).over = true;
+      // Told before (a resumed run): its outcome stands as it was told.
+      if ((call as RunnerCall).told) return outcome;
       if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
@@ -382,9 +382,9 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   const { history } = plan;
-  // A recovered run (given its id) began in the journal already.
-  if (plan.runId === undefined) run.journal?.started(plan, run.state);
-  subscriber.next(
+  // A resumed run goes on with the transcript it was left with: it starts no second time (nor in its journal).
+  if (plan.resume === undefined) run.journal?.started(plan, run.state);
+  if (plan.resume === undefined) subscriber.next(
     history.length === 0
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
       : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
