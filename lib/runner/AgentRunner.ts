@@ -19,7 +19,8 @@ import { resumedCalls, type ResumePoint } from './resumePoint.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
-import type { RunJournal } from './runJournal.js';
+import type { RecoverableRun, RunJournal } from './runJournal.js';
+import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './recover.js';
 import type { AgentTools, Nesting, RunFinal, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { RunnerActivity, RunOptions, RunResult } from './types.js';
 
@@ -194,11 +195,7 @@ export class AgentRunner {
     // Checked against the tools registered now: a tool registered later cannot be named here.
     const names = tools.names;
     refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
-    const { journal } = options;
-    if (journal !== undefined && (journal === null || typeof journal !== 'object' || typeof journal.append !== 'function' || typeof journal.claim !== 'function')) {
-      throw new ConfigError('journal', `journal must be a RunJournal (an InMemoryRunJournal, a PostgresRunJournal), got ${describeValue(journal)}`);
-    }
-    this.journal = journal;
+    const journal = (this.journal = checkedJournal(options.journal));
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -310,6 +307,21 @@ export class AgentRunner {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Takes over run `runId` from the runner's journal, its process having stopped (docs/resuming.md),
+   * and carries it on to its end: turns journaled are not asked again, settled calls not run again,
+   * calls in flight at the crash classified, calls never dispatched run. Rejects with a
+   * JournalError for a run another live process owns, that ended, or that is unknown.
+   */
+  recover<O>(agent: Agent<O>, runId: string, options: RecoverOptions = {}): Promise<RunResult<O>> {
+    return recoverRun(this, agent, runId, options) as Promise<RunResult<O>>;
+  }
+
+  /** The runs of the runner's journal whose owner is gone (its lease lapsed) and that have not ended. */
+  recoverable(): Promise<readonly RecoverableRun[]> {
+    return recoverableRuns(this);
   }
 
   private start(

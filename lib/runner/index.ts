@@ -58,3 +58,4 @@ export type {
   RunStartedEntry,
   TurnAnsweredEntry,
 } from './runJournal.js';
+export type { RecoverOptions } from './recover.js';
