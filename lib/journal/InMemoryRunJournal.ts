@@ -4,14 +4,15 @@
 import type { JournalEntry, RecoverableRun } from '../runner/runJournal.js';
 import { GroupCommit, type JournalRow } from './groupCommit.js';
 
-// One run in the store: whose it is, and its entries in order (copied in as JSON, as a database would).
+// One run in the store: whose it is, and its entries in order. The run builds each entry afresh
+// and never changes it, so the store keeps them as they are and copies them out when read.
 interface StoredRun {
   readonly agent: string;
   readonly tenant: string;
   owner: string;
   leaseEndedAt: number;
   ended: boolean;
-  readonly entries: string[];
+  readonly entries: JournalEntry[];
 }
 
 // What several journal objects share: the runs, and which owners still live.
@@ -82,7 +83,7 @@ export class InMemoryRunJournal extends GroupCommit {
         runs.set(runId, run);
       }
       if (run === undefined) continue;
-      run.entries.push(JSON.stringify(entry));
+      run.entries.push(entry);
       if (entry.kind === 'ended') run.ended = true;
     }
     return Promise.resolve();
@@ -90,7 +91,8 @@ export class InMemoryRunJournal extends GroupCommit {
 
   read(runId: string): Promise<readonly JournalEntry[]> {
     const run = this.store.runs.get(runId);
-    return Promise.resolve(run === undefined ? [] : run.entries.map((text) => JSON.parse(text) as JournalEntry));
+    // Copied through JSON, as a database would give them back.
+    return Promise.resolve(run === undefined ? [] : (JSON.parse(JSON.stringify(run.entries)) as JournalEntry[]));
   }
 
   protected take(runId: string): Promise<number | undefined> {

@@ -26,8 +26,9 @@ export class RunJournaling {
   }
 
   settled(turn: number, outcome: Outcome, content: string | undefined): void {
-    const entry = { kind: 'settled' as const, runId: this.runId, turn, index: outcome.index, outcome };
-    this.journal.append(content === undefined ? entry : { ...entry, content });
+    const { runId } = this;
+    const { index } = outcome;
+    this.journal.append(content === undefined ? { kind: 'settled', runId, turn, index, outcome } : { kind: 'settled', runId, turn, index, outcome, content });
   }
 
   ended(event: RunEvent): void {
