@@ -64,9 +64,10 @@ export function dropStatements(t: JournalTables): readonly string[] {
 
 /**
  * One flush as one statement: the runs that began in it get their lease row ($1 owner, $2 lease
- * seconds, $3..$5 run, agent, tenant), and each run its row of entries ($6..$9: run, the place of
- * its last entry, whether it ended, the entries as a JSON array). Arrays, so the statement's
- * text is the same whatever the flush's size.
+ * seconds, $3..$5 run, agent, tenant), and each run its row of entries ($6: a JSON array of
+ * `{ r: run, s: the place of its last entry, e: whether it ended, b: its entries }`). One JSON
+ * text rather than arrays of text: the entries are sent as they are, not escaped as array
+ * elements, and the statement's text is the same whatever the flush's size.
  */
 export function flushStatement(t: JournalTables): string {
   return `WITH began AS (
@@ -75,7 +76,7 @@ export function flushStatement(t: JournalTables): string {
     ON CONFLICT (run_id) DO NOTHING
   )
   INSERT INTO ${t.entries} (run_id, seq, ended, body)
-  SELECT r, s, e, b::json FROM unnest($6::text[], $7::int[], $8::bool[], $9::text[]) AS x(r, s, e, b)`;
+  SELECT x->>'r', (x->>'s')::int, (x->>'e')::bool, x->'b' FROM json_array_elements($6::json) AS x`;
 }
 
 /** A run's rows of entries in order ($1 run). */

@@ -55,8 +55,8 @@ describe('PostgresRunJournal', function () {
     const watched = {
       query: (text: string, values?: readonly unknown[]) => {
         if (text.startsWith('WITH began')) {
-          const bodies = values![8] as string[];
-          statements.push(bodies.flatMap((body) => (JSON.parse(body) as JournalEntry[]).map((entry) => `${entry.runId} ${entry.kind}`)));
+          const rows = JSON.parse(values![5] as string) as Array<{ b: JournalEntry[] }>;
+          statements.push(rows.flatMap((row) => row.b.map((entry) => `${entry.runId} ${entry.kind}`)));
         }
         return pool.query(text, values as unknown[]);
       },
