@@ -53,6 +53,11 @@ export class HeldJournal extends GroupCommit {
   }
 }
 
+/** A body's answer that never comes, until the call is stopped (so a spec's left runs end, and their bodies with them). */
+export function untilStopped(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+}
+
 /** Lets every pending microtask and a macrotask run. */
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));

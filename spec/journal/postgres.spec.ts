@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type pg from 'pg';
 import { ConfigError, PostgresRunJournal, ToolRegistry, type RunEvent } from '../../lib/index.js';
 import type { JournalEntry } from '../../lib/runner/runJournal.js';
-import { agent, kinds, runnerWith, script } from './helpers.js';
+import { agent, kinds, runnerWith, script, untilStopped } from './helpers.js';
 import { connectionString, CuttableLink, dropTables, newPool, uniquePrefix } from './pg.js';
 
 const runIdOf = (events: readonly RunEvent[]): string => (events[0] as { runId: string }).runId;
@@ -82,7 +82,7 @@ describe('PostgresRunJournal', function () {
 
   it('lets one of two processes claim a run whose lease lapsed, and no one take a run its live owner holds', async () => {
     const owner = journal();
-    const tools = new ToolRegistry().register({ name: 'hang' }, () => new Promise(() => undefined));
+    const tools = new ToolRegistry().register({ name: 'hang' }, (_args, ctx) => untilStopped(ctx.signal));
     const controller = new AbortController();
     const running = runnerWith(owner, tools, script([['a', 'hang']])).run(agent, 'go', { signal: controller.signal });
     await owner.flushed();

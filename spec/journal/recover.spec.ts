@@ -2,7 +2,7 @@
 // the journal stops writing and its owner is gone) carried on by another runner.
 import { expect } from 'chai';
 import { ConcurrencyConfig, InMemoryRunJournal, JournalError, ScriptedProvider, ToolRegistry, type RunEvent } from '../../lib/index.js';
-import { agent, runnerWith, settle } from './helpers.js';
+import { agent, runnerWith, settle, untilStopped } from './helpers.js';
 
 type Counts = Record<string, number>;
 
@@ -15,8 +15,8 @@ function firstTools(ran: Counts): ToolRegistry {
   };
   return new ToolRegistry()
     .register({ name: 'quick' }, count)
-    .register({ name: 'slow' }, (args) => (count(args), new Promise(() => undefined)))
-    .register({ name: 'look', idempotent: true }, (args) => (count(args), new Promise(() => undefined)));
+    .register({ name: 'slow' }, (args, ctx) => (count(args), untilStopped(ctx.signal)))
+    .register({ name: 'look', idempotent: true }, (args, ctx) => (count(args), untilStopped(ctx.signal)));
 }
 
 // The recovering process's tools: the same names, every body answering at once.
@@ -48,14 +48,19 @@ const line = (e: RunEvent): string => {
   }
 };
 
+// The first runners' runs, left running as a killed process leaves them: ended after each spec.
+const left: Array<{ unsubscribe(): void }> = [];
+
 // A run of `batch` on a first runner, left as its process would be when killed mid-batch.
 async function crashed(ran: Counts): Promise<{ journal: InMemoryRunJournal; runId: string }> {
   const journal = new InMemoryRunJournal();
   const runner = runnerWith(journal, firstTools(ran), [batch], { concurrency });
   let runId = '';
-  runner.run$(agent, 'go').subscribe((event) => {
-    if (event.type === 'RUN_STARTED') runId = event.runId;
-  });
+  left.push(
+    runner.run$(agent, 'go').subscribe((event) => {
+      if (event.type === 'RUN_STARTED') runId = event.runId;
+    }),
+  );
   for (let i = 0; i < 5; i++) await settle();
   await journal.flushed();
   journal.simulateCrash();
@@ -63,6 +68,10 @@ async function crashed(ran: Counts): Promise<{ journal: InMemoryRunJournal; runI
 }
 
 describe('runner.recover', () => {
+  afterEach(() => {
+    for (const run of left.splice(0)) run.unsubscribe();
+  });
+
   it('carries a run on after its process stopped: settled calls read back, calls in flight classified, queued ones run, in call order', async () => {
     const ran: Counts = {};
     const { journal, runId } = await crashed(ran);
