@@ -56,7 +56,13 @@ export class LanePermit {
  * (RedisLaneStore) calls it when it loses the permit, or the place in the queue, it had for the
  * request (its lease ran out unrefreshed, its Redis could not be reached). An in-process lane never does.
  */
-export type OnGrant = (() => void) | { granted(): void; lost?(error: Error): void };
+export type OnGrant = (() => void) | LaneGrantTarget;
+
+/** The object form of `OnGrant`: a call's lanes part implements it, one per call, no closure. */
+export interface LaneGrantTarget {
+  granted(): void;
+  lost?(error: Error): void;
+}
 
 /** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
 export function grant(onGrant: OnGrant): void {
