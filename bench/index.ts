@@ -704,10 +704,16 @@ async function fleet(): Promise<void> {
   await run(row);
 }
 
+// W2 and W3 with a run journal, on PostgreSQL (bench/journal.ts), beside its floors.
+async function journal(): Promise<void> {
+  const { journalBench: run } = await import('./journal.js');
+  await run(row, quick);
+}
+
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
 const workloads: Record<string, () => Promise<void>> = {
-  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet,
+  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal,
   // The regimes a service meets, each beside its floors (bench/regimes.ts).
   ...Object.fromEntries(
     (['regimeWarm', 'regimeAfterGc', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2'] as const).map((name) => [name, () => regimes[name](row)]),

@@ -323,6 +323,19 @@ export class CallInterruptedError extends AgentLanesError {
 }
 
 /**
+ * The process running a call stopped (it crashed, or was killed) after the call's dispatch was
+ * journaled and before its outcome was: read back by `runner.recover`, the call is classified as
+ * a call cut off in flight (safe to call again if idempotent, else its side effect may have landed).
+ */
+export class ProcessStoppedError extends AgentLanesError {}
+
+/**
+ * A run journal could not record what a run asked of it (PostgreSQL unreachable, a statement
+ * refused): a call whose dispatch could not be recorded never starts, and fails with this error.
+ */
+export class JournalError extends AgentLanesError {}
+
+/**
  * A lane store shared by a fleet (RedisLaneStore) lost a call's permit or its place in a lane's
  * queue: the lease ran out before it could be refreshed (a process paused past its lease, Redis
  * unreachable), or the store could not be asked at all. `lane` names the lane; the message is

@@ -7,6 +7,8 @@ export {
   CallInterruptedError,
   CallStoppedError,
   ConfigError,
+  JournalError,
+  ProcessStoppedError,
   DeadlineExceededError,
   EventLoopStalledError,
   JsonFormError,
@@ -106,6 +108,7 @@ export {
   type StopReason,
 } from './batch/index.js';
 export * from './runner/index.js';
+export { InMemoryRunJournal, PostgresRunJournal, type JournalTables, type PgClientLike, type PgPoolLike, type PostgresRunJournalOptions } from './journal/index.js';
 export { ScriptedProvider, type Script, type ScriptStep } from './providers/index.js';
 export {
   AnthropicMessagesProvider,

@@ -31,9 +31,9 @@ export type ClassifiedOutcome =
   | { readonly kind: 'indeterminate' }
   | { readonly kind: 'error'; readonly dispatched: boolean; readonly error: { readonly name: string }; readonly stopped?: unknown };
 
-// The errors that cut a call off alone (CallInterruptedError, LaneLostError), by the name their
+// The errors that cut a call off alone (CallInterruptedError, LaneLostError, ProcessStoppedError), by the name their
 // class gives them: the outcome of such a call keeps it.
-const cutOff: ReadonlySet<string> = new Set(['CallInterruptedError', 'LaneLostError']);
+const cutOff: ReadonlySet<string> = new Set(['CallInterruptedError', 'LaneLostError', 'ProcessStoppedError']);
 
 /**
  * The stop class of an outcome, or undefined for a call that ended by itself (a result, a
@@ -75,6 +75,16 @@ export function batchStopped(why: string): string {
  */
 export function inFlightMessage(what: string, idempotent: boolean): string {
   return `${what}. ${afterStop(idempotent)}`;
+}
+
+/** The clause for a call in flight when the process running it stopped (a crash, read back from a run journal). */
+export function processStopped(): string {
+  return 'the process running it stopped';
+}
+
+/** The reason a call did not start because its write-ahead record failed: "the journal could not record it (<detail>)". */
+export function journalCouldNotRecord(detail: string): string {
+  return `the journal could not record it (${detail})`;
 }
 
 /** The message of a call that was stopped before its body started: "never dispatched: <why>". */

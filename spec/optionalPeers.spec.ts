@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const lib = fileURLToPath(new URL('../lib/', import.meta.url));
-const optional = /^@modelcontextprotocol\/|^@opentelemetry\/|^@standard-schema\/|^zod(\/|$)|^valibot$|^arktype$/;
+const optional = /^@modelcontextprotocol\/|^@opentelemetry\/|^@standard-schema\/|^zod(\/|$)|^valibot$|^arktype$|^pg$/;
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

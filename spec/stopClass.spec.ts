@@ -1,10 +1,10 @@
 // The stop classes: the class read from each kind of outcome a stopped or cut-off call ends in,
 // and the one set of words every such message is built from.
 import { expect } from 'chai';
-import { CallInterruptedError, LaneLostError, McpConnectionLostError, StopClasses, stopClassOf, ToolTimedOutError, type StopClass } from '../lib/index.js';
+import { CallInterruptedError, LaneLostError, McpConnectionLostError, ProcessStoppedError, StopClasses, stopClassOf, ToolTimedOutError, type StopClass } from '../lib/index.js';
 import { failedBy, stoppedOutcome, type BatchCall, type Outcome, type StopReason } from '../lib/batch/index.js';
 import { lostBeforeDispatch, lostOutcome } from '../lib/batch/stops.js';
-import { afterStop, batchStopped, inFlightClause, inFlightMessage, inFlightWhen, neverDispatchedMessage, stopClass, stoppedByItsBatch } from '../lib/stopClass.js';
+import { afterStop, batchStopped, inFlightClause, inFlightMessage, inFlightWhen, journalCouldNotRecord, neverDispatchedMessage, processStopped, stopClass, stoppedByItsBatch } from '../lib/stopClass.js';
 import { toErrorInfo } from '../lib/errors.js';
 
 const cancel: StopReason = { kind: 'cancelled', why: 'the user pressed stop' };
@@ -42,6 +42,15 @@ describe('stop classes', () => {
     expect(stopClassOf(lostOutcome(call(false), 0, lost))).to.equal('indeterminate');
     expect(stopClassOf(queued)).to.equal('never_dispatched');
     expect(queued.kind === 'error' && queued.error.message).to.equal('never dispatched: its place in the queue of tool:book was lost (Redis lost its data)');
+  });
+
+  it('classes a call in flight when the process running it stopped, read back from a run journal, by whether its tool is idempotent', () => {
+    const crash = toErrorInfo(new ProcessStoppedError(processStopped()));
+    const [idempotent, not] = [lostOutcome(call(true), 0, crash), lostOutcome(call(false), 0, crash)];
+    expect([stopClassOf(idempotent), stopClassOf(not)]).to.deep.equal(['safe_to_call_again', 'indeterminate']);
+    expect(not.kind === 'indeterminate' && not.message).to.equal('book was in flight when the process running it stopped. The side effect may have landed');
+    expect(idempotent.kind === 'error' && idempotent.error).to.deep.equal({ name: 'ProcessStoppedError', message: 'book was in flight when the process running it stopped. Safe to call again' });
+    expect(neverDispatchedMessage(journalCouldNotRecord('ECONNREFUSED'))).to.equal('never dispatched: the journal could not record it (ECONNREFUSED)');
   });
 
   it('gives no class to a call that ended by itself: a result, its own failure, its own ceiling, the failure that stopped the batch', () => {

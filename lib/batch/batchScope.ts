@@ -6,7 +6,7 @@ import { LaneTable } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import { CallRecord } from './records.js';
 import { failedBy, failsFast } from './stops.js';
-import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason } from './types.js';
+import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason, WriteAhead } from './types.js';
 
 /** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
 export interface BatchScopeOptions {
@@ -18,6 +18,8 @@ export interface BatchScopeOptions {
   readonly failFast?: boolean;
   /** A stop from outside, listened to from the moment the batch is made until it ends. */
   readonly stop$?: Subscribable<StopReason>;
+  /** Records each call's dispatch before its body starts. */
+  readonly writeAhead?: WriteAhead;
 }
 
 /**
@@ -31,6 +33,8 @@ export class BatchScope implements Subscribable<StopReason> {
   readonly scheduler: SchedulerLike;
   readonly activity: ActivitySink | undefined;
   readonly failFast: boolean;
+  /** Where each call's dispatch is recorded before its body starts, if anywhere. */
+  readonly writeAhead: WriteAhead | undefined;
   // The first stop; later ones change nothing. Written by stop() alone.
   private reason: StopReason | undefined = undefined;
   /** True once the batch's subscriber left (or the batch ended): nothing more enters its lanes or is asked. */
@@ -58,6 +62,7 @@ export class BatchScope implements Subscribable<StopReason> {
     const { onActivity } = options;
     this.activity = typeof onActivity === 'function' ? { observed: true, next: onActivity } : onActivity;
     this.failFast = options.failFast ?? false;
+    this.writeAhead = options.writeAhead;
     if (options.stop$ !== undefined) {
       const subscription = options.stop$.subscribe({ next: (reason) => this.stop(reason) });
       if (this.stopped !== undefined) subscription.unsubscribe();

@@ -21,4 +21,6 @@ export type {
   Outcome,
   ResultOutcome,
   StopReason,
+  WriteAhead,
+  WriteAheadWaiter,
 } from './types.js';

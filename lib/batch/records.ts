@@ -4,7 +4,8 @@
 // call with methods, rather than an Observable, a Subscriber and a dozen closures per call: a
 // batch of thousands is mostly these (docs/performance.md). The BatchScope its calls share is in
 // batchScope.ts.
-import { toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+import { JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
 import { CallBody } from './callBody.js';
 import { CallLanes, type LaneSource, type LaneStep } from './callLanes.js';
@@ -12,7 +13,7 @@ import { assignDelta } from './deltas.js';
 import { InvocationAbortedError } from './invocation.js';
 import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome, stoppedOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
-import type { BatchCall, Delta, Outcome, StopReason } from './types.js';
+import type { BatchCall, Delta, Outcome, StopReason, WriteAheadWaiter } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body invoked, or its outcome decided. */
 export type CallState = 'waiting' | 'queued' | 'running' | 'ended';
@@ -45,7 +46,7 @@ export interface LaneEntry extends LaneSource {
  * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending leaves
  * them.
  */
-export class CallRecord {
+export class CallRecord implements WriteAheadWaiter {
   readonly parallelSafe: boolean;
   /** Where the call stands. */
   state: CallState = 'waiting';
@@ -61,6 +62,8 @@ export class CallRecord {
   private entry: LaneEntry | undefined = undefined;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
+  // The write-ahead record of its dispatch (a run journal's): not asked, asked, or written.
+  private ahead: 'unasked' | 'asked' | 'written' = 'unasked';
 
   constructor(
     readonly batch: BatchScope,
@@ -122,6 +125,15 @@ export class CallRecord {
     // subscriber left), can reach a waiter of this same batch before its own teardown runs:
     // such a call must not start now.
     if (batch.stopped !== undefined || batch.closed || body.ended || entry.closing) return;
+    // Write-ahead: a journaled call's dispatch is recorded before its body starts; it waits
+    // here, holding its permits, and a stop meanwhile finds it queued (never started).
+    if (batch.writeAhead !== undefined && this.ahead !== 'written') {
+      if (this.ahead === 'unasked') {
+        this.ahead = 'asked';
+        batch.writeAhead.dispatching(call, this.index, this);
+      }
+      return;
+    }
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
     if (batch.stopped !== undefined || batch.closed || body.ended) return;
@@ -131,6 +143,17 @@ export class CallRecord {
     // Running from the moment its body is invoked: a call stopped before that never started.
     this.state = 'running';
     body.start(entry.monitor);
+  }
+
+  /** @internal The write-ahead record of its dispatch was written (the body starts), or could not be (the call fails, never started). */
+  written(error: Error | undefined): void {
+    if (this.body.ended || this.ahead !== 'asked') return;
+    if (error !== undefined) {
+      this.finish(this.failure(false, toErrorInfo(new JournalError(neverDispatchedMessage(journalCouldNotRecord(error.message))))));
+      return;
+    }
+    this.ahead = 'written';
+    this.start();
   }
 
   /** @internal A lane store could not take the call's request: it fails, never started. */

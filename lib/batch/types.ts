@@ -201,4 +201,21 @@ export interface BatchOptions {
   readonly monitor?: LoopMonitor;
   /** For time: timeouts, deadlines and activity stamps. Default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike;
+  /** Records each call's dispatch before its body starts (a run journal): the body waits for it. */
+  readonly writeAhead?: WriteAhead;
+}
+
+/**
+ * Where a call's dispatch is recorded before its body starts (write-ahead): once every lane has
+ * granted the call a permit, `dispatching` is asked, and the body starts only when `written`
+ * hears `undefined`. An error there fails the call, never dispatched. The call keeps its permits
+ * while it waits, and a stop meanwhile classifies it as never dispatched.
+ */
+export interface WriteAhead {
+  dispatching(call: BatchCall, index: number, written: WriteAheadWaiter): void;
+}
+
+/** Hears once whether a call's dispatch was recorded: `undefined`, or why it could not be. */
+export interface WriteAheadWaiter {
+  written(error: Error | undefined): void;
 }

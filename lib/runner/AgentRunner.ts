@@ -21,6 +21,8 @@ import type { Approvals, RunSnapshot } from './snapshot.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
+import type { RecoverableRun, RunJournal } from './runJournal.js';
+import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './recover.js';
 import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { ResumeOptions, RunnerActivity, RunOptions, RunResult } from './types.js';
 
@@ -49,6 +51,12 @@ export interface RunnerOptions {
    * (docs/tracing.md). Without one, nothing is traced and nothing is paid for tracing.
    */
   readonly tracer?: TracerLike;
+  /**
+   * Where runs are journaled for recovery after a crash (docs/resuming.md): each turn's model
+   * answer, each call's dispatch before its body starts, each outcome as it settles, the run's
+   * end. `InMemoryRunJournal` for tests, `PostgresRunJournal` for a service.
+   */
+  readonly journal?: RunJournal;
 }
 
 /**
@@ -60,7 +68,7 @@ export interface TracerLike {
   startSpan(name: string, options?: object, context?: object): object;
 }
 
-const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer'];
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer', 'journal'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
 function checkFunction(value: unknown, field: string): void {
@@ -120,6 +128,8 @@ export class AgentRunner {
   private readonly monitor: LoopMonitor | undefined;
   /** The shared lanes (per tool, per tenant, identical arguments) of every run on this runner. */
   readonly lanes: LaneStore;
+  /** Where runs are journaled, if anywhere. */
+  readonly journal: RunJournal | undefined;
   private readonly scheduler: SchedulerLike;
   private readonly activity = new Subject<RunnerActivity>();
   // What each run needs of this runner, made once.
@@ -161,6 +171,7 @@ export class AgentRunner {
     // Checked against the tools registered now: a tool registered later cannot be named here.
     const names = tools.names;
     refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
+    const journal = (this.journal = checkedJournal(options.journal));
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -182,6 +193,7 @@ export class AgentRunner {
       collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
       resumeNested: (agent, { snapshot, approvals }, runOptions, nesting) => this.collect(agent, '', runOptions, nesting, this.resumed(agent, snapshot, approvals, runOptions)),
       toolsOf: (agent) => this.toolsOf(agent),
+      journal,
       tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity, this.tools),
     };
   }
@@ -303,6 +315,21 @@ export class AgentRunner {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * Takes over run `runId` from the runner's journal, its process having stopped (docs/resuming.md),
+   * and carries it on to its end: turns journaled are not asked again, settled calls not run again,
+   * calls in flight at the crash classified, calls never dispatched run. Rejects with a
+   * JournalError for a run another live process owns, that ended, or that is unknown.
+   */
+  recover<O>(agent: Agent<O>, runId: string, options: RecoverOptions = {}): Promise<RunResult<O>> {
+    return recoverRun(this, agent, runId, options) as Promise<RunResult<O>>;
+  }
+
+  /** The runs of the runner's journal whose owner is gone (its lease lapsed) and that have not ended. */
+  recoverable(): Promise<readonly RecoverableRun[]> {
+    return recoverableRuns(this);
   }
 
   private start(

@@ -51,3 +51,15 @@ export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
 export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
 export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './snapshot.js';
 export { TracingAttributes, TracingEvents } from './tracingNames.js';
+export type {
+  CallDispatchedEntry,
+  CallSettledEntry,
+  JournalEntry,
+  JournalWaiter,
+  RecoverableRun,
+  RunEndedEntry,
+  RunJournal,
+  RunStartedEntry,
+  TurnAnsweredEntry,
+} from './runJournal.js';
+export type { RecoverOptions } from './recover.js';

@@ -7,6 +7,7 @@ import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/ind
 import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
+import type { RunJournal } from './runJournal.js';
 import type { ResumePoint } from './resumePoint.js';
 import type { NestedResume } from './snapshot.js';
 import type { Tracing } from './tracing.js';
@@ -33,6 +34,8 @@ export interface RunnerParts {
   readonly tracing: Tracing | undefined;
   /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */
   readonly toolsOf: (agent: Agent) => AgentTools;
+  /** Where top-level runs are journaled, if anywhere. */
+  readonly journal: RunJournal | undefined;
 }
 
 /** An agent's tools on one runner, as of the registry's `version`. */

@@ -15,6 +15,7 @@ import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, 
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
+import { RunJournaling } from './journaling.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
@@ -37,6 +38,8 @@ function flat(text: string): string {
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
 export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly runId: string;
+  // Where the run is journaled, if its runner has a journal (a nested run never is: it is part of its caller's call).
+  readonly journal: RunJournaling | undefined;
   readonly parent: RunParent | undefined;
   readonly failFast: boolean;
   // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
@@ -73,6 +76,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     const { history, resume } = plan;
     this.runId = resume?.runId ?? flat(randomUUID());
     this.parent = plan.nesting?.parent;
+    this.journal = parts.journal === undefined || plan.nesting !== undefined ? undefined : new RunJournaling(parts.journal, this.runId);
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = plan.initial;
@@ -103,6 +107,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     if (this.ended) return undefined;
     this.ended = true;
     this.upcoming = undefined;
+    this.journal?.ended(event);
     this.plan.onFinish?.finish({ state: this.state, messages: [...this.messages], nestedUsage: this.nestedUsage });
     this.activityEnded(event.type === 'RUN_COMPLETED' || event.type === 'RUN_FAILED' || event.type === 'RUN_CANCELLED' || event.type === 'RUN_INTERRUPTED' ? statusOf(event) : 'failed');
     return event;
@@ -140,6 +145,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     const { text, toolCalls = [] } = response;
     this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
     if (response.usage !== undefined) this.usage = addedUsage(this.usage, response.usage);
+    this.journal?.answered(n, response);
     return toResponseEvent(n, response);
   }
 
@@ -154,6 +160,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       return undefined;
     }
     this.messages.push(toolMessage(outcome, contents[outcome.index]));
+    this.journal?.settled(n, outcome, contents[outcome.index]);
     return toOutcomeEvent(n, outcome);
   }
 
@@ -378,7 +385,8 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   const { history } = plan;
-  // A resumed run goes on with the transcript it was left with: it starts no second time.
+  // A resumed run goes on with the transcript it was left with: it starts no second time (nor in its journal).
+  if (plan.resume === undefined) run.journal?.started(plan, run.state);
   if (plan.resume === undefined) subscriber.next(
     history.length === 0
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }

@@ -84,5 +84,6 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
     scheduler: parts.scheduler,
     monitor: parts.monitor,
     onActivity: new TurnActivity(parts.activity, runId, turn, run.parent, run.trace),
+    writeAhead: run.journal?.turn(turn, !whole),
   });
 }

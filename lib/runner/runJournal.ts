@@ -1,0 +1,105 @@
+// What a run journal is to the runner: where a run writes, as it goes, what it would need to be
+// rebuilt after its process stopped (its start, each turn's model answer, each call's dispatch
+// before its body starts, each outcome as it settles, its end). The journals themselves (in
+// memory, on PostgreSQL) are in lib/journal/; reading a run back is recover.ts's.
+import type { Outcome } from '../batch/index.js';
+import type { RunEvent } from './events.js';
+import type { Message, ModelResponse } from './model.js';
+
+/** The run began: what it was asked, for whom, from which state. */
+export interface RunStartedEntry {
+  readonly kind: 'started';
+  readonly runId: string;
+  readonly agent: string;
+  readonly tenant: string;
+  readonly input: string;
+  readonly history: readonly Message[];
+  readonly state: Readonly<Record<string, unknown>>;
+  readonly maxTurns: number;
+}
+
+/** Turn `turn`'s model answer, written before any of its calls is dispatched. */
+export interface TurnAnsweredEntry {
+  readonly kind: 'answered';
+  readonly runId: string;
+  readonly turn: number;
+  readonly response: ModelResponse;
+}
+
+/** Call `index` of turn `turn` is about to start its body (written ahead: the body waits for it). */
+export interface CallDispatchedEntry {
+  readonly kind: 'dispatched';
+  readonly runId: string;
+  readonly turn: number;
+  readonly index: number;
+  readonly callId: string;
+  readonly tool: string;
+  /** A streamed turn's call's arguments (its answer is written only once the stream ends). */
+  readonly args?: unknown;
+}
+
+/** Call `index` of turn `turn` settled: its outcome as the transcript has it, and the text the model reads for a result. */
+export interface CallSettledEntry {
+  readonly kind: 'settled';
+  readonly runId: string;
+  readonly turn: number;
+  readonly index: number;
+  readonly outcome: Outcome;
+  readonly content?: string;
+}
+
+/** The run ended, with this final event. */
+export interface RunEndedEntry {
+  readonly kind: 'ended';
+  readonly runId: string;
+  readonly event: RunEvent;
+}
+
+/** One line of a run's journal. */
+export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry;
+
+/** Hears once whether an entry is recorded: `undefined`, or the error that kept it out. */
+export interface JournalWaiter {
+  written(error: Error | undefined): void;
+}
+
+/** A run whose owner is gone: it has not ended, and the lease of the process that ran it lapsed. */
+export interface RecoverableRun {
+  readonly runId: string;
+  readonly agent: string;
+  readonly tenant: string;
+  /** Who ran it last (a journal's `owner`). */
+  readonly owner: string;
+  /** When that owner's lease lapsed (ms since the epoch). */
+  readonly leaseEndedAt: number;
+}
+
+/**
+ * Where runs are journaled, for recovery after a crash. `append` never throws and never waits:
+ * entries are written in the order given (batched with others), and a waiter hears once its
+ * entry, and every entry appended before it, is recorded or could not be. A run whose entry
+ * could not be recorded is broken for the journal: its later entries are refused (their waiters
+ * hear the error at once), so nothing of it runs that the journal does not know of.
+ *
+ * A journal writes as one `owner`: the runs it began or claimed are its own, under a lease it
+ * renews while they live; a run whose lease lapsed (its process stopped) may be claimed.
+ */
+export interface RunJournal {
+  /** Who this journal writes as (unique per journal object). */
+  readonly owner: string;
+  append(entry: JournalEntry, waiter?: JournalWaiter): void;
+  /** A run's entries, in the order written; empty for a run the journal does not know. */
+  read(runId: string): Promise<readonly JournalEntry[]>;
+  /**
+   * Makes the run this journal's own, when its owner is gone (its lease lapsed) and it has not
+   * ended: true if it is now ours; false if a live owner holds it, it ended, or it is unknown.
+   * Of two journals claiming the same run at once, one wins.
+   */
+  claim(runId: string): Promise<boolean>;
+  /** The runs whose owner is gone and that have not ended. */
+  recoverable(): Promise<readonly RecoverableRun[]>;
+  /** Resolves once every entry appended so far is recorded (or failed). */
+  flushed(): Promise<void>;
+  /** Writes what is pending, stops renewing leases, and lets go of what the journal made (its pool). */
+  close(): Promise<void>;
+}
