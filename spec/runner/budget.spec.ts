@@ -35,7 +35,9 @@ const letters: Record<RunEvent['type'], string> = {
 describe('token budgets', () => {
   let testScheduler: TestScheduler;
   beforeEach(() => {
-    testScheduler = new TestScheduler((actual, expected) => expect(actual).to.deep.equal(expected));
+    testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
   });
 
   it('spends no more than the budget plus the turn running when it ran out, then fails the run with a BudgetExceededError', () => {
