@@ -13,6 +13,8 @@ import { takeAnswer } from './answer.js';
 import { CallContext } from './callContext.js';
 import { InvocationAbortedError, reportUnhandled } from './invocation.js';
 import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome } from './stops.js';
+import { chargeLanes, enterKind, plainLane, tellLanes, type LaneKind } from './laneKinds.js';
+import type { LimitChange } from '../lanes/index.js';
 import type { BatchScope } from './batchScope.js';
 import type { BatchCall, Delta, Outcome } from './types.js';
 
@@ -27,6 +29,8 @@ export interface LaneStep {
   readonly party: string;
   /** The permit of this lane a caller lends (a nested run), if any. */
   readonly loan: Loan | undefined;
+  /** An adaptive or budget lane's own part (laneKinds.ts); `plainLane` for a counting one. */
+  readonly kind: LaneKind;
 }
 
 /** What a record needs of the stage that dispatches it (inLanes): where its body's news goes. */
@@ -189,7 +193,7 @@ export class CallRecord {
   private acquire(first: number): void {
     const { steps, batch } = this;
     for (let i = first; i < steps.length; i++) {
-      const { store, key, limit, party, loan } = steps[i]!;
+      const { store, key, limit, party, loan, kind } = steps[i]!;
       let permit: Permit;
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
@@ -198,7 +202,8 @@ export class CallRecord {
       try {
         // The store is handed this record, whose granted() carries on from the next lane when the
         // grant comes later; granted at once, the loop carries on.
-        permit = loan === undefined ? store.enter(key, limit, this, party) : enterWithLoan(loan, store, key, limit, this, party);
+        if (loan !== undefined) permit = enterWithLoan(loan, store, key, limit, this, party);
+        else permit = kind === plainLane ? store.enter(key, limit, this, party) : enterKind(store, key, kind, this, party)!;
       } catch (error) {
         batch.letGo();
         // A store that cannot take the request: the call fails, never dispatched, and gives back what it holds.
@@ -384,6 +389,19 @@ export class CallRecord {
     return Object.freeze(fences);
   }
 
+  /** @internal The body reported what the call cost in all: its budget lanes take it (dropped once the call has ended). */
+  costReported(total: number): void {
+    if (!this.done) chargeLanes(this.permits, this.taken, total);
+  }
+
+  /** @internal An adaptive lane's limit moved on what this call reported: told to watchers. */
+  limitChanged(change: LimitChange): void {
+    const { batch, call, index } = this;
+    if (!batch.watched) return;
+    const { key: lane, limit, previous, cause } = change;
+    batch.report({ type: 'limit-changed', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), lane, limit, previous, cause });
+  }
+
   /** @internal The body reported how far it has got: told to watchers while the call has not ended. */
   progressed(progress: number, total: number | undefined, message: string | undefined): void {
     const { batch, call, index } = this;
@@ -422,6 +440,8 @@ export class CallRecord {
     try {
       this.outcome = outcome;
       this.state = 'ended';
+      // Adaptive and budget lanes hear how the work went before any permit goes back.
+      if (this.taken > 0) tellLanes(this.permits, this.taken, outcome);
       if (batch.watched) this.endedActivity(outcome, this.bodyRunning);
       // The permits go back before the outcome travels on, so the next waiter starts without
       // waiting for what the outcome sets off downstream (the settle steps, the transcript, a
@@ -448,6 +468,7 @@ export class CallRecord {
     this.done = true;
     this.outcome = outcome;
     this.state = 'ended';
+    if (this.taken > 0) tellLanes(this.permits, this.taken, outcome);
     if (this.batch.watched) this.endedActivity(outcome, this.bodyRunning);
   }
 
@@ -554,6 +575,7 @@ export class CallRecord {
     this.closed = true;
     if (!this.done) {
       this.done = true;
+      if (this.taken > 0) tellLanes(this.permits, this.taken, this.state === 'running' ? 'stopped' : 'unstarted');
       this.halt();
       this.invoked?.abort(new InvocationAbortedError('the call was stopped before it settled'));
     }

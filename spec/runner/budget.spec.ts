@@ -86,4 +86,59 @@ describe('token budgets', () => {
       expectObservable(at(1000)).toBe('1000ms (sm) 6ms (rmc|)');
     });
   });
+
+  describe('cost budgets', () => {
+    it("does not start a call the tenant's budget cannot cover: it ends TOOL_ERROR never dispatched, saying until when", () => {
+      testScheduler.run(({ cold, flush }) => {
+        const tools = new ToolRegistry().register({ name: 'lookup', cost: 2 }, () => cold('10ms a|', { a: 'A' }));
+        const provider = new ScriptedProvider([{ text: '', toolCalls: ['c1', 'c2', 'c3'].map((id) => ({ id, name: 'lookup', arguments: {} })) }, { text: 'done' }]);
+        const runner = new AgentRunner({ provider, tools, concurrency: { perTenantBudget: { cost: 5, perSeconds: 60 } } });
+        const events: RunEvent[] = [];
+        runner.run$(agent, 'go', { tenant: 'acme' }).subscribe((event) => events.push(event));
+        flush();
+        const outcomes = events.filter((e) => e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR');
+        expect(outcomes.map((e) => e.type)).to.deep.equal(['TOOL_RESULT', 'TOOL_RESULT', 'TOOL_ERROR']);
+        expect(outcomes[2]).to.deep.include({
+          error: {
+            name: 'BudgetExceededError',
+            message: "never dispatched: the tenant's budget is spent until 1970-01-01T00:01:00.000Z: acme needs 2 cost and has 1 left in its window",
+          },
+        });
+        expect(runner.lanes.budgets!()).to.deep.equal([{ key: 'budget:cost:acme', measure: 'cost', limit: 5, spent: 4, until: 60_000 }]);
+      });
+    });
+
+    it("takes the cost a body reports in place of its tool's declared one", () => {
+      testScheduler.run(({ cold, flush }) => {
+        const tools = new ToolRegistry().register({ name: 'lookup', cost: 1 }, (_args, ctx) => {
+          ctx.reportCost(3);
+          return cold('1ms a|', { a: 'A' });
+        });
+        const provider = new ScriptedProvider(Array.from({ length: 4 }, () => lookingUp(3)));
+        const runner = new AgentRunner({ provider, tools, concurrency: { perTenantBudget: { cost: 5, perSeconds: 60 } } });
+        const events: RunEvent[] = [];
+        runner.run$(agent, 'go', { tenant: 'acme' }).subscribe((event) => events.push(event));
+        flush();
+        // 3 spent, then 6 (the call covered at 3 of 5 reported 3 more): the third call is refused.
+        expect(events.filter((e) => e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR').map((e) => e.type)).to.deep.equal(['TOOL_RESULT', 'TOOL_RESULT', 'TOOL_ERROR']);
+        expect(runner.lanes.budgets!()[0]!.spent).to.equal(6);
+      });
+    });
+
+    it('gives back what a call that never started had spent', () => {
+      testScheduler.run(({ cold, flush }) => {
+        const tools = new ToolRegistry().register({ name: 'lookup', cost: 2 }, () => cold('10ms a|', { a: 'A' }));
+        const provider = new ScriptedProvider([{ text: '', toolCalls: ['c1', 'c2'].map((id) => ({ id, name: 'lookup', arguments: {} })) }, { text: 'done' }]);
+        // One call at a time: the second waits in the tool lane, its cost spent, when the run is cancelled.
+        const runner = new AgentRunner({ provider, tools, concurrency: { perTool: { lookup: 1 }, perTenantBudget: { cost: 10, perSeconds: 60 } } });
+        const controller = new AbortController();
+        const events: RunEvent[] = [];
+        runner.run$(agent, 'go', { tenant: 'acme', signal: controller.signal }).subscribe((event) => events.push(event));
+        testScheduler.schedule(() => controller.abort(), 5);
+        flush();
+        expect(events.at(-1)!.type).to.equal('RUN_CANCELLED');
+        expect(runner.lanes.budgets!()[0]!.spent).to.equal(2);
+      });
+    });
+  });
 });
