@@ -92,7 +92,7 @@ export class RedisLaneStore implements LaneStore {
   // Adaptive and budget lanes (adaptive.ts, budget.ts), and the keys of the adaptive lanes.
   private readonly adaptive: FleetAdaptiveLanes;
   private readonly budgetLanes: FleetBudgets;
-  private readonly adaptiveKeys = new Set<string>();
+  private readonly adaptiveKeys = new Map<string, AdaptiveBounds>();
 
   /** What the store says of itself: Redis unreachable, the fall back to in-process lanes, Redis back. */
   readonly notices$: Observable<LaneStoreNotice> = this.notices.asObservable();
@@ -176,10 +176,15 @@ export class RedisLaneStore implements LaneStore {
    * moved within `bounds` by what every process's holders report (adaptive.ts).
    */
   enterAdaptive(key: string, bounds: AdaptiveBounds, onGrant: OnGrant, party = ''): Permit {
-    this.adaptiveKeys.add(key);
+    this.adaptiveKeys.set(key, bounds);
     const permit = new FleetAdaptivePermit(this.adaptive, key, bounds, onGrant);
     permit.inner = this.enter(key, this.adaptive.limitOf(key, bounds), permit, party);
     return permit;
+  }
+
+  /** The adaptive lanes this process has asked, each with the limit Redis last answered with. */
+  limits(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
+    return this.adaptive.list(this.adaptiveKeys);
   }
 
   /**

@@ -134,6 +134,11 @@ export class FleetAdaptiveLanes {
     return this.known.get(key)?.limit ?? initialLimit(bounds);
   }
 
+  /** The adaptive lanes this process has heard of, with the limit Redis last answered with. */
+  list(bounds: ReadonlyMap<string, AdaptiveBounds>): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
+    return [...bounds].map(([key, { min, max }]) => ({ key, limit: this.limitOf(key, bounds.get(key)!), min, max }));
+  }
+
   generationOf(key: string): number {
     return this.known.get(key)?.generation ?? 0;
   }
