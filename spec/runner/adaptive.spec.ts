@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { TestScheduler } from 'rxjs/testing';
-import { Agent, AgentRunner, RateLimitedError, ScriptedProvider, ToolRegistry, type ModelRequest, type RunnerActivity } from '../../lib/index.js';
+import { Agent, AgentRunner, LaneTable, RateLimitedError, ScriptedProvider, ToolRegistry, type LaneStore, type ModelRequest, type RunnerActivity } from '../../lib/index.js';
 
 const Call = t.type({ call: t.string });
 const agent = new Agent({ name: 'planner', instructions: 'Plan.', model: 'm', freeText: true });
@@ -122,6 +122,26 @@ describe('adaptive tool lanes', () => {
       flush();
       expect(seen.limits).to.deep.equal([]);
       expect(runner.lanes.limits!()).to.deep.equal([]);
+    });
+  });
+
+  it('takes the lane at its max on a store without adaptive lanes', () => {
+    testScheduler.run(({ cold, flush }) => {
+      const table = new LaneTable();
+      // A store that only counts: no enterAdaptive.
+      const plain: LaneStore = { enter: (key, limit, onGrant, party) => table.enter(key, limit, onGrant, party), occupancy: () => table.occupancy(), changes$: table.changes$ };
+      const tools = new ToolRegistry().register({ name: 'partner', args: Call }, ({ call }) => cold('10ms a|', { a: call }));
+      const runner = new AgentRunner({
+        provider: new ScriptedProvider(Array.from({ length: 2 }, () => turns([3]))),
+        tools,
+        lanes: plain,
+        concurrency: { perToolAdaptive: { partner: { min: 1, max: 2 } } },
+      });
+      const seen = watch(runner, () => testScheduler.now());
+      runner.run$(agent, 'go').subscribe();
+      flush();
+      expect([seen.started.t0c0, seen.started.t0c1, seen.started.t0c2]).to.deep.equal([0, 0, 10]);
+      expect(seen.limits).to.deep.equal([]);
     });
   });
 });

@@ -146,19 +146,18 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
     const turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), expected);
     // An adaptive tool lane replaces the fixed perTool number; an agent's narrower max bounds its own turn.
-    const adaptive = shared.lanes.enterAdaptive === undefined ? undefined : own(shared.concurrency.perToolAdaptive, call.tool);
-    const toolBound = tighter(
-      narrower(own(turn.perTool, call.tool), adaptive === undefined ? own(shared.concurrency.perTool, call.tool) : undefined),
-      narrower(own(turn.perToolAdaptive, call.tool)?.max, adaptive?.max),
-    );
+    // A store without adaptive lanes takes the lane at its max.
+    const adaptive = own(shared.concurrency.perToolAdaptive, call.tool);
+    const sharedTool = adaptive === undefined ? own(shared.concurrency.perTool, call.tool) : adaptive.max;
+    const toolBound = tighter(narrower(own(turn.perTool, call.tool), sharedTool), narrower(own(turn.perToolAdaptive, call.tool)?.max, adaptive?.max));
     const turnTool = toolBound === undefined ? undefined : bindingOver(toolBound, batch.given === undefined ? undefined : this.callsOf(batch.given, call.tool));
     if (turnLimit !== undefined || turnTool !== undefined) {
       const local = batch.turnLanes;
       this.addStep(steps, local, 'turn', turnLimit, '');
       this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
     }
-    if (adaptive === undefined) this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
-    else this.addStep(steps, shared.lanes, `tool:${call.tool}`, adaptive.max, tenant, { adaptive, budget: undefined, amount: 0 });
+    const adaptiveKind = adaptive === undefined || shared.lanes.enterAdaptive === undefined ? plainLane : { adaptive, budget: undefined, amount: 0 };
+    this.addStep(steps, shared.lanes, `tool:${call.tool}`, sharedTool, tenant, adaptiveKind);
     // A lane the call names for itself (its server's), shared like the tool lane.
     if (call.lane !== undefined) this.addStep(steps, shared.lanes, call.lane.key, call.lane.limit, tenant);
     if (!safe) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
