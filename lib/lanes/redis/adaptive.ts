@@ -4,11 +4,10 @@
 // the lane's own limit and grants the waiters a larger one lets in, publishing the grants as
 // every change does, so every process of the fleet sees one limit.
 import { randomBytes } from 'node:crypto';
-import { reportUnhandled } from '../../unhandled.js';
 import { DECREASE_FACTOR, initialLimit, LATENCY_TOLERANCE, LATENCY_WEIGHT, type AdaptiveBounds, type LaneSignal, type LimitCause, type LimitChange } from '../AdaptiveLimit.js';
 import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
-import type { AskRedis } from './budget.js';
+import { Pending, type AskRedis } from './budget.js';
 import { keysOf, laneBase } from './keys.js';
 import { change } from './scripts.js';
 import type { FleetLane } from './requests.js';
@@ -125,7 +124,7 @@ export class FleetAdaptiveLanes {
   private readonly known = new Map<string, { limit: number; generation: number }>();
   private readonly processId = randomBytes(6).toString('base64url');
   private made = 0;
-  private readonly pending = new Set<Promise<void>>();
+  private readonly pending = new Pending();
 
   constructor(private readonly host: AdaptiveHost) {}
 
@@ -161,14 +160,12 @@ export class FleetAdaptiveLanes {
       `${base}:g`,
       host.sharded(),
     ];
-    const sent = host.ask(adaptiveScript, keys, args).then((answer) => this.answered(permit, answer));
-    const settled = sent.catch(reportUnhandled).finally(() => this.pending.delete(settled));
-    this.pending.add(settled);
+    this.pending.track(host.ask(adaptiveScript, keys, args).then((answer) => this.answered(permit, answer)));
   }
 
   /** Resolves once every script sent has its answer. */
-  async idle(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  idle(): Promise<void> {
+    return this.pending.idle();
   }
 
   private answered(permit: FleetAdaptivePermit, answer: unknown): void {

@@ -125,10 +125,24 @@ export class FleetBudgetPermit implements Permit {
   }
 }
 
+/** Scripts sent and not yet answered, so a store's close can wait for them; a failure is reported, never thrown. */
+export class Pending {
+  private readonly sent = new Set<Promise<void>>();
+
+  track(sent: Promise<void>): void {
+    const settled = sent.catch(reportUnhandled).finally(() => this.sent.delete(settled));
+    this.sent.add(settled);
+  }
+
+  /** Resolves once every script sent has its answer. */
+  async idle(): Promise<void> {
+    while (this.sent.size > 0) await Promise.allSettled([...this.sent]);
+  }
+}
+
 /** The budgets of a RedisLaneStore. */
 export class FleetBudgets {
-  // Scripts sent and not yet answered, so the store's close can wait for them.
-  private readonly pending = new Set<Promise<void>>();
+  private readonly pending = new Pending();
 
   constructor(
     private readonly prefix: string,
@@ -137,7 +151,7 @@ export class FleetBudgets {
 
   enter(key: string, spec: BudgetSpec, amount: number, onGrant: OnGrant, party: string): Permit {
     const permit = new FleetBudgetPermit(this, key, spec, onGrant);
-    this.track(
+    this.pending.track(
       this.ask(budgetScript, [this.keyOf(key)], [String(spec.limit), String(spec.perSeconds * 1000), String(amount)]).then(
         (answer) => {
           const [covered, spent, until] = parts(answer, 3);
@@ -154,20 +168,15 @@ export class FleetBudgets {
   charge(permit: FleetBudgetPermit, amount: number, spentIn: number): void {
     const args = [String(amount), String(permit.spec.perSeconds * 1000), String(spentIn)];
     // A charge that cannot reach Redis is lost with its reason reported: the call's outcome stands.
-    this.track(this.ask(chargeScript, [this.keyOf(permit.key)], args).then(() => undefined, reportUnhandled));
+    this.pending.track(this.ask(chargeScript, [this.keyOf(permit.key)], args).then(() => undefined));
   }
 
   /** Resolves once every script sent has its answer. */
-  async idle(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  idle(): Promise<void> {
+    return this.pending.idle();
   }
 
   private keyOf(key: string): string {
     return `${laneBase(this.prefix, key)}:budget`;
-  }
-
-  private track(sent: Promise<void>): void {
-    const settled = sent.catch(reportUnhandled).finally(() => this.pending.delete(settled));
-    this.pending.add(settled);
   }
 }
