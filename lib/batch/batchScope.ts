@@ -5,7 +5,7 @@ import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, t
 import { LaneTable } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import { CallRecord } from './records.js';
-import { failedBy, failsFast, stoppedOutcome } from './stops.js';
+import { failedBy, failsFast } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
@@ -183,7 +183,18 @@ export class BatchScope implements Subscribable<StopReason> {
 
   /** The records without an outcome, in call order. */
   unsettled(): CallRecord[] {
-    return this.records.filter((record) => record.state !== 'ended');
+    return this.records.filter((record) => record.outcome === undefined);
+  }
+
+  /**
+   * The stop's classification: every record without an outcome gets one, by whether its body
+   * was invoked (`CallRecord.classify`). Returns them, in call order. A record decided
+   * meanwhile (by the batch's close, its subscriber gone from inside a watcher) keeps its outcome.
+   */
+  classify(reason: StopReason): CallRecord[] {
+    const open = this.unsettled();
+    for (const record of open) record.classify(reason);
+    return open;
   }
 
   // Live scheduling events, made only when someone watches.
@@ -239,7 +250,7 @@ export class BatchScope implements Subscribable<StopReason> {
     const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
     for (let index = this.settledUpTo; index < records.length; index++) {
       const record = records[index]!;
-      if (record.outcome === undefined) record.decide(stoppedOutcome(record.call, index, record.state === 'running', left));
+      record.classify(left);
       this.settledActivity(record, record.outcome!);
     }
   }

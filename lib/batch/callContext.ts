@@ -1,4 +1,4 @@
-// The context a call's body is handed, made by its record when the body starts.
+// The context a call's body is handed, made by its body part when the body starts.
 import type { Loan } from '../lanes/index.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
@@ -37,19 +37,19 @@ export class CallContext implements InvokeContext {
 
   /** The shared lanes this call stands in, its callers' included, each lent to nested work. */
   get lent(): ReadonlyMap<string, Loan> {
-    return this.#run.lend();
+    return this.#run.lanes.lend();
   }
 
   get ended(): boolean {
-    return this.#run.isDone;
+    return this.#run.body.ended;
   }
 
   get fence(): string | undefined {
-    return this.#run.fence();
+    return this.#run.lanes.fence();
   }
 
   get fences(): Readonly<Record<string, string>> {
-    return this.#run.fences();
+    return this.#run.lanes.fences();
   }
 
   /** Reports how far the body has got, as a `progress` activity; checked, and dropped once the call has ended. */

@@ -14,7 +14,7 @@ import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
 import { Stage } from './operators/stage.js';
 import { untilStopped } from './operators/untilStopped.js';
-import type { CallRecord } from './records.js';
+import type { CallNews, CallRecord } from './records.js';
 import type { BatchCall, BatchOptions, Outcome } from './types.js';
 
 /**
@@ -46,7 +46,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   // The stages that keep nothing of their own between subscriptions are made once per batch Observable.
   const gated = gate(options.gate);
   const laned = inLanes(options);
-  const inPhase = (phase$: Observable<CallRecord>): Observable<CallRecord> => phase$.pipe(gated, laned);
+  const inPhase = (phase$: Observable<CallRecord>): Observable<CallNews> => phase$.pipe(gated, laned);
   const timed = ceiling(limits);
   const ordered = inCallOrder();
   const settled = settle(options.settle);

@@ -65,6 +65,13 @@ export interface BatchCall {
   readonly cost?: number;
   /** Set when the call must not be dispatched at all (bad arguments, unknown tool): it ends with this error. */
   readonly rejected?: ErrorInfo;
+  /**
+   * The call's outcome when it is known already (a resumed run: the call ran, or was answered,
+   * before): it is neither gated nor dispatched, and goes on with this outcome (its `index` this
+   * call's) through the reorder and the settle steps; a stop does not change it. Read when the
+   * call is dispatched, so a gate step may still give it one (a call held back for a person).
+   */
+  readonly outcome?: Outcome;
   /** The work: returns a value, a Promise or an Observable (its first value is the result). */
   readonly invoke?: (context: InvokeContext) => unknown;
 }

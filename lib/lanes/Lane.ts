@@ -59,7 +59,14 @@ export class LanePermit {
  * A budget lane calls `lost` with a BudgetExceededError when it cannot cover the request. An
  * adaptive lane calls `limitChanged(change)` when what its holder reported moved the lane's limit.
  */
-export type OnGrant = (() => void) | { granted(): void; lost?(error: Error): void; limitChanged?(change: LimitChange): void };
+export type OnGrant = (() => void) | LaneGrantTarget;
+
+/** The object form of `OnGrant`: a call's lanes part implements it, one per call, no closure. */
+export interface LaneGrantTarget {
+  granted(): void;
+  lost?(error: Error): void;
+  limitChanged?(change: LimitChange): void;
+}
 
 /** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
 export function grant(onGrant: OnGrant): void {

@@ -1,4 +1,4 @@
-export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneGrantTarget, type LaneOccupancy, type OnGrant } from './Lane.js';
 export { LaneTable, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
 export { inLane, type InLaneOptions } from './inLane.js';
 export { Loan, enterWithLoan } from './Loan.js';

@@ -239,6 +239,12 @@ export class RunnerCall implements BatchCall {
   readonly needsApproval: boolean;
   /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
   over = false;
+  /** Its outcome when known already (a resumed run), or given at the gate (a call held for a person): never dispatched. */
+  outcome: Outcome | undefined = undefined;
+  /** True when it passed its gate already (a resumed run: asked, approved): it is dispatched without asking again. */
+  gated = false;
+  /** True when its event went out already (a resumed run): its outcome counts, but is not told again. */
+  told = false;
   constructor(
     readonly callId: string,
     readonly tool: string,

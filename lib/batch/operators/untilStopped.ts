@@ -4,8 +4,8 @@
 // dispatched, or stopped in flight (safe to call again if idempotent, else indeterminate).
 import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
-import type { CallRecord } from '../records.js';
-import { stoppedOutcome } from '../stops.js';
+import { CallBody } from '../callBody.js';
+import type { CallNews } from '../records.js';
 import { Stage } from './stage.js';
 import type { StopReason } from '../types.js';
 
@@ -25,9 +25,9 @@ import type { StopReason } from '../types.js';
  * // queued:    "never dispatched: the user pressed stop"
  * ```
  */
-export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperatorFunction<CallRecord> {
+export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperatorFunction<CallNews> {
   return (source) =>
-    new Observable<CallRecord>((out) => {
+    new Observable<CallNews>((out) => {
       const stage = new UntilStopped(out);
       stage.listen(stop$);
       source.subscribe(stage);
@@ -37,7 +37,7 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
 
 // One subscription of untilStopped. The stage is its source's subscriber: a stop unsubscribes it
 // (everything upstream ends), and the classified records go straight on to `out`.
-class UntilStopped extends Stage<CallRecord> {
+class UntilStopped extends Stage<CallNews> {
   // The batch, known from the first record, or at once when the stop given is the batch's own.
   private batch: BatchScope | undefined = undefined;
   // A stop from outside heard before the batch was known; the batch holds it once met.
@@ -49,7 +49,7 @@ class UntilStopped extends Stage<CallRecord> {
   // True once the stop took effect.
   private classified = false;
 
-  constructor(out: Subscriber<CallRecord>) {
+  constructor(out: Subscriber<CallNews>) {
     super(out);
     // The outside stop is heard for as long as `out` is there, not only while the source is.
     out.add(() => this.unlisten());
@@ -78,11 +78,17 @@ class UntilStopped extends Stage<CallRecord> {
     if (reason !== undefined) this.classify(reason);
   }
 
-  protected take(record: CallRecord): void {
-    this.meet(record.batch);
-    this.out.next(record);
+  protected take(news: CallNews): void {
+    if (news instanceof CallBody) {
+      this.meet(news.record.batch);
+      this.out.next(news);
+      return;
+    }
+    this.meet(news.batch);
+    this.out.next(news);
     // FAIL_RUN: a failure stops the batch once its own outcome has gone on.
-    if (record.state === 'ended') record.batch.stopIfFailed(record.outcome!);
+    const { outcome } = news;
+    if (outcome !== undefined) news.batch.stopIfFailed(outcome);
   }
 
   protected override sourceCompleted(): void {
@@ -126,10 +132,8 @@ class UntilStopped extends Stage<CallRecord> {
     // Everything upstream ends first: bodies aborted, permits back, no call starts after this.
     this.unsubscribe();
     this.unlisten();
-    const open = batch === undefined ? [] : batch.unsettled();
     // Every outcome is decided (and told as ended) before any goes on, as in one step.
-    // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
-    for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
+    const open = batch === undefined ? [] : batch.classify(reason);
     for (const record of open) {
       if (out.closed) return;
       out.next(record);
