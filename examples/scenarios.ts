@@ -2,7 +2,7 @@
 // (examples/tool_concurrency.ts) and the live lane view (examples/live/): a scripted model,
 // real tool bodies that sleep like a partner API, no network and no keys.
 import * as t from 'io-ts';
-import { ConcurrencyConfig, OnToolError, ToolRegistry, type ModelResponse, type ToolCall } from '../lib/index.js';
+import { ConcurrencyConfig, OnToolError, RateLimitedError, ToolRegistry, type ModelResponse, type ToolCall } from '../lib/index.js';
 
 /** How long one lookup takes at the partner. */
 export const LOOKUP_MS = 200;
@@ -31,6 +31,15 @@ export const tools = new ToolRegistry()
     async (_args, ctx) => {
       await sleep(60_000, ctx.signal);
       return 'never';
+    },
+  )
+  .register(
+    // A partner that tells one city's lookups to slow down: what an adaptive tool lane listens to.
+    { name: 'partner_lookup', description: 'Hotel prices from a partner that rate limits', args: t.type({ city: t.string }), idempotent: true },
+    async ({ city }, ctx) => {
+      await sleep(LOOKUP_MS / 4, ctx.signal);
+      if (city === 'Atlantis') throw new RateLimitedError(`the partner asks to slow down (${city})`, 1);
+      return { city, from: 90 + city.length * 5 };
     },
   )
   .register(

@@ -58,7 +58,7 @@ const page = new URL('./page.html', import.meta.url);
 
 /**
  * Starts the live view on 127.0.0.1 (`port` 0: any free port). `GET /` is the page,
- * `GET /events` the scenarios as server-sent events.
+ * `GET /events` the scenarios (the worked example's, unless `scenarios` names others) as server-sent events.
  *
  * ## Example
  * ```ts
@@ -67,8 +67,8 @@ const page = new URL('./page.html', import.meta.url);
  * await live.close();
  * ```
  */
-export async function startLiveServer(options: { port?: number } = {}): Promise<LiveServer> {
-  const events = sseHandler<LiveEvent>((_request, signal) => liveEvents(signal));
+export async function startLiveServer(options: { port?: number; scenarios?: readonly Scenario[] } = {}): Promise<LiveServer> {
+  const events = sseHandler<LiveEvent>((_request, signal) => liveEvents(signal, options.scenarios));
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://127.0.0.1').pathname;
     if (request.method === 'GET' && path === '/events') return events(request, response);

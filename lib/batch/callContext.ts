@@ -61,6 +61,12 @@ export class CallContext implements InvokeContext {
     this.#run.progressed(progress, total, message);
   }
 
+  /** Reports what the call cost in all, for its tenant's cost budget; checked, and dropped once the call has ended. */
+  reportCost(total: number): void {
+    if (typeof total !== 'number' || !Number.isFinite(total) || total < 0) throw new TypeError(`reportCost(total) expects a finite number from 0 up, got ${String(total)}`);
+    this.#run.costReported(total);
+  }
+
   /** Aborts the body's signal (now, or when it is first asked for). */
   abort(reason: Error): void {
     if (this.#stopped !== undefined) return;

@@ -7,6 +7,9 @@ import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneGrantTarget, type LaneStore, type Permit } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import type { CallRecord } from './records.js';
+import { chargeLanes, enterKind, plainLane, tellLanes, type LaneKind } from './laneKinds.js';
+import type { LaneSignal, LimitChange } from '../lanes/index.js';
+import type { Outcome } from './types.js';
 
 /** One lane a call takes, in the fixed order: the store, the key, its permits, whose turn it is. */
 export interface LaneStep {
@@ -16,6 +19,8 @@ export interface LaneStep {
   readonly party: string;
   /** The permit of this lane a caller lends (a nested run), if any. */
   readonly loan: Loan | undefined;
+  /** An adaptive or budget lane's own part (laneKinds.ts); absent or `plainLane` for a counting one. */
+  readonly kind?: LaneKind;
 }
 
 /** What the lanes part needs of the stage that enters the call in its lanes (inLanes). */
@@ -84,9 +89,24 @@ export class CallLanes implements LaneGrantTarget {
     if (this.taken > this.asking) this.take(this.asking + 1);
   }
 
-  /** A lane store shared by a fleet lost a permit this call held or waited for. */
+  /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
   lost(error: Error): void {
     this.record.lost(error);
+  }
+
+  /** An adaptive lane's limit moved on what this call reported. */
+  limitChanged(change: LimitChange): void {
+    this.record.limitChanged(change);
+  }
+
+  /** Tells the adaptive and budget lanes among the permits held how the work went: `signal`, or read from `outcome`. */
+  tell(signal: LaneSignal | Outcome): void {
+    if (this.taken > 0) tellLanes(this.permits, this.taken, signal);
+  }
+
+  /** Tells the budget lanes among the permits held what the work cost in all. */
+  charge(total: number): void {
+    chargeLanes(this.permits, this.taken, total);
   }
 
   // Takes the lanes from `first` on, in order.
@@ -94,14 +114,15 @@ export class CallLanes implements LaneGrantTarget {
     const { steps, record } = this;
     const { batch } = record;
     for (let i = first; i < steps.length; i++) {
-      const { store, key, limit, party, loan } = steps[i]!;
+      const { store, key, limit, party, loan, kind } = steps[i]!;
       let permit: Permit;
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
       // recorded here, so the teardown it brings leaves that permit too.
       batch.hold();
       try {
-        permit = loan === undefined ? store.enter(key, limit, this, party) : enterWithLoan(loan, store, key, limit, this, party);
+        if (loan !== undefined) permit = enterWithLoan(loan, store, key, limit, this, party);
+        else permit = kind === plainLane || kind === undefined ? store.enter(key, limit, this, party) : enterKind(store, key, kind, this, party)!;
       } catch (error) {
         batch.endHold();
         // A store that cannot take the request: the call fails, never started, and leaves what it holds.

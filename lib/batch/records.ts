@@ -13,6 +13,7 @@ import { assignDelta } from './deltas.js';
 import { InvocationAbortedError } from './invocation.js';
 import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome, stoppedOutcome } from './stops.js';
 import type { BatchScope } from './batchScope.js';
+import type { LimitChange } from '../lanes/index.js';
 import type { BatchCall, Delta, Outcome, StopReason, WriteAheadWaiter } from './types.js';
 
 /** Where a call stands: before its lanes, waiting for them, its body invoked, or its outcome decided. */
@@ -212,6 +213,19 @@ export class CallRecord implements WriteAheadWaiter {
     this.delta = assignDelta(this.delta ?? {}, patch);
   }
 
+  /** @internal The body reported what the call cost in all: its budget lanes take it (dropped once the call has ended). */
+  costReported(total: number): void {
+    if (!this.body.ended) this.lanes.charge(total);
+  }
+
+  /** @internal An adaptive lane's limit moved on what this call reported: told to watchers. */
+  limitChanged(change: LimitChange): void {
+    const { batch, call, index } = this;
+    if (!batch.watched) return;
+    const { key: lane, limit, previous, cause } = change;
+    batch.report({ type: 'limit-changed', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), lane, limit, previous, cause });
+  }
+
   /** @internal The body reported how far it has got: told to watchers while the call has not ended. */
   progressed(progress: number, total: number | undefined, message: string | undefined): void {
     const { batch, call, index } = this;
@@ -283,6 +297,8 @@ export class CallRecord implements WriteAheadWaiter {
     const { call, index, batch } = this;
     this.outcome = outcome;
     this.state = 'ended';
+    // Adaptive and budget lanes hear how the work went before any permit is left.
+    this.lanes.tell(outcome);
     if (batch.watched) batch.report({ type: 'ended', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), outcome: outcome.kind, overrun: this.body.state === 'overrun' });
   }
 
@@ -303,6 +319,7 @@ export class CallRecord implements WriteAheadWaiter {
     // Once is enough: a teardown re-entered (from a watcher of the permits it leaves) or
     // repeated (by the batch's close) leaves the first to finish what it started.
     if (this.body.ended) return;
+    this.lanes.tell(this.state === 'running' ? 'stopped' : 'unstarted');
     this.body.halt(new InvocationAbortedError('the call was stopped before it settled'));
     this.leaveLanes();
   }

@@ -3,7 +3,7 @@
 import type { Observable, SchedulerLike, Subscribable } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStore, Loan } from '../lanes/index.js';
+import type { LaneStore, LimitCause, Loan } from '../lanes/index.js';
 import type { LoopMonitor } from '../tools/index.js';
 
 /** A delta: the keys a call changed in the run's state. */
@@ -41,6 +41,8 @@ export interface InvokeContext {
   readonly fences?: Readonly<Record<string, string>>;
   /** Reports how far the body has got: a `progress` activity (dropped once the call has ended). */
   progress?(progress: number, total?: number, message?: string): void;
+  /** Reports what the call cost in all, for the tenant's cost budget: it replaces the declared cost. */
+  reportCost?(total: number): void;
 }
 
 /** One tool call of a model turn, as the batch schedules it. */
@@ -59,6 +61,8 @@ export interface BatchCall {
    * phase, from its first call: give every call of a tool the same lane.
    */
   readonly lane?: { readonly key: string; readonly limit: number };
+  /** What the call costs, for the tenant's cost budget (its tool's declared cost); a body may report its actual cost instead. */
+  readonly cost?: number;
   /** Set when the call must not start at all (bad arguments, unknown tool): it ends with this error, without its lanes. */
   readonly rejected?: ErrorInfo;
   /**
@@ -150,6 +154,21 @@ export type CallActivity =
       readonly message?: string;
     }
   | { readonly type: 'released'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly abandoned: boolean }
+  /**
+   * An adaptive lane's limit moved on what this call reported (its outcome): `lane` is the
+   * lane's key, `limit` the new limit, `previous` the old one, `cause` why (docs/concurrency.md).
+   */
+  | {
+      readonly type: 'limit-changed';
+      readonly callId: string;
+      readonly tool: string;
+      readonly index: number;
+      readonly at: number;
+      readonly lane: string;
+      readonly limit: number;
+      readonly previous: number;
+      readonly cause: LimitCause;
+    }
   | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };
 
 /** Where live scheduling events go; an RxJS Subject is one. */

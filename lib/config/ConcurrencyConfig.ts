@@ -2,6 +2,16 @@
 // tool's own time ceiling. Declared on the runner, narrowed (never widened) by an agent.
 import * as t from 'io-ts';
 import { decodeConfig, own, PositiveInt, PositiveSeconds, tighter } from './limits.js';
+import {
+  checkLaneKinds,
+  frozenAdaptive,
+  frozenBudget,
+  laneKindFields,
+  narrowerAdaptive,
+  narrowerBudget,
+  type AdaptiveOptions,
+  type BudgetOptions,
+} from './laneKinds.js';
 
 const Options = t.partial({
   maxConcurrentTools: PositiveInt,
@@ -9,8 +19,19 @@ const Options = t.partial({
   perTenant: PositiveInt,
   perToolSeconds: t.record(t.string, PositiveSeconds, 'an object of tool names to positive seconds'),
   abandonAfterSeconds: PositiveSeconds,
+  // Adaptive and budget lanes (laneKinds.ts).
+  ...laneKindFields,
 });
-const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds'] as const;
+const fields = [
+  'maxConcurrentTools',
+  'perTool',
+  'perTenant',
+  'perToolSeconds',
+  'abandonAfterSeconds',
+  // Adaptive and budget lanes.
+  'perToolAdaptive',
+  'perTenantBudget',
+] as const;
 
 /** What `new ConcurrencyConfig(...)` accepts. Every field is optional; absent means unbounded. */
 export interface ConcurrencyOptions {
@@ -29,6 +50,20 @@ export interface ConcurrencyOptions {
    * abandoned. Absent: kept until the body settles.
    */
   readonly abandonAfterSeconds?: number | undefined;
+
+  // Adaptive and budget lanes (docs/concurrency.md).
+  /**
+   * Adaptive tool lanes: the tool's lane limit falls when its calls are rate limited, time out or
+   * slow down, and grows back as they succeed, within `min..max` (from `initial`, default `max`).
+   * It replaces the fixed `perTool` number of that tool's lane.
+   */
+  readonly perToolAdaptive?: Readonly<Record<string, AdaptiveOptions>> | undefined;
+  /**
+   * Each tenant's budget over a window of `perSeconds`: model `tokens` (the providers' usage) and
+   * tools' `cost` (declared on the tool, or reported by its body). A turn or call the budget
+   * cannot cover is not started.
+   */
+  readonly perTenantBudget?: BudgetOptions | undefined;
 }
 
 function frozenRecord(record: Readonly<Record<string, number>> | undefined): Readonly<Record<string, number>> {
@@ -71,6 +106,9 @@ export class ConcurrencyConfig {
   readonly perTenant: number | undefined;
   readonly perToolSeconds: Readonly<Record<string, number>>;
   readonly abandonAfterSeconds: number | undefined;
+  // Adaptive and budget lanes.
+  readonly perToolAdaptive: Readonly<Record<string, AdaptiveOptions>>;
+  readonly perTenantBudget: BudgetOptions | undefined;
 
   constructor(options: ConcurrencyOptions = {}) {
     const decoded = decodeConfig(Options, fields, options, 'ConcurrencyConfig');
@@ -79,6 +117,10 @@ export class ConcurrencyConfig {
     this.perTenant = decoded.perTenant;
     this.perToolSeconds = frozenRecord(decoded.perToolSeconds);
     this.abandonAfterSeconds = decoded.abandonAfterSeconds;
+    // Adaptive and budget lanes.
+    checkLaneKinds(decoded);
+    this.perToolAdaptive = frozenAdaptive(decoded.perToolAdaptive);
+    this.perTenantBudget = frozenBudget(decoded.perTenantBudget);
     Object.freeze(this);
   }
 
@@ -97,6 +139,9 @@ export class ConcurrencyConfig {
       perToolSeconds: tighterRecord(this.perToolSeconds, that.perToolSeconds),
       // A shorter grace gives permits back sooner, so it is the wider of two: the longer one is kept.
       abandonAfterSeconds: longer(this.abandonAfterSeconds, that.abandonAfterSeconds),
+      // Adaptive and budget lanes: the lower bounds, the smaller budget over the longer window.
+      perToolAdaptive: narrowerAdaptive(this.perToolAdaptive, that.perToolAdaptive),
+      perTenantBudget: narrowerBudget(this.perTenantBudget, that.perTenantBudget),
     });
   }
 
@@ -108,6 +153,9 @@ export class ConcurrencyConfig {
       ...(this.perTenant === undefined ? {} : { perTenant: this.perTenant }),
       ...(Object.keys(this.perToolSeconds).length === 0 ? {} : { perToolSeconds: { ...this.perToolSeconds } }),
       ...(this.abandonAfterSeconds === undefined ? {} : { abandonAfterSeconds: this.abandonAfterSeconds }),
+      // Adaptive and budget lanes.
+      ...(Object.keys(this.perToolAdaptive).length === 0 ? {} : { perToolAdaptive: { ...this.perToolAdaptive } }),
+      ...(this.perTenantBudget === undefined ? {} : { perTenantBudget: { ...this.perTenantBudget } }),
     };
   }
 }

@@ -17,6 +17,7 @@ const expectations: Record<string, string> = {
   PositiveInt: 'a positive integer',
   PositiveSeconds: 'a positive finite number of seconds',
   TokenCount: 'a whole number of tokens from 0 up',
+  PositiveAmount: 'a positive finite number',
   string: 'string',
   number: 'number',
   boolean: 'boolean',

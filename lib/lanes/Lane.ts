@@ -2,6 +2,7 @@
 // Waiters are grouped by party (the tenant, in shared lanes) and parties are
 // served round-robin, so one party's long queue cannot hold back another's call;
 // within a party, grants are FIFO. Everything here is synchronous and O(1).
+import type { LimitChange } from './AdaptiveLimit.js';
 import { keepShape } from '../shapes.js';
 
 /** What a lane reports of itself: how many hold a permit and how many wait for one. */
@@ -56,6 +57,8 @@ export class LanePermit {
  * property, so a store that only calls functions still works with it): a store shared by a fleet
  * (RedisLaneStore) calls it when it loses the permit, or the place in the queue, it had for the
  * request (its lease ran out unrefreshed, its Redis could not be reached). An in-process lane never does.
+ * A budget lane calls `lost` with a BudgetExceededError when it cannot cover the request. An
+ * adaptive lane calls `limitChanged(change)` when what its holder reported moved the lane's limit.
  */
 export type OnGrant = (() => void) | LaneGrantTarget;
 
@@ -63,6 +66,7 @@ export type OnGrant = (() => void) | LaneGrantTarget;
 export interface LaneGrantTarget {
   granted(): void;
   lost?(error: Error): void;
+  limitChanged?(change: LimitChange): void;
 }
 
 /** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
@@ -117,10 +121,25 @@ export class Lane {
    */
   constructor(
     readonly key: string,
-    readonly limit: number,
+    private permitCount: number,
     private readonly onChange?: (lane: Lane, change: LaneChange['change'], party: string) => void,
   ) {
+    if (!(permitCount >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${permitCount}`);
+  }
+
+  /** How many permits the lane has. */
+  get limit(): number {
+    return this.permitCount;
+  }
+
+  /**
+   * Gives the lane `limit` permits (an adaptive lane's limit moved). More permits go to waiters
+   * at once; fewer take nothing back from holders: the lane grants nothing until enough leave.
+   */
+  resize(limit: number): void {
     if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
+    this.permitCount = limit;
+    this.drain();
   }
 
   get holders(): number {
@@ -136,7 +155,7 @@ export class Lane {
   }
 
   occupancy(): LaneOccupancy {
-    return { key: this.key, limit: this.limit, holders: this.holderCount, waiters: this.waiterCount };
+    return { key: this.key, limit: this.permitCount, holders: this.holderCount, waiters: this.waiterCount };
   }
 
   /**
@@ -145,7 +164,7 @@ export class Lane {
    * (or withdraw) with `permit.leave()`.
    */
   enter(onGrant: OnGrant, party = ''): LanePermit {
-    if (this.holderCount < this.limit && this.waiterCount === 0) {
+    if (this.holderCount < this.permitCount && this.waiterCount === 0) {
       // A free permit and nobody ahead: granted at once, without queueing.
       const permit = new LanePermit(this, party);
       permit.state = HOLDING;
@@ -198,7 +217,7 @@ export class Lane {
     if (this.draining) return;
     this.draining = true;
     try {
-      while (this.holderCount < this.limit && this.first !== undefined) {
+      while (this.holderCount < this.permitCount && this.first !== undefined) {
         const queue = this.first;
         const permit = queue.head!;
         this.unlink(permit);

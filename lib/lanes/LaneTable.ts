@@ -4,8 +4,11 @@
 // A batch keeps a table of its own for its turn and turn-tool lanes. A fleet of processes shares
 // its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
 import { Subject, type Observable } from 'rxjs';
-import { grant, Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+import { grant, Lane, type LaneChange, type LaneOccupancy, type LanePermit, type OnGrant } from './Lane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
+import type { AdaptiveBounds, LaneSignal } from './AdaptiveLimit.js';
+import { AdaptiveLimits, AdaptivePermit } from './adaptiveLanes.js';
+import { BudgetLanes, type BudgetOccupancy, type BudgetSpec } from './BudgetLane.js';
 
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
 export interface Permit {
@@ -16,6 +19,14 @@ export interface Permit {
    */
   readonly fence?: string;
   leave(): void;
+  /**
+   * How the work held under the permit went (adaptive and budget lanes listen; others have none):
+   * an adaptive lane's limit moves with it, a budget lane gives back what work that never
+   * started had spent. Told once, when the work's outcome is decided or it is torn down.
+   */
+  report?(signal: LaneSignal): void;
+  /** What the work cost in all, for a budget lane: the difference from what it spent so far is spent (or given back). */
+  charge?(total: number): void;
 }
 
 /**
@@ -51,6 +62,22 @@ export interface LaneStore {
   readonly changes$: Observable<LaneChange>;
   /** What the store says of itself (a fleet store losing its Redis); the runner forwards it to `activity$`. */
   readonly notices$?: Observable<LaneStoreNotice>;
+  /**
+   * Asks adaptive lane `key` for a permit: like `enter`, but the lane's limit is its own, moving
+   * within `bounds` with what its holders `report` (docs/concurrency.md, adaptive lanes). A store
+   * without adaptive lanes leaves this out, and the lane is taken at `bounds.max`.
+   */
+  enterAdaptive?(key: string, bounds: AdaptiveBounds, onGrant: OnGrant, party?: string): Permit;
+  /**
+   * Asks budget `key` to cover `amount` of `spec` (0: an amount not known in advance, which needs
+   * something left): granted and spent when covered, else `lost` with a BudgetExceededError.
+   * A store without budget lanes leaves this out, and budgets are not kept.
+   */
+  enterBudget?(key: string, spec: BudgetSpec, amount: number, onGrant: OnGrant, party?: string): Permit;
+  /** The adaptive lanes' limits now. */
+  limits?(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }>;
+  /** The budgets with an open window. */
+  budgets?(): BudgetOccupancy[];
 }
 
 export class LaneTable implements LaneStore {
@@ -60,11 +87,21 @@ export class LaneTable implements LaneStore {
   private changes: Subject<LaneChange> | undefined;
   // The lane metrics, when a meter was given (the same instruments as the fleet store's).
   private readonly metrics: LaneMetrics | undefined;
+  // The adaptive limits and the budgets, made on first use: a table with neither has neither.
+  private adaptive: AdaptiveLimits | undefined = undefined;
+  private budgetLanes: BudgetLanes | undefined = undefined;
+  // The clock of budget windows and of how long adaptive permits were held (ms).
+  private readonly clock: () => number;
 
-  /** `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default. */
-  constructor(options?: { readonly meter?: LaneMeter }) {
+  /**
+   * `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default.
+   * `now`: the clock budgets and adaptive lanes read, in ms (default `Date.now`; the runner's own
+   * table reads its scheduler, so virtual time moves them).
+   */
+  constructor(options?: { readonly meter?: LaneMeter; readonly now?: () => number }) {
     const meter = options?.meter;
     this.metrics = meter === undefined ? undefined : new LaneMetrics(meter, () => this.occupancy());
+    this.clock = options?.now ?? Date.now;
   }
 
   /** Every queue, grant, release and withdrawal, as it happens. */
@@ -96,6 +133,33 @@ export class LaneTable implements LaneStore {
       grant(onGrant);
     }, party);
   }
+
+  /** Asks adaptive lane `key` for a permit; the lane's limit moves within `bounds` with what its holders report. */
+  enterAdaptive(key: string, bounds: AdaptiveBounds, onGrant: OnGrant, party = ''): Permit {
+    const state = (this.adaptive ??= new AdaptiveLimits()).of(key, bounds);
+    const permit = new AdaptivePermit(this.home, state, onGrant);
+    const lane = this.lanes.get(key);
+    // A lane made at an older limit (a plain enter on the same key) follows the adaptive one.
+    if (lane !== undefined && lane.limit !== state.limit) lane.resize(state.limit);
+    permit.inner = this.enter(key, state.limit, permit, party) as LanePermit;
+    return permit;
+  }
+
+  /** Asks budget `key` to cover `amount`: granted (and spent) at once, or refused with a BudgetExceededError. */
+  enterBudget(key: string, spec: BudgetSpec, amount: number, onGrant: OnGrant, party = ''): Permit {
+    return (this.budgetLanes ??= new BudgetLanes(this.clock)).enter(key, spec, amount, onGrant, party);
+  }
+
+  limits(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
+    return this.adaptive?.list() ?? [];
+  }
+
+  budgets(): BudgetOccupancy[] {
+    return this.budgetLanes?.list() ?? [];
+  }
+
+  // What an adaptive permit needs of this table.
+  private readonly home = { live: (key: string) => this.lanes.get(key), now: () => this.clock() };
 
   /** The live lane under `key`, if any (for tests and views). */
   get(key: string): LaneOccupancy | undefined {

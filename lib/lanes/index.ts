@@ -17,3 +17,13 @@ export {
   type RedisLaneStoreOptions,
   type RedisSubscriber,
 } from './redis/index.js';
+export {
+  AdaptiveLimit,
+  initialLimit,
+  type AdaptiveBounds,
+  type LaneSignal,
+  type LimitCause,
+  type LimitChange,
+} from './AdaptiveLimit.js';
+export { AdaptivePermit } from './adaptiveLanes.js';
+export { BudgetLanes, BudgetPermit, covers, type BudgetOccupancy, type BudgetSpec } from './BudgetLane.js';

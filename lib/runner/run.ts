@@ -24,6 +24,8 @@ import { stopSources } from './runStops.js';
 import { interrupted, type TurnWaits } from './interrupts.js';
 import { turn } from './turn.js';
 import { turnBatch } from './turnBatch.js';
+import { tokenBudgetOf, tokensOf } from './turnBudget.js';
+import type { BudgetSpec, Permit } from '../lanes/index.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
@@ -66,6 +68,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly stopping: Subscription | undefined;
   // The tools the agent may call, as of the registry's last change this run has seen.
   private tools: AgentTools;
+  // The tenant's token budget, if the runner declared one, and the current turn's place in it (turnBudget.ts).
+  readonly tokenBudget: BudgetSpec | undefined;
+  turnBudget: Permit | undefined = undefined;
 
   constructor(
     readonly parts: RunnerParts,
@@ -78,6 +83,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.parent = plan.nesting?.parent;
     this.journal = parts.journal === undefined || plan.nesting !== undefined ? undefined : new RunJournaling(parts.journal, this.runId);
     this.tools = plan.tools;
+    this.tokenBudget = tokenBudgetOf(parts);
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
     this.state = plan.initial;
     // The conversation given, then the message this run answers (a resumed run's, as it was left).
@@ -142,7 +148,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
 
   /** The model's response, in the conversation and as its event. */
   responded(n: number, response: ModelResponse): RunEvent {
-    const { text, toolCalls = [] } = response;
+    const { text, toolCalls = [], usage } = response;
+    // The turn's tokens are spent from its tenant's budget (the turn running when it ran out may overspend it).
+    if (usage !== undefined) this.turnBudget?.charge?.(tokensOf(usage));
     this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
     if (response.usage !== undefined) this.usage = addedUsage(this.usage, response.usage);
     this.journal?.answered(n, response);
@@ -397,4 +405,4 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   subscriber.add(run);
 }
 
-keepShape(() => new Run({ deadline: {} } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)
+keepShape(() => new Run({ deadline: {}, shared: { concurrency: {}, lanes: {} } } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)

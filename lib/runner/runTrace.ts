@@ -195,6 +195,18 @@ export class RunTrace {
       case 'released':
         span.addEvent(TracingEvents.RELEASED, { [TracingAttributes.ABANDONED]: event.abandoned }, event.at);
         return;
+      case 'limit-changed':
+        span.addEvent(
+          TracingEvents.LIMIT_CHANGED,
+          {
+            [TracingAttributes.LANE]: event.lane,
+            [TracingAttributes.LANE_LIMIT]: event.limit,
+            [TracingAttributes.LANE_PREVIOUS_LIMIT]: event.previous,
+            [TracingAttributes.LANE_LIMIT_CAUSE]: event.cause,
+          },
+          event.at,
+        );
+        return;
       case 'settled':
         call.kind = event.outcome;
         // A run being left emits no more events: what the activity said is all there is.

@@ -44,7 +44,17 @@ export const TracingAttributes = {
   /** On a `queued` event: the lane. On a `released` event: whether the grace gave up on the body. */
   LANE: 'agent_lanes.lane',
   ABANDONED: 'agent_lanes.call.abandoned',
+  /** On a `limit_changed` event: the adaptive lane's new limit, the one before, and why it moved (`overload`, `latency`, `success`). */
+  LANE_LIMIT: 'agent_lanes.lane.limit',
+  LANE_PREVIOUS_LIMIT: 'agent_lanes.lane.previous_limit',
+  LANE_LIMIT_CAUSE: 'agent_lanes.lane.limit_cause',
 } as const;
 
 /** The events on an execute_tool span. */
-export const TracingEvents = { QUEUED: 'agent_lanes.lane.queued', STARTED: 'agent_lanes.call.started', RELEASED: 'agent_lanes.call.released' } as const;
+export const TracingEvents = {
+  QUEUED: 'agent_lanes.lane.queued',
+  STARTED: 'agent_lanes.call.started',
+  RELEASED: 'agent_lanes.call.released',
+  /** An adaptive lane's limit moved on this call's outcome. */
+  LIMIT_CHANGED: 'agent_lanes.lane.limit_changed',
+} as const;

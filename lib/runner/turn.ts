@@ -14,6 +14,7 @@ import type { ModelRequest } from './model.js';
 import { isStreamPart } from './modelStream.js';
 import type { Run } from './run.js';
 import { streamed } from './streamedTurn.js';
+import { askTokenBudget } from './turnBudget.js';
 
 /**
  * Turn `n` of a run, as an Observable of its events: the model asked (unless the run stopped or
@@ -48,6 +49,8 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
   private contents: Array<string | undefined> = noContents;
   private outcomes: Outcome[] = noOutcomes;
   private taken = 0;
+  // True while the turn waits for its tenant's token budget to answer.
+  private budgetWaits = false;
 
   constructor(
     private readonly run: Run,
@@ -64,13 +67,42 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     // A run stopped before this turn does not take even a synchronous reply.
     if (run.stopped !== undefined) return this.end(ending(run.stopped));
     subscriber.add(this);
-    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: run.toolsNow().specs };
-    run.asked = request.messages;
     // A run nothing outside can stop hears nothing while it asks.
     if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
+    // A tenant's token budget is asked first: the model is asked once it has something left.
+    const budget = run.tokenBudget;
+    if (budget !== undefined) {
+      const permit = (run.turnBudget = askTokenBudget(run.parts, budget, plan.tenant, this));
+      if (this.closed) return;
+      if (!permit.holding) {
+        this.budgetWaits = true;
+        return;
+      }
+    }
+    this.ask();
+  }
+
+  private ask(): void {
+    const { run } = this;
+    const { plan } = run;
+    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: run.toolsNow().specs };
+    run.asked = request.messages;
     // Known before it is sent: a stop while the provider is still being asked leaves it then.
     const asked = (this.asked = new Request(this));
     asked.send(run.parts, request);
+  }
+
+  /** @internal The tenant's token budget, which had to be asked of a store shared by a fleet, covers this turn. */
+  granted(): void {
+    if (!this.budgetWaits || this.closed || this.answered) return;
+    this.budgetWaits = false;
+    this.ask();
+  }
+
+  /** @internal The tenant's token budget cannot cover this turn (a BudgetExceededError), or could not be asked: the run fails. */
+  lost(error: Error): void {
+    if (this.closed || this.answered) return;
+    this.end(failed(error));
   }
 
   // The run stopped while the model was asked: the request is left (aborted) and the run ends.
@@ -220,6 +252,8 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     this.stopping?.unsubscribe();
     this.stopping = undefined;
     this.leave();
+    // A turn's budget holds nothing that must be given back; leaving tells a fleet store not to wait for it.
+    this.run.turnBudget?.leave();
     super.unsubscribe();
   }
 }

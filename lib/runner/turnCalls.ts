@@ -183,6 +183,10 @@ class ToolCallContext implements ToolContext {
     return this.#invocation.fences ?? noFences;
   }
 
+  reportCost(total: number): void {
+    this.#invocation.reportCost?.(total);
+  }
+
   progress(progress: number, total?: number, message?: string): void {
     this.#invocation.progress?.(progress, total, message);
   }
@@ -233,6 +237,7 @@ export class RunnerCall implements BatchCall {
   readonly parallelSafe: boolean | undefined;
   readonly idempotent: boolean | undefined;
   readonly lane: ToolLane | undefined;
+  readonly cost: number | undefined;
   readonly needsApproval: boolean;
   /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
   over = false;
@@ -266,6 +271,7 @@ export class RunnerCall implements BatchCall {
     this.parallelSafe = declaration?.parallelSafe;
     this.idempotent = declaration?.idempotent;
     this.lane = declaration?.lane;
+    this.cost = declaration?.cost;
     this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
   }
 

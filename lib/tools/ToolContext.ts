@@ -69,6 +69,12 @@ export interface ToolContext {
    * is not); a report after the call has ended is dropped.
    */
   progress(progress: number, total?: number, message?: string): void;
+  /**
+   * Reports what this call cost in all, for the tenant's cost budget (`perTenantBudget.cost`): it
+   * replaces the tool's declared `cost` (the difference is spent, or given back). A finite number
+   * from 0 up (a TypeError otherwise); the last report wins; reports after the call ended are dropped.
+   */
+  reportCost(total: number): void;
   /** The run's state when the batch started: JSON-like data, frozen all the way down (a write throws). */
   readonly state: RunState;
   /**

@@ -45,6 +45,12 @@ export interface ToolDeclaration<C extends Schema | undefined = Schema | undefin
   readonly parameters?: JsonSchema;
   /** A lane of the tool's own, taken after the tool lane: calls to one server share its lane. */
   readonly lane?: ToolLane;
+  /**
+   * What one call costs, for the tenant's cost budget (`perTenantBudget.cost`): a call the budget
+   * cannot cover is not started. A body may report its actual cost (`ctx.reportCost`), which
+   * replaces this figure. A positive finite number; absent: a call costs nothing until it reports.
+   */
+  readonly cost?: number;
 }
 
 /** The arguments a body receives: what the codec decodes to (or the schema's output), or the raw JSON value without one. */
@@ -61,10 +67,12 @@ export interface ResolvedDeclaration {
   /** The schema shown as it is (declared, or a Standard Schema's own), or undefined to derive it from an io-ts `args`. */
   readonly parameters: JsonSchema | undefined;
   readonly lane: ToolLane | undefined;
+  /** What one call costs, for cost budgets (undefined: nothing declared). */
+  readonly cost: number | undefined;
 }
 
 const namePattern = /^[A-Za-z0-9_-]{1,64}$/;
-const fields = ['name', 'description', 'args', 'parallelSafe', 'idempotent', 'needsApproval', 'parameters', 'lane'];
+const fields = ['name', 'description', 'args', 'parallelSafe', 'idempotent', 'needsApproval', 'parameters', 'lane', 'cost'];
 // The keys of the lanes the batch takes itself: a tool's own lane must not land in one of them.
 const reservedLane = /^(tenant|turn|turn-tool|tool|args):/;
 
@@ -153,5 +161,13 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
     needsApproval: flag(record, 'needsApproval', false),
     parameters: declared ?? (args !== undefined && isStandardSchema(args) ? standardParameters(name, args) : undefined),
     lane: declaration.lane === undefined ? undefined : checkLane(declaration.lane),
+    cost: checkCost(declaration.cost),
   };
+}
+
+// A declared cost: a positive finite number, or absent.
+function checkCost(cost: unknown): number | undefined {
+  if (cost === undefined) return undefined;
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) throw new ConfigError('cost', `cost must be a positive finite number, got ${describeValue(cost)}`);
+  return cost;
 }

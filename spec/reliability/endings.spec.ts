@@ -65,6 +65,8 @@ function line(a: CallActivity): string {
       return `${a.at} settled ${a.callId} ${a.outcome}`;
     case 'progress':
       return `${a.at} progress ${a.callId} ${a.progress}`;
+    case 'limit-changed':
+      return `${a.at} limit ${a.lane} ${a.previous} -> ${a.limit}`;
   }
 }
 

@@ -44,7 +44,9 @@ describe('ToolRegistry', () => {
     { title: 'a lane keyed like one of the batch\'s own', declaration: { name: 'x', lane: { key: 'tool:y', limit: 2 } }, message: 'lane.key must be a non-empty string not starting with tenant:, turn:, turn-tool:, tool: or args:, got "tool:y"' },
     { title: 'a lane of no permits', declaration: { name: 'x', lane: { key: 'mcp:files', limit: 0 } }, message: 'lane.limit must be a positive integer, got 0' },
     { title: 'a misspelt lane field', declaration: { name: 'x', lane: { key: 'mcp:files', limt: 2 } }, message: 'a tool lane has no field limt; its fields are key, limit' },
-    { title: 'a misspelt field', declaration: { name: 'x', parallelsafe: false }, message: 'a tool declaration has no field parallelsafe; its fields are name, description, args, parallelSafe, idempotent, needsApproval, parameters, lane' },
+    { title: 'a zero cost', declaration: { name: 'x', cost: 0 }, message: 'cost must be a positive finite number, got 0' },
+    { title: 'a cost that is not a number', declaration: { name: 'x', cost: '2' }, message: 'cost must be a positive finite number, got "2"' },
+    { title: 'a misspelt field', declaration: { name: 'x', parallelsafe: false }, message: 'a tool declaration has no field parallelsafe; its fields are name, description, args, parallelSafe, idempotent, needsApproval, parameters, lane, cost' },
   ];
   for (const c of invalid) {
     it(`refuses ${c.title}, naming the field`, () => {

@@ -218,7 +218,7 @@ describe("a call's idempotency key and fencing tokens in the request's _meta", (
   it('lets a server deduplicate a retried call, and refuse a holder whose fence is stale', async () => {
     const [book] = await mcpTools(served.client, { tools: ['book'] });
     const ctx = (key: string, fence?: string): ToolContext =>
-      ({ callId: 'c1', tool: 'book', tenant: 't', runId: 'r1', idempotencyKey: key, signal: new AbortController().signal, fence, fences: fence === undefined ? {} : { 'tool:book': fence }, state: {}, messages: [], record: () => undefined, progress: () => undefined, runAgent: () => Promise.reject(new Error('no')) }) as ToolContext;
+      ({ callId: 'c1', tool: 'book', tenant: 't', runId: 'r1', idempotencyKey: key, signal: new AbortController().signal, fence, fences: fence === undefined ? {} : { 'tool:book': fence }, state: {}, messages: [], record: () => undefined, progress: () => undefined, reportCost: () => undefined, runAgent: () => Promise.reject(new Error('no')) }) as ToolContext;
     expect(await book!.body({ room: '12' }, ctx('r1:c1', '7'))).to.equal('booking 1 of 12');
     // The same call again (a retry after a lost answer): the same booking, not a second one.
     expect(await book!.body({ room: '12' }, ctx('r1:c1', '8'))).to.equal('booking 1 (again)');

@@ -64,7 +64,7 @@ describe('an MCP server whose list of tools changes', () => {
     const body = registry.get('old')!.body;
     old.remove();
     await until(() => !registry.has('old'));
-    const ctx = { callId: 'c', tool: 'old', tenant: 't', runId: 'r', idempotencyKey: 'r:c', signal: new AbortController().signal, fences: {}, state: {}, messages: [], record: () => undefined, progress: () => undefined, runAgent: () => Promise.reject(new Error('no')) } as ToolContext;
+    const ctx = { callId: 'c', tool: 'old', tenant: 't', runId: 'r', idempotencyKey: 'r:c', signal: new AbortController().signal, fences: {}, state: {}, messages: [], record: () => undefined, progress: () => undefined, reportCost: () => undefined, runAgent: () => Promise.reject(new Error('no')) } as ToolContext;
     const failure = await Promise.resolve(body({}, ctx)).then(
       () => undefined,
       (error: unknown) => error,

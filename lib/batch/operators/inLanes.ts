@@ -15,11 +15,20 @@ import type { LaneStep } from '../callLanes.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
+import { plainLane, type LaneKind } from '../laneKinds.js';
+import type { BudgetSpec } from '../../lanes/index.js';
 
 /** The lanes calls enter, and what else entering them needs: the batch options of the same names. */
 export type LanePlan = Pick<BatchOptions, 'concurrency' | 'shared' | 'tenant' | 'lent' | 'monitor'>;
 
 const noSteps: readonly LaneStep[] = [];
+
+// The runner's cost budget per tenant, when it declared one and its store keeps budgets.
+function costBudgetOf(lanes: LaneStore, concurrency: ConcurrencyConfig): BudgetSpec | undefined {
+  const budget = concurrency.perTenantBudget;
+  if (budget?.cost === undefined || lanes.enterBudget === undefined) return undefined;
+  return { measure: 'cost', limit: budget.cost, perSeconds: budget.perSeconds };
+}
 const noLoans: ReadonlyMap<string, Loan> = new Map();
 
 // A bound the turn adds on top of a shared lane: only when it is tighter than the shared one.
@@ -132,16 +141,24 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     const shared = (this.shared ??= { lanes: batch.ownLanes, concurrency: turn });
     const expected = batch.expected;
     const steps: LaneStep[] = [];
+    // Budget lanes come before any concurrency permit (laneKinds.ts): a call they cannot cover holds nothing.
+    const costBudget = costBudgetOf(shared.lanes, shared.concurrency);
+    if (costBudget !== undefined) this.addStep(steps, shared.lanes, `budget:cost:${tenant}`, 1, tenant, { adaptive: undefined, budget: costBudget, amount: call.cost ?? 0 });
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
     const turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), expected);
-    const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
+    // An adaptive tool lane replaces the fixed perTool number; an agent's narrower max bounds its own turn.
+    // A store without adaptive lanes takes the lane at its max.
+    const adaptive = own(shared.concurrency.perToolAdaptive, call.tool);
+    const sharedTool = adaptive === undefined ? own(shared.concurrency.perTool, call.tool) : adaptive.max;
+    const toolBound = tighter(narrower(own(turn.perTool, call.tool), sharedTool), narrower(own(turn.perToolAdaptive, call.tool)?.max, adaptive?.max));
     const turnTool = toolBound === undefined ? undefined : bindingOver(toolBound, batch.given === undefined ? undefined : this.callsOf(batch.given, call.tool));
     if (turnLimit !== undefined || turnTool !== undefined) {
       const local = batch.turnLanes;
       this.addStep(steps, local, 'turn', turnLimit, '');
       this.addStep(steps, local, `turn-tool:${call.tool}`, turnTool, '');
     }
-    this.addStep(steps, shared.lanes, `tool:${call.tool}`, own(shared.concurrency.perTool, call.tool), tenant);
+    const adaptiveKind = adaptive === undefined || shared.lanes.enterAdaptive === undefined ? plainLane : { adaptive, budget: undefined, amount: 0 };
+    this.addStep(steps, shared.lanes, `tool:${call.tool}`, sharedTool, tenant, adaptiveKind);
     // A lane the call names for itself (its server's), shared like the tool lane.
     if (call.lane !== undefined) this.addStep(steps, shared.lanes, call.lane.key, call.lane.limit, tenant);
     if (!safe) this.addStep(steps, shared.lanes, `args:${call.tool}:${canonicalJson(call.args)}`, 1, tenant);
@@ -163,11 +180,11 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     return this.perTool.get(tool) ?? 0;
   }
 
-  private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string): void {
+  private addStep(steps: LaneStep[], store: LaneStore, key: string, limit: number | undefined, party: string, kind: LaneKind = plainLane): void {
     if (limit === undefined) return;
-    // A shared lane a caller lends (a nested run): its calls may run in the lent permit.
-    const loan = store === this.sharedLanes ? this.lent.get(key) : undefined;
-    steps.push({ store, key, limit, party, loan });
+    // A shared lane a caller lends (a nested run): its calls may run in the lent permit. A budget is never lent.
+    const loan = store === this.sharedLanes && kind.budget === undefined ? this.lent.get(key) : undefined;
+    steps.push({ store, key, limit, party, loan, kind });
   }
 }
 

@@ -30,6 +30,10 @@ import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
 import { ScriptTransport } from './transport.js';
 import { WakeUps } from './wakeUps.js';
+import type { AdaptiveBounds } from '../AdaptiveLimit.js';
+import type { BudgetSpec } from '../BudgetLane.js';
+import { adaptiveKeyOf, FleetAdaptiveLanes, FleetAdaptivePermit } from './adaptive.js';
+import { FleetBudgets } from './budget.js';
 
 export type { RedisLaneStoreOptions } from './options.js';
 export type { FleetLaneOccupancy } from './snapshot.js';
@@ -85,6 +89,10 @@ export class RedisLaneStore implements LaneStore {
   private readonly notices = new Subject<LaneStoreNotice>();
   private closed = false;
   private closing: Promise<void> | undefined = undefined;
+  // Adaptive and budget lanes (adaptive.ts, budget.ts), and the keys of the adaptive lanes.
+  private readonly adaptive: FleetAdaptiveLanes;
+  private readonly budgetLanes: FleetBudgets;
+  private readonly adaptiveKeys = new Map<string, AdaptiveBounds>();
 
   /** What the store says of itself: Redis unreachable, the fall back to in-process lanes, Redis back. */
   readonly notices$: Observable<LaneStoreNotice> = this.notices.asObservable();
@@ -151,6 +159,47 @@ export class RedisLaneStore implements LaneStore {
       sendLeave: (permit) => this.sendLeave(permit),
     });
     this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, replies);
+    // Adaptive and budget lanes.
+    const ask = (script: Script, keys: readonly string[], args: readonly string[]) => this.transport.ask(script, keys, args);
+    this.adaptive = new FleetAdaptiveLanes({
+      prefix: this.prefix,
+      keepText: this.keepText,
+      ask,
+      sharded: () => this.wakeUps.sharded,
+      lane: (key) => this.lanes.get(key),
+    });
+    this.budgetLanes = new FleetBudgets(this.prefix, ask);
+  }
+
+  /**
+   * Asks adaptive lane `key` for a permit: the lane's limit is the fleet's, kept in Redis and
+   * moved within `bounds` by what every process's holders report (adaptive.ts).
+   */
+  enterAdaptive(key: string, bounds: AdaptiveBounds, onGrant: OnGrant, party = ''): Permit {
+    this.adaptiveKeys.set(key, bounds);
+    const permit = new FleetAdaptivePermit(this.adaptive, key, bounds, onGrant);
+    permit.inner = this.enter(key, this.adaptive.limitOf(key, bounds), permit, party);
+    return permit;
+  }
+
+  /** The adaptive lanes this process has asked, each with the limit Redis last answered with. */
+  limits(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
+    return this.adaptive.list(this.adaptiveKeys);
+  }
+
+  /**
+   * Asks budget `key` to cover `amount`: once Redis answers, granted (and spent from the fleet's
+   * window) or lost with a BudgetExceededError (budget.ts). Redis unreachable: lost with a
+   * LaneLostError, or asked of the in-process lanes when whenUnreachable is 'in-process'.
+   */
+  enterBudget(key: string, spec: BudgetSpec, amount: number, onGrant: OnGrant, party = ''): Permit {
+    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `budget ${key} cannot be asked: its RedisLaneStore was closed`));
+    const { down } = this.outage;
+    if (down !== undefined) {
+      if (this.whenUnreachable === 'in-process') return this.fallback.lanes().enterBudget(key, spec, amount, onGrant, party);
+      return lostAtOnce(onGrant, new LaneLostError(key, this.outage.why(key, down)));
+    }
+    return this.budgetLanes.enter(key, spec, amount, onGrant, party);
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -228,8 +277,8 @@ export class RedisLaneStore implements LaneStore {
   }
 
   /** @internal Resolves once every script sent to Redis has its reply (or timed out). */
-  idle(): Promise<void> {
-    return this.transport.idle();
+  async idle(): Promise<void> {
+    await Promise.all([this.transport.idle(), this.adaptive.idle(), this.budgetLanes.idle()]);
   }
 
   /** @internal use `permit.leave()` */
@@ -264,7 +313,9 @@ export class RedisLaneStore implements LaneStore {
   // A lane of this process's own, made on its first request.
   private laneFor(key: string, limit: number): FleetLane {
     const base = laneBase(this.prefix, key);
-    const lane = new FleetLane(key, limit, keysOf(base), `${base}:g`);
+    // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
+    const keys = this.adaptiveKeys.has(key) ? [...keysOf(base), adaptiveKeyOf(this.prefix, key)] : keysOf(base);
+    const lane = new FleetLane(key, limit, keys, `${base}:g`);
     this.lanes.set(key, lane);
     this.byChannel.set(lane.channel, lane);
     this.heartbeat.start();

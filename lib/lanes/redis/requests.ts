@@ -81,7 +81,8 @@ export class FleetLane {
 
   constructor(
     readonly key: string,
-    readonly limit: number,
+    // This process's view of the lane's limit (an adaptive lane's moves: adaptive.ts).
+    public limit: number,
     readonly keys: readonly string[],
     readonly channel: string,
   ) {}

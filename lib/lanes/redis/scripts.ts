@@ -30,7 +30,7 @@ function script(source: string): Script {
 
 // A change safe to repeat. ARGV: request id, how long its answer is kept (ms), then the
 // change's own arguments (argv in its body).
-function change(body: string): Script {
+export function change(body: string): Script {
   return script(`${prelude}
 local requestId, keepMs = ARGV[1], tonumber(ARGV[2])
 local argv = {}
@@ -183,7 +183,12 @@ end
  */
 export const acquireScript = change(String.raw`
 local id, party, lease = argv[1], argv[2], tonumber(argv[4])
-if not redis.call('HGET', M, 'limit') then redis.call('HSET', M, 'limit', argv[3], 'key', argv[7]) end
+if not redis.call('HGET', M, 'limit') then
+  local start = argv[3]
+  -- An adaptive lane (its state's key is KEYS[9]: adaptive.ts) starts at the limit the fleet learned.
+  if KEYS[9] then start = redis.call('HGET', KEYS[9], 'limit') or start end
+  redis.call('HSET', M, 'limit', start, 'key', argv[7])
+end
 reclaim()
 drain()
 local out

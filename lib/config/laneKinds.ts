@@ -1,0 +1,117 @@
+// The ConcurrencyConfig fields of the adaptive and budget lanes: their codecs, the checks that
+// span fields (min <= initial <= max, a budget that counts something), and how an agent's
+// narrow the runner's. ConcurrencyConfig.ts composes them with its other fields.
+import * as t from 'io-ts';
+import { ConfigError } from '../errors.js';
+import { own, PositiveInt, PositiveSeconds, refuseUnknownFields, tighter } from './limits.js';
+import { describeValue } from './report.js';
+
+export interface PositiveAmountBrand {
+  readonly PositiveAmount: unique symbol;
+}
+/** A finite amount above zero: a budget's cost. */
+export const PositiveAmount = t.brand(
+  t.number,
+  (n): n is t.Branded<number, PositiveAmountBrand> => Number.isFinite(n) && n > 0,
+  'PositiveAmount',
+);
+
+/** One tool's adaptive lane: its limit moves within `min..max`, from `initial` (default `max`). */
+export interface AdaptiveOptions {
+  readonly min: number;
+  readonly max: number;
+  readonly initial?: number | undefined;
+}
+
+/** A tenant's budget over a window of `perSeconds`: model tokens, tools' cost, or both. */
+export interface BudgetOptions {
+  readonly tokens?: number | undefined;
+  readonly cost?: number | undefined;
+  readonly perSeconds: number;
+}
+
+const Adaptive = t.intersection([t.type({ min: PositiveInt, max: PositiveInt }), t.partial({ initial: PositiveInt })]);
+const Budget = t.intersection([t.type({ perSeconds: PositiveSeconds }), t.partial({ tokens: PositiveInt, cost: PositiveAmount })]);
+
+/** The codecs of the fields, for ConcurrencyConfig's own. */
+export const laneKindFields = {
+  perToolAdaptive: t.record(t.string, Adaptive, 'an object of tool names to { min, max, initial? }'),
+  perTenantBudget: Budget,
+};
+
+const adaptiveKeys = ['min', 'max', 'initial'];
+const budgetKeys = ['tokens', 'cost', 'perSeconds'];
+
+/**
+ * The checks the codecs cannot make, on decoded fields: no unknown keys, `min <= max`,
+ * `initial` within them, a budget that bounds tokens or cost. Throws a ConfigError naming the field.
+ */
+export function checkLaneKinds(input: { readonly perToolAdaptive?: unknown; readonly perTenantBudget?: unknown }): void {
+  const adaptive = input.perToolAdaptive as Readonly<Record<string, AdaptiveOptions>> | undefined;
+  for (const tool of Object.keys(adaptive ?? {})) {
+    const field = `perToolAdaptive.${tool}`;
+    const bounds = own(adaptive!, tool)!;
+    refuseUnknownFields(bounds, adaptiveKeys, field, { field });
+    if (bounds.min > bounds.max) {
+      throw new ConfigError(`${field}.max`, `${field}.max must be at least its min (${bounds.min}), got ${bounds.max}`);
+    }
+    const { initial } = bounds;
+    if (initial !== undefined && (initial < bounds.min || initial > bounds.max)) {
+      throw new ConfigError(`${field}.initial`, `${field}.initial must be within min..max (${bounds.min}..${bounds.max}), got ${describeValue(initial)}`);
+    }
+  }
+  const budget = input.perTenantBudget as BudgetOptions | undefined;
+  if (budget !== undefined) {
+    refuseUnknownFields(budget, budgetKeys, 'perTenantBudget', { field: 'perTenantBudget' });
+    if (budget.tokens === undefined && budget.cost === undefined) {
+      throw new ConfigError('perTenantBudget', 'perTenantBudget must bound tokens, cost or both, got neither');
+    }
+  }
+}
+
+/** The frozen adaptive bounds, key by key. */
+export function frozenAdaptive(record: Readonly<Record<string, AdaptiveOptions>> | undefined): Readonly<Record<string, AdaptiveOptions>> {
+  return Object.freeze(
+    Object.fromEntries(
+      Object.entries(record ?? {}).map(([tool, { min, max, initial }]) => [tool, Object.freeze(initial === undefined ? { min, max } : { min, max, initial })]),
+    ),
+  );
+}
+
+/**
+ * Two sides' adaptive bounds, key by key: where both bound a tool, the lower of each (a lower
+ * `min` lets the limit fall further, a lower `max` caps it sooner, a lower `initial` starts it
+ * lower), so the result never lets more calls run than either side.
+ */
+export function narrowerAdaptive(
+  a: Readonly<Record<string, AdaptiveOptions>>,
+  b: Readonly<Record<string, AdaptiveOptions>>,
+): Record<string, AdaptiveOptions> {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return Object.fromEntries(
+    [...keys].map((key) => {
+      const x = own(a, key);
+      const y = own(b, key);
+      if (x === undefined || y === undefined) return [key, (x ?? y)!];
+      return [key, { min: Math.min(x.min, y.min), max: Math.min(x.max, y.max), initial: Math.min(x.initial ?? x.max, y.initial ?? y.max) }];
+    }),
+  );
+}
+
+/** Two budgets: the smaller of each amount, over the longer window. */
+export function narrowerBudget(a: BudgetOptions | undefined, b: BudgetOptions | undefined): BudgetOptions | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  const tokens = tighter(a.tokens, b.tokens);
+  const cost = tighter(a.cost, b.cost);
+  return {
+    ...(tokens === undefined ? {} : { tokens }),
+    ...(cost === undefined ? {} : { cost }),
+    perSeconds: Math.max(a.perSeconds, b.perSeconds),
+  };
+}
+
+/** The frozen budget, as given. */
+export function frozenBudget(budget: BudgetOptions | undefined): BudgetOptions | undefined {
+  return budget === undefined ? undefined : Object.freeze({ ...budget });
+}
