@@ -2,6 +2,7 @@
 // tool's own time ceiling. Declared on the runner, narrowed (never widened) by an agent.
 import * as t from 'io-ts';
 import { decodeConfig, own, PositiveInt, PositiveSeconds, tighter } from './limits.js';
+import { frozenRates, RatesCodec, refuseUnknownRateFields, slowerRates, type RateOptions } from './rates.js';
 
 const Options = t.partial({
   maxConcurrentTools: PositiveInt,
@@ -9,8 +10,11 @@ const Options = t.partial({
   perTenant: PositiveInt,
   perToolSeconds: t.record(t.string, PositiveSeconds, 'an object of tool names to positive seconds'),
   abandonAfterSeconds: PositiveSeconds,
+  // The rate lanes (lib/config/rates.ts).
+  perToolRate: RatesCodec,
+  perTenantRate: RatesCodec,
 });
-const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds'] as const;
+const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds', 'perToolRate', 'perTenantRate'] as const;
 
 /** What `new ConcurrencyConfig(...)` accepts. Every field is optional; absent means unbounded. */
 export interface ConcurrencyOptions {
@@ -29,6 +33,12 @@ export interface ConcurrencyOptions {
    * abandoned. Absent: kept until the body settles.
    */
   readonly abandonAfterSeconds?: number | undefined;
+
+  // The rate lanes: taken before any concurrency lane, so no permit is held while a call waits on a clock.
+  /** Each tool's rate lane: calls to it admitted at most `limit` per `perSeconds`, up to `burst` at once, across every run on the runner. */
+  readonly perToolRate?: Readonly<Record<string, RateOptions>> | undefined;
+  /** Each tenant's rate lane, by tenant (`'*'`: every tenant without an entry of its own, each in a lane of its own). */
+  readonly perTenantRate?: Readonly<Record<string, RateOptions>> | undefined;
 }
 
 function frozenRecord(record: Readonly<Record<string, number>> | undefined): Readonly<Record<string, number>> {
@@ -71,6 +81,9 @@ export class ConcurrencyConfig {
   readonly perTenant: number | undefined;
   readonly perToolSeconds: Readonly<Record<string, number>>;
   readonly abandonAfterSeconds: number | undefined;
+  // The rate lanes.
+  readonly perToolRate: Readonly<Record<string, RateOptions>>;
+  readonly perTenantRate: Readonly<Record<string, RateOptions>>;
 
   constructor(options: ConcurrencyOptions = {}) {
     const decoded = decodeConfig(Options, fields, options, 'ConcurrencyConfig');
@@ -79,6 +92,11 @@ export class ConcurrencyConfig {
     this.perTenant = decoded.perTenant;
     this.perToolSeconds = frozenRecord(decoded.perToolSeconds);
     this.abandonAfterSeconds = decoded.abandonAfterSeconds;
+    // The rate lanes.
+    refuseUnknownRateFields(options.perToolRate, 'perToolRate');
+    refuseUnknownRateFields(options.perTenantRate, 'perTenantRate');
+    this.perToolRate = frozenRates(decoded.perToolRate);
+    this.perTenantRate = frozenRates(decoded.perTenantRate);
     Object.freeze(this);
   }
 
@@ -86,6 +104,7 @@ export class ConcurrencyConfig {
    * The composition rule: field by field (and key by key for `perTool` and `perToolSeconds`)
    * the smaller of the two, so the result is never wider than either side. `abandonAfterSeconds`
    * keeps the longer grace, for the same reason: a shorter one gives permits back sooner.
+   * `perToolRate` and `perTenantRate`, key by key, keep the slower steady rate and the smaller burst.
    */
   narrowedTo(other: ConcurrencyConfig | ConcurrencyOptions | undefined): ConcurrencyConfig {
     if (other === undefined) return this;
@@ -97,6 +116,9 @@ export class ConcurrencyConfig {
       perToolSeconds: tighterRecord(this.perToolSeconds, that.perToolSeconds),
       // A shorter grace gives permits back sooner, so it is the wider of two: the longer one is kept.
       abandonAfterSeconds: longer(this.abandonAfterSeconds, that.abandonAfterSeconds),
+      // The rate lanes: key by key the slower steady rate and the smaller burst.
+      perToolRate: slowerRates(this.perToolRate, that.perToolRate),
+      perTenantRate: slowerRates(this.perTenantRate, that.perTenantRate),
     });
   }
 
@@ -108,6 +130,9 @@ export class ConcurrencyConfig {
       ...(this.perTenant === undefined ? {} : { perTenant: this.perTenant }),
       ...(Object.keys(this.perToolSeconds).length === 0 ? {} : { perToolSeconds: { ...this.perToolSeconds } }),
       ...(this.abandonAfterSeconds === undefined ? {} : { abandonAfterSeconds: this.abandonAfterSeconds }),
+      // The rate lanes.
+      ...(Object.keys(this.perToolRate).length === 0 ? {} : { perToolRate: { ...this.perToolRate } }),
+      ...(Object.keys(this.perTenantRate).length === 0 ? {} : { perTenantRate: { ...this.perTenantRate } }),
     };
   }
 }

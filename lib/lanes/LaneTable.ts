@@ -3,8 +3,9 @@
 // as idle, so a million tenants seen over a day do not mean a million live lanes.
 // A batch keeps a table of its own for its turn and turn-tool lanes. A fleet of processes shares
 // its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+import { RateLane, type Rate } from './RateLane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
 
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
@@ -33,6 +34,24 @@ export interface LaneStoreNotice {
 }
 
 /**
+ * A lane paused, on the runner's `activity$`: a partner said to slow down (a call failed with
+ * `RateLimitedError`), so lane `key` admits nothing new until `until` (scheduler ms), everywhere
+ * the store is shared.
+ */
+export interface LanePauseNotice {
+  readonly type: 'lane-paused';
+  readonly key: string;
+  readonly seconds: number;
+  readonly until: number;
+  /** Why, in words (the partner's message). */
+  readonly reason: string;
+  readonly at: number;
+}
+
+/** What a store says of itself or of its lanes, beside their occupancy. */
+export type LaneNotice = LaneStoreNotice | LanePauseNotice;
+
+/**
  * The small interface the batch needs of a store of lanes: enter (ask for a permit), leave
  * (give it back), watch occupancy. The in-memory `LaneTable` is one; `RedisLaneStore`, shared
  * by a fleet of processes, is another.
@@ -49,9 +68,22 @@ export interface LaneStore {
   occupancy(): LaneOccupancy[];
   /** Every queue, grant, release and withdrawal, as it happens. */
   readonly changes$: Observable<LaneChange>;
-  /** What the store says of itself (a fleet store losing its Redis); the runner forwards it to `activity$`. */
-  readonly notices$?: Observable<LaneStoreNotice>;
+  /** What the store says of itself (a fleet store losing its Redis) and of its lanes (a pause); the runner forwards it to `activity$`. */
+  readonly notices$?: Observable<LaneNotice>;
+  /**
+   * Asks rate lane `key` for an admission: `rate.limit` per `rate.perSeconds`, up to `rate.burst`
+   * at once, timed on `scheduler` (a fleet store times it by its server's clock and waits on
+   * `scheduler`). An admission holds nothing; `leave()` withdraws a request that still waits.
+   * `rate` undefined: the lane is taken only if it exists (it was paused), else admitted at once.
+   * A store without this method has no rate lanes: a call that needs one fails, never started.
+   */
+  enterRate?(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit;
+  /** Lane `key` admits nothing new for `seconds`, wherever the store is shared (a partner's "slow down"). */
+  pause?(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void;
 }
+
+// An admission from a rate lane that does not exist: nothing to wait for, nothing to give back.
+const admitted: Permit = Object.freeze({ holding: true, leave(): void {} });
 
 export class LaneTable implements LaneStore {
   // Live lanes by key; a lane leaves the map when it has neither holders nor waiters.
@@ -60,6 +92,12 @@ export class LaneTable implements LaneStore {
   private changes: Subject<LaneChange> | undefined;
   // The lane metrics, when a meter was given (the same instruments as the fleet store's).
   private readonly metrics: LaneMetrics | undefined;
+  // Rate lanes by key, made when first asked (a table that never sees a rate has none), and how
+  // many there were after the last sweep of the idle ones.
+  private rates: Map<string, RateLane> | undefined = undefined;
+  private sweptAt = 0;
+  // Made when someone first asks for notices$.
+  private notices: Subject<LaneNotice> | undefined;
 
   /** `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default. */
   constructor(options?: { readonly meter?: LaneMeter }) {
@@ -71,6 +109,15 @@ export class LaneTable implements LaneStore {
   get changes$(): Observable<LaneChange> {
     return (this.changes ??= new Subject<LaneChange>()).asObservable();
   }
+
+  /** What the table says of its lanes: pauses. */
+  get notices$(): Observable<LaneNotice> {
+    return (this.notices ??= new Subject<LaneNotice>()).asObservable();
+  }
+
+  private readonly onRateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string): void => {
+    if (this.changes?.observed === true) this.changes.next(Object.assign(lane.occupancy(), { change, party }));
+  };
 
   private readonly onChange = (lane: Lane, change: LaneChange['change'], party: string): void => {
     if (this.changes?.observed === true) {
@@ -97,13 +144,48 @@ export class LaneTable implements LaneStore {
     }, party);
   }
 
+  enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
+    let lane = this.rates?.get(key);
+    if (lane === undefined) {
+      if (rate === undefined) {
+        grant(onGrant);
+        return admitted;
+      }
+      lane = this.rateLane(key, rate, scheduler);
+    } else if (lane.rate === undefined) lane.setRate(rate);
+    return lane.enter(onGrant, party);
+  }
+
+  pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
+    const lane = this.rates?.get(key) ?? this.rateLane(key, undefined, scheduler);
+    lane.pause(seconds * 1000);
+    const at = scheduler.now();
+    this.notices?.next({ type: 'lane-paused', key, seconds, until: at + seconds * 1000, reason, at });
+  }
+
+  // A new rate lane. Idle ones (nobody waits, the bucket full again) are swept out whenever the
+  // map has doubled since the last sweep, so a tenant seen once is not kept forever.
+  private rateLane(key: string, rate: Rate | undefined, scheduler: SchedulerLike): RateLane {
+    const rates = (this.rates ??= new Map());
+    if (rates.size >= 2 * this.sweptAt + 16) {
+      for (const [name, lane] of rates) if (lane.idle) rates.delete(name);
+      this.sweptAt = rates.size;
+    }
+    const lane = new RateLane(key, rate, scheduler, this.onRateChange);
+    rates.set(key, lane);
+    return lane;
+  }
+
   /** The live lane under `key`, if any (for tests and views). */
   get(key: string): LaneOccupancy | undefined {
     return this.lanes.get(key)?.occupancy();
   }
 
+  /** The concurrency lanes alive now, then the rate lanes that still matter (someone waits, a pause runs, the bucket refills). */
   occupancy(): LaneOccupancy[] {
-    return [...this.lanes.values()].map((lane) => lane.occupancy());
+    const lanes: LaneOccupancy[] = [...this.lanes.values()].map((lane) => lane.occupancy());
+    if (this.rates !== undefined) for (const lane of this.rates.values()) if (!lane.idle) lanes.push(lane.occupancy());
+    return lanes;
   }
 
   /** How many lanes are alive (busy or waited on) right now. */
