@@ -5,7 +5,7 @@
 // its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
 import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
-import { RateLane, type Rate } from './RateLane.js';
+import { RateLane, type Rate, type RateDecider } from './RateLane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
 
 /** A request for a permit: `leave()` gives it back, or withdraws it while it still waits. */
@@ -48,7 +48,7 @@ export interface LanePauseNotice {
   readonly at: number;
 }
 
-/** What a store says of itself or of its lanes, beside their occupancy. */
+/** What a store says of itself or of its lanes, beside their occupancy, as the runner's `activity$` carries it. */
 export type LaneNotice = LaneStoreNotice | LanePauseNotice;
 
 /**
@@ -68,8 +68,10 @@ export interface LaneStore {
   occupancy(): LaneOccupancy[];
   /** Every queue, grant, release and withdrawal, as it happens. */
   readonly changes$: Observable<LaneChange>;
-  /** What the store says of itself (a fleet store losing its Redis) and of its lanes (a pause); the runner forwards it to `activity$`. */
-  readonly notices$?: Observable<LaneNotice>;
+  /** What the store says of itself (a fleet store losing its Redis); the runner forwards it to `activity$`. */
+  readonly notices$?: Observable<LaneStoreNotice>;
+  /** Its lanes paused (a partner's "slow down"); the runner forwards them to `activity$`. */
+  readonly pauses$?: Observable<LanePauseNotice>;
   /**
    * Asks rate lane `key` for an admission: `rate.limit` per `rate.perSeconds`, up to `rate.burst`
    * at once, timed on `scheduler` (a fleet store times it by its server's clock and waits on
@@ -80,6 +82,8 @@ export interface LaneStore {
   enterRate?(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit;
   /** Lane `key` admits nothing new for `seconds`, wherever the store is shared (a partner's "slow down"). */
   pause?(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void;
+  /** True while rate lane `key` is paused (known in this process, without asking anyone). */
+  paused?(key: string): boolean;
 }
 
 // An admission from a rate lane that does not exist: nothing to wait for, nothing to give back.
@@ -96,12 +100,19 @@ export class LaneTable implements LaneStore {
   // many there were after the last sweep of the idle ones.
   private rates: Map<string, RateLane> | undefined = undefined;
   private sweptAt = 0;
-  // Made when someone first asks for notices$.
-  private notices: Subject<LaneNotice> | undefined;
+  // Made when someone first asks for pauses$.
+  private pauses: Subject<LanePauseNotice> | undefined;
 
-  /** `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default. */
-  constructor(options?: { readonly meter?: LaneMeter }) {
+  // Who decides its rate lanes' admissions, when not their own clocks (a fleet store's server).
+  private readonly rateDecider: RateDecider | undefined;
+
+  /**
+   * `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default.
+   * `rateDecider`: who decides admissions of the rate lanes that have a rate (a fleet store's server); by default each lane's own clock.
+   */
+  constructor(options?: { readonly meter?: LaneMeter; readonly rateDecider?: RateDecider }) {
     const meter = options?.meter;
+    this.rateDecider = options?.rateDecider;
     this.metrics = meter === undefined ? undefined : new LaneMetrics(meter, () => this.occupancy());
   }
 
@@ -110,9 +121,9 @@ export class LaneTable implements LaneStore {
     return (this.changes ??= new Subject<LaneChange>()).asObservable();
   }
 
-  /** What the table says of its lanes: pauses. */
-  get notices$(): Observable<LaneNotice> {
-    return (this.notices ??= new Subject<LaneNotice>()).asObservable();
+  /** Its rate lanes paused, as it happens. */
+  get pauses$(): Observable<LanePauseNotice> {
+    return (this.pauses ??= new Subject<LanePauseNotice>()).asObservable();
   }
 
   private readonly onRateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string): void => {
@@ -152,7 +163,7 @@ export class LaneTable implements LaneStore {
         return admitted;
       }
       lane = this.rateLane(key, rate, scheduler);
-    } else if (lane.rate === undefined) lane.setRate(rate);
+    } else if (lane.rate === undefined) lane.setRate(rate, this.rateDecider);
     return lane.enter(onGrant, party);
   }
 
@@ -160,7 +171,11 @@ export class LaneTable implements LaneStore {
     const lane = this.rates?.get(key) ?? this.rateLane(key, undefined, scheduler);
     lane.pause(seconds * 1000);
     const at = scheduler.now();
-    this.notices?.next({ type: 'lane-paused', key, seconds, until: at + seconds * 1000, reason, at });
+    this.pauses?.next({ type: 'lane-paused', key, seconds, until: at + seconds * 1000, reason, at });
+  }
+
+  paused(key: string): boolean {
+    return this.rates?.get(key)?.paused === true;
   }
 
   // A new rate lane. Idle ones (nobody waits, the bucket full again) are swept out whenever the
@@ -171,7 +186,7 @@ export class LaneTable implements LaneStore {
       for (const [name, lane] of rates) if (lane.idle) rates.delete(name);
       this.sweptAt = rates.size;
     }
-    const lane = new RateLane(key, rate, scheduler, this.onRateChange);
+    const lane = new RateLane(key, rate, scheduler, this.onRateChange, this.rateDecider);
     rates.set(key, lane);
     return lane;
   }

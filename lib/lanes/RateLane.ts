@@ -64,6 +64,16 @@ export class RatePermit {
   }
 }
 
+/**
+ * Who decides admissions when it is not the lane's own clock: a store shared by a fleet asks its
+ * server. `ask` is called with the lane whose head wants to go; it answers, now or later, with
+ * `lane.decided(waitMs)` (0: admitted, the admission recorded where the fleet sees it; more: ask
+ * again after that long), or `lane.failed(error)`. One question at a time per lane.
+ */
+export interface RateDecider {
+  ask(lane: RateLane): void;
+}
+
 /** Told of every admission, wait and withdrawal (for occupancy streams), and of pauses. */
 export type RateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string) => void;
 
@@ -83,6 +93,9 @@ export class RateLane {
   private timer: Subscription | undefined = undefined;
   // The rate, kept for reports.
   private current: Rate | undefined = undefined;
+  // Who decides, when it is not this lane's clock (a fleet's server), and whether a question is out.
+  private decider: RateDecider | undefined = undefined;
+  private asking = false;
 
   /**
    * @param key the lane's name in its store (`rate:tool:search`)
@@ -94,16 +107,21 @@ export class RateLane {
     rate: Rate | undefined,
     private readonly scheduler: SchedulerLike,
     private readonly onChange?: RateChange,
+    decider?: RateDecider,
   ) {
     this.turnstile = new Lane(key, 1);
-    this.setRate(rate);
+    this.setRate(rate, decider);
   }
 
-  /** The rate the lane admits at; a lane made only to pause takes the first rate it is given. */
-  setRate(rate: Rate | undefined): void {
+  /**
+   * The rate the lane admits at; a lane made only to pause takes the first rate it is given.
+   * `decider`: who decides admissions at that rate (a fleet's server); by default the lane's own clock.
+   */
+  setRate(rate: Rate | undefined, decider?: RateDecider): void {
     if (rate === undefined) return;
     checkRate(rate);
     this.current = rate;
+    this.decider = decider;
     this.interval = (rate.perSeconds * 1000) / rate.limit;
     this.tolerance = ((rate.burst ?? rate.limit) - 1) * this.interval;
     // A pause that came first still holds, and still ends at the steady rate.
@@ -112,6 +130,11 @@ export class RateLane {
 
   get rate(): Rate | undefined {
     return this.current;
+  }
+
+  /** True while a pause runs. */
+  get paused(): boolean {
+    return this.pausedUntil > this.scheduler.now();
   }
 
   /** The head waiting for its time, and everyone queued behind it. */
@@ -184,23 +207,65 @@ export class RateLane {
     permit.turn?.leave();
   }
 
-  // Admits the head if the clock allows, else arms the one timer for when it will.
+  /** The ms between two admissions at the steady rate, and how many ms early the burst lets one come. */
+  get spacing(): { readonly interval: number; readonly tolerance: number } {
+    return { interval: this.interval, tolerance: this.tolerance };
+  }
+
+  // Asks whether the head may go: the lane's own clock answers at once, a decider maybe later.
   private admitHead(): void {
-    const head = this.head;
     this.disarm();
-    if (head === undefined) return;
-    const now = this.scheduler.now();
-    const at = this.tat - this.tolerance;
-    if (at > now) {
-      this.timer = this.scheduler.schedule(RateLane.due, at - now, this);
+    if (this.head === undefined) return;
+    const { decider } = this;
+    if (decider === undefined) {
+      this.decided(this.localWait());
       return;
     }
+    // One question at a time: its answer is for whoever is the head when it comes.
+    if (this.asking) return;
+    this.asking = true;
+    decider.ask(this);
+  }
+
+  // By the lane's own clock: 0 (and the admission recorded) when the head may go now, else how long to wait.
+  private localWait(): number {
+    const now = this.scheduler.now();
+    const at = this.tat - this.tolerance;
+    if (at > now) return at - now;
     this.tat = Math.max(this.tat, now) + this.interval;
+    return 0;
+  }
+
+  /** @internal The answer to `ask`: 0, the head is admitted; more, it asks again after that many ms. */
+  decided(waitMs: number): void {
+    this.asking = false;
+    this.disarm();
+    const head = this.head;
+    // Withdrawn while the question was out: a fleet's admission then goes unused (never more calls, only fewer).
+    if (head === undefined) return;
+    if (waitMs > 0) {
+      this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
+      return;
+    }
     this.head = undefined;
     head.state = 'admitted';
     this.onChange?.(this, 'granted', head.party);
     // Told before the turnstile passes on, so admissions go out in queue order.
     grant(head.onGrant);
+    head.turn!.leave();
+  }
+
+  /** @internal The decider could not answer (a fleet's server unreachable): the head is told it lost its place, and the next one asks. */
+  failed(error: Error): void {
+    this.asking = false;
+    const head = this.head;
+    if (head === undefined) return;
+    this.head = undefined;
+    head.state = 'left';
+    this.onChange?.(this, 'withdrawn', head.party);
+    // A function may carry lost() as a property, as an object may have it as a method.
+    const { onGrant } = head;
+    (onGrant as { lost?: (error: Error) => void }).lost?.call(onGrant, error);
     head.turn!.leave();
   }
 

@@ -96,7 +96,7 @@ describe('RateLane (virtual time)', () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const table = new LaneTable();
       const notices: LaneNotice[] = [];
-      table.notices$.subscribe((notice) => notices.push(notice));
+      table.pauses$.subscribe((notice) => notices.push(notice));
       const rate: Rate = { limit: 3, perSeconds: 0.03 };
       // a is admitted at frame 0 and its partner says "slow down for 40 ms"; b to e ask at frame 1.
       const slowDown = defer(() => {

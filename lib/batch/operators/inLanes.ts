@@ -1,16 +1,17 @@
 // The fan-out: every call of a phase dispatched at once, its concurrency coming from the lanes
-// it must take (tenant -> turn -> turn-tool -> tool -> its own -> identical arguments), not from a
-// count of its own.
+// it must take (tenant rate -> tool rate -> tenant -> turn -> turn-tool -> tool -> its own ->
+// identical arguments), not from a count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
 import type { MonoTypeOperatorFunction, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
-import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
+import { ConcurrencyConfig, own, tighter, type RateOptions } from '../../config/index.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
+import { addRateSteps, RateViews, slowDown, type RateHost } from '../rateSteps.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
 
@@ -34,7 +35,7 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
 
 // One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
-class FanOut extends Stage<CallRecord> implements Dispatcher {
+class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
@@ -49,6 +50,9 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
   private stepsByTool: Map<string, readonly LaneStep[]> | undefined = undefined;
   // How many of the batch's calls go to each tool (counted once, when first asked).
   private perTool: Map<string, number> | undefined = undefined;
+  // The rate lanes of the shared store and of the turn's own table, at each rate (made when first needed).
+  private sharedRates: RateViews | undefined = undefined;
+  private turnRates: RateViews | undefined = undefined;
 
   // How many records dispatched here are not yet over, and whether the source is done. (Which
   // ones, the batch's records say: a teardown with some still open looks them up there.)
@@ -81,6 +85,8 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
   }
 
   ended(record: CallRecord): void {
+    // A partner's "slow down" pauses the tool's rate lane before anyone else may start.
+    if (record.outcome?.kind === 'error' && this.shared !== undefined) slowDown(this.shared.lanes, record.outcome, record.batch.scheduler);
     this.out.next(record);
   }
 
@@ -131,6 +137,8 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
     const shared = (this.shared ??= { lanes: batch.ownLanes, concurrency: turn });
     const expected = batch.expected;
     const steps: LaneStep[] = [];
+    // The rate lanes first: a call waits on a clock before it holds any permit.
+    addRateSteps(steps, this, call.tool, tenant);
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
     const turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), expected);
     const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
@@ -154,6 +162,20 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
     return exact;
   }
 
+  get sharedConfig(): ConcurrencyConfig {
+    return this.shared!.concurrency;
+  }
+
+  get turnConfig(): ConcurrencyConfig {
+    return this.turn;
+  }
+
+  rateView(turn: boolean, rate: RateOptions | undefined): LaneStore {
+    const batch = this.batch!;
+    if (turn) return (this.turnRates ??= new RateViews(batch.turnLanes, batch.scheduler)).of(rate);
+    return (this.sharedRates ??= new RateViews(this.shared!.lanes, batch.scheduler)).of(rate);
+  }
+
   private callsOf(calls: readonly BatchCall[], tool: string): number {
     if (this.perTool === undefined) {
       this.perTool = new Map();
@@ -172,9 +194,11 @@ class FanOut extends Stage<CallRecord> implements Dispatcher {
 
 /**
  * Dispatches every record it receives at once, each inside its lanes, taken in one fixed order:
- * tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
+ * its rate lanes (tenant rate, tool rate, then the turn's own rates where the agent narrowed them),
+ * then tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
  * a call that is not parallel-safe) its identical-arguments lane. The turn and turn-tool lanes
- * are the batch's own, taken only where they can bind.
+ * are the batch's own, taken only where they can bind. A call that fails with `RateLimitedError`
+ * pauses its tool's rate lane for its `retryAfterSeconds`.
  * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits each
  * record when its body starts (so the ceilings can time it from there) and again when its
  * outcome is decided; completes once its source completed and every record it dispatched is
