@@ -1,16 +1,7 @@
 import { expect } from 'chai';
 import { ConcurrencyConfig, DeadlineConfig } from '../../lib/config/index.js';
-import { ConfigError } from '../../lib/errors.js';
+import { configErrorOf } from './configError.js';
 
-function configErrorOf(make: () => unknown): ConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('ConcurrencyConfig', () => {
   const invalid: Array<{ title: string; options: unknown; field: string; message: string }> = [

@@ -1,17 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { burstOf, ConcurrencyConfig, type RateOptions } from '../../lib/config/index.js';
-import { ConfigError } from '../../lib/errors.js';
+import { configErrorOf } from './configError.js';
 
-function configErrorOf(make: () => unknown): ConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('ConcurrencyConfig rate lanes (perToolRate, perTenantRate)', () => {
   const invalid: Array<{ title: string; options: unknown; field: string; message: string }> = [
