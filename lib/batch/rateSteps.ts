@@ -64,12 +64,14 @@ function step(store: LaneStore, key: string, party: string): LaneStep {
 }
 
 /**
- * A call failed with a partner's "slow down" (`RateLimitedError`): its tool's rate lane admits
+ * A call failed with a partner's "slow down" (`RateLimitedError`, or an error with HTTP status 429): its tool's rate lane admits
  * nothing new for `retryAfterSeconds`, wherever the store is shared. Calls waiting for the lane
  * wait on; they do not fail.
  */
 export function slowDown(store: LaneStore, outcome: Outcome, scheduler: SchedulerLike): void {
-  if (outcome.kind !== 'error' || outcome.error.name !== 'RateLimitedError' || outcome.stopped !== undefined) return;
+  if (outcome.kind !== 'error' || outcome.stopped !== undefined) return;
+  // A RateLimitedError, or any error that carries a partner's 429 (a wire adapter's ProviderHttpError).
+  if (outcome.error.name !== 'RateLimitedError' && outcome.error.status !== 429) return;
   const seconds = outcome.error.retryAfterSeconds;
   if (seconds === undefined || !(seconds > 0) || store.pause === undefined) return;
   store.pause(toolRateKey(outcome.tool), seconds, outcome.error.message, scheduler);
