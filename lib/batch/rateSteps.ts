@@ -5,6 +5,7 @@ import type { SchedulerLike } from 'rxjs';
 import { isSlower, own, tenantRate, type ConcurrencyConfig, type RateOptions } from '../config/index.js';
 import { RatedStore, type LaneStore } from '../lanes/index.js';
 import type { LaneStep } from './records.js';
+import type { ErrorInfo } from '../errors.js';
 import type { Outcome } from './types.js';
 
 /** The key of tool `tool`'s rate lane, the one a partner's "slow down" pauses. */
@@ -72,7 +73,14 @@ export function slowDown(store: LaneStore, outcome: Outcome, scheduler: Schedule
   if (outcome.kind !== 'error' || outcome.stopped !== undefined) return;
   // A RateLimitedError, or any error that carries a partner's 429 (a wire adapter's ProviderHttpError).
   if (outcome.error.name !== 'RateLimitedError' && outcome.error.status !== 429) return;
-  const seconds = outcome.error.retryAfterSeconds;
-  if (seconds === undefined || !(seconds > 0) || store.pause === undefined) return;
-  store.pause(toolRateKey(outcome.tool), seconds, outcome.error.message, scheduler);
+  pauseTool(store, outcome.tool, outcome.error, scheduler);
+}
+
+/** Pauses tool `tool`'s rate lane for the error's `retryAfterSeconds`; true if the store now says it is paused. */
+export function pauseTool(store: LaneStore, tool: string, error: ErrorInfo, scheduler: SchedulerLike): boolean {
+  const seconds = error.retryAfterSeconds;
+  if (seconds === undefined || !(seconds > 0) || store.pause === undefined) return false;
+  const key = toolRateKey(tool);
+  store.pause(key, seconds, error.message, scheduler);
+  return store.paused?.(key) === true;
 }

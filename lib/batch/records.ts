@@ -48,6 +48,12 @@ export interface Dispatcher {
   over(record: CallRecord): void;
   /** The lanes the record takes, in order (worked out when it is dispatched). */
   lanesOf(record: CallRecord): readonly LaneStep[];
+  /**
+   * The record's body failed with a partner's "slow down" (RateLimitedError) and the record may
+   * be taken again once (it is idempotent, and has not been): true if the batch's config says so,
+   * its tool's rate lane then paused (and the tool's lanes worked out again); false to let it fail.
+   */
+  takeAgain?(record: CallRecord, error: ErrorInfo): boolean;
 }
 
 const noSteps: readonly LaneStep[] = [];
@@ -130,6 +136,8 @@ export class CallRecord {
   }
   // Set once the call is over or torn down.
   private closed = false;
+  /** @internal True once its body was started and failed with a "slow down", and the call took its lanes again. */
+  retried = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
   // The permits this call lends to nested work, by position in `permits`, and the lanes a nested
@@ -325,8 +333,37 @@ export class CallRecord {
 
   // A body's error; one that says its request went out and was cut off is a call stopped in flight.
   private fail(error: unknown): void {
-    if (interrupted(error)) this.finish(lostOutcome(this.call, this.index, toErrorInfo(error)));
-    else this.finish(this.failure(true, toErrorInfo(error)));
+    if (interrupted(error)) {
+      this.finish(lostOutcome(this.call, this.index, toErrorInfo(error)));
+      return;
+    }
+    const info = toErrorInfo(error);
+    if (info.name === 'RateLimitedError' && this.mayTakeAgain(info)) this.takeAgain();
+    else this.finish(this.failure(true, info));
+  }
+
+  // An idempotent call refused by its partner ("slow down"), once, when the batch's config says so.
+  private mayTakeAgain(info: ErrorInfo): boolean {
+    const { dispatcher, batch } = this;
+    if (this.retried || this.done || this.closed || this.call.idempotent !== true || this.state !== 'running' || this.bodyRunning) return false;
+    if (batch.stopped !== undefined || batch.closed || dispatcher === undefined || dispatcher.closing) return false;
+    return dispatcher.takeAgain?.(this, info) === true;
+  }
+
+  // Gives back what the call holds and takes its lanes again from the first (its rate lanes wait
+  // out the pause); its ceiling, armed at its first start, still runs.
+  private takeAgain(): void {
+    this.retried = true;
+    this.halt();
+    this.invoked = undefined;
+    this.release();
+    this.lentLanes = undefined;
+    // Worked out again: the tool's rate lane, paused now, is among them even where no rate is declared.
+    const steps = (this.steps = this.dispatcher!.lanesOf(this));
+    this.permits = steps.length > 0 ? new Array<Permit | undefined>(steps.length) : noPermits;
+    this.asking = 0;
+    this.state = 'queued';
+    this.acquire(0);
   }
 
   // This call's error outcome.

@@ -13,8 +13,9 @@ const Options = t.partial({
   // The rate lanes (lib/config/rates.ts).
   perToolRate: RatesCodec,
   perTenantRate: RatesCodec,
+  retryRateLimited: t.boolean,
 });
-const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds', 'perToolRate', 'perTenantRate'] as const;
+const fields = ['maxConcurrentTools', 'perTool', 'perTenant', 'perToolSeconds', 'abandonAfterSeconds', 'perToolRate', 'perTenantRate', 'retryRateLimited'] as const;
 
 /** What `new ConcurrencyConfig(...)` accepts. Every field is optional; absent means unbounded. */
 export interface ConcurrencyOptions {
@@ -39,6 +40,12 @@ export interface ConcurrencyOptions {
   readonly perToolRate?: Readonly<Record<string, RateOptions>> | undefined;
   /** Each tenant's rate lane, by tenant (`'*'`: every tenant without an entry of its own, each in a lane of its own). */
   readonly perTenantRate?: Readonly<Record<string, RateOptions>> | undefined;
+  /**
+   * Opt-in: an idempotent call whose body fails with `RateLimitedError` (with a `retryAfterSeconds`)
+   * is taken again once: it gives back its permits, waits out the pause at its tool's rate lane,
+   * and runs again, inside its own ceiling (`perToolSeconds`, counted from its first start).
+   */
+  readonly retryRateLimited?: boolean | undefined;
 }
 
 function frozenRecord(record: Readonly<Record<string, number>> | undefined): Readonly<Record<string, number>> {
@@ -59,6 +66,13 @@ function longer(a: number | undefined, b: number | undefined): number | undefine
   if (a === undefined) return b;
   if (b === undefined) return a;
   return Math.max(a, b);
+}
+
+// Both sides' leave for a retry: false from either is false; absent says nothing.
+function bothAllow(a: boolean | undefined, b: boolean | undefined): boolean | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a && b;
 }
 
 /**
@@ -84,6 +98,7 @@ export class ConcurrencyConfig {
   // The rate lanes.
   readonly perToolRate: Readonly<Record<string, RateOptions>>;
   readonly perTenantRate: Readonly<Record<string, RateOptions>>;
+  readonly retryRateLimited: boolean | undefined;
 
   constructor(options: ConcurrencyOptions = {}) {
     const decoded = decodeConfig(Options, fields, options, 'ConcurrencyConfig');
@@ -97,6 +112,7 @@ export class ConcurrencyConfig {
     refuseUnknownRateFields(options.perTenantRate, 'perTenantRate');
     this.perToolRate = frozenRates(decoded.perToolRate);
     this.perTenantRate = frozenRates(decoded.perTenantRate);
+    this.retryRateLimited = decoded.retryRateLimited;
     Object.freeze(this);
   }
 
@@ -119,6 +135,8 @@ export class ConcurrencyConfig {
       // The rate lanes: key by key the slower steady rate and the smaller burst.
       perToolRate: slowerRates(this.perToolRate, that.perToolRate),
       perTenantRate: slowerRates(this.perTenantRate, that.perTenantRate),
+      // A retry is one more call: either side saying no wins; absent says nothing.
+      retryRateLimited: bothAllow(this.retryRateLimited, that.retryRateLimited),
     });
   }
 
@@ -133,6 +151,7 @@ export class ConcurrencyConfig {
       // The rate lanes.
       ...(Object.keys(this.perToolRate).length === 0 ? {} : { perToolRate: { ...this.perToolRate } }),
       ...(Object.keys(this.perTenantRate).length === 0 ? {} : { perTenantRate: { ...this.perTenantRate } }),
+      ...(this.retryRateLimited === undefined ? {} : { retryRateLimited: this.retryRateLimited }),
     };
   }
 }

@@ -123,3 +123,73 @@ describe('rate lanes in a batch (virtual time)', () => {
     });
   });
 });
+
+describe('retryRateLimited: an idempotent call refused with "slow down" is taken again once (virtual time)', () => {
+  let testScheduler: TestScheduler;
+  beforeEach(() => {
+    testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
+  });
+
+  // A body that says "slow down for 20 ms" after one frame on its first attempt, and answers on its second.
+  function refusedOnce(): { body: () => unknown; attempts: () => number } {
+    let attempts = 0;
+    const body = () => {
+      attempts++;
+      return attempts === 1 ? timer(1).pipe(mergeMap(() => throwError(() => new RateLimitedError('slow down', 0.02)))) : timer(1).pipe(mergeMap(() => ['ok']));
+    };
+    return { body, attempts: () => attempts };
+  }
+
+  const cases = [
+    { title: 'runs it again once the pause ends, and it succeeds', idempotent: true, retry: true, expected: '22ms (a|)', value: 'a=ok', attempts: 2 },
+    { title: 'fails a call not declared idempotent at once', idempotent: false, retry: true, expected: '-(a|)', value: 'a!RateLimitedError', attempts: 1 },
+    { title: 'fails it at once when the config does not opt in', idempotent: true, retry: false, expected: '-(a|)', value: 'a!RateLimitedError', attempts: 1 },
+  ];
+  for (const c of cases) {
+    it(c.title, () => {
+      const { body, attempts } = refusedOnce();
+      const config = new ConcurrencyConfig({ perTool: { search: 1 }, retryRateLimited: c.retry });
+      testScheduler.run(({ expectObservable }) => {
+        const batch = runBatch([call('a', body, { tool: 'search', idempotent: c.idempotent })], { concurrency: config, shared: { lanes: new LaneTable(), concurrency: config }, scheduler: testScheduler });
+        expectObservable(batch.pipe(briefly)).toBe(c.expected, { a: c.value });
+      });
+      expect(attempts()).to.equal(c.attempts);
+    });
+  }
+
+  it('holds no concurrency permit while it waits out the pause to be taken again', () => {
+    const { body } = refusedOnce();
+    const table = new LaneTable();
+    const config = new ConcurrencyConfig({ perTool: { search: 1 }, retryRateLimited: true });
+    const seen: Array<ReturnType<LaneTable['occupancy']>> = [];
+    testScheduler.run(({ expectObservable }) => {
+      const batch = runBatch([call('a', body, { tool: 'search', idempotent: true })], { concurrency: config, shared: { lanes: table, concurrency: config }, scheduler: testScheduler });
+      expectObservable(batch.pipe(briefly)).toBe('22ms (a|)', { a: 'a=ok' });
+      testScheduler.schedule(() => seen.push(table.occupancy()), 10);
+    });
+    // While it waits out the pause it holds nothing of the tool's concurrency lane.
+    expect(seen[0]).to.deep.equal([{ key: 'rate:tool:search', limit: 0, perSeconds: 0, burst: 0, holders: 0, waiters: 1, pausedUntil: 21 }]);
+  });
+
+  it('keeps its ceiling from its first start: one that runs out while it waits fails it, timed out', () => {
+    const { body, attempts } = refusedOnce();
+    const config = new ConcurrencyConfig({ perToolSeconds: { search: 0.01 }, retryRateLimited: true });
+    testScheduler.run(({ expectObservable }) => {
+      const batch = runBatch([call('a', body, { tool: 'search', idempotent: true })], { concurrency: config, shared: { lanes: new LaneTable(), concurrency: config }, scheduler: testScheduler });
+      expectObservable(batch.pipe(briefly)).toBe('10ms (a|)', { a: 'a!ToolTimedOutError' });
+    });
+    expect(attempts()).to.equal(1);
+  });
+
+  it('a stop while it waits to be taken again classifies it as started (idempotent: safe to call again)', () => {
+    const { body } = refusedOnce();
+    const config = new ConcurrencyConfig({ retryRateLimited: true });
+    testScheduler.run(({ hot, expectObservable }) => {
+      const stop$ = hot('-----s', { s: { kind: 'cancelled' as const, why: 'the run was cancelled' } });
+      const batch = runBatch([call('a', body, { tool: 'search', idempotent: true })], { concurrency: config, shared: { lanes: new LaneTable(), concurrency: config }, stop$, scheduler: testScheduler });
+      expectObservable(batch.pipe(mergeMap((o) => [o.kind === 'error' ? `${o.dispatched}:${/Safe to call again/.test(o.error.message)}` : o.kind]))).toBe('-----(a|)', { a: 'true:true' });
+    });
+  });
+});

@@ -17,7 +17,7 @@ describe('ConcurrencyConfig', () => {
     { title: 'a zero perToolSeconds entry', options: { perToolSeconds: { search: 0 } }, field: 'perToolSeconds.search', message: 'perToolSeconds.search must be a positive finite number of seconds, got 0' },
     { title: 'an infinite perToolSeconds entry', options: { perToolSeconds: { search: Infinity } }, field: 'perToolSeconds.search', message: 'perToolSeconds.search must be a positive finite number of seconds, got Infinity' },
     { title: 'perToolSeconds not an object', options: { perToolSeconds: 'fast' }, field: 'perToolSeconds', message: 'perToolSeconds must be an object of tool names to positive seconds, got "fast"' },
-    { title: 'a misspelt field', options: { maxConcurentTools: 2 }, field: 'maxConcurentTools', message: 'ConcurrencyConfig has no field maxConcurentTools; its fields are maxConcurrentTools, perTool, perTenant, perToolSeconds, abandonAfterSeconds, perToolRate, perTenantRate' },
+    { title: 'a misspelt field', options: { maxConcurentTools: 2 }, field: 'maxConcurentTools', message: 'ConcurrencyConfig has no field maxConcurentTools; its fields are maxConcurrentTools, perTool, perTenant, perToolSeconds, abandonAfterSeconds, perToolRate, perTenantRate, retryRateLimited' },
     { title: 'options that are not an object', options: 8, field: 'ConcurrencyConfig', message: 'ConcurrencyConfig options must be an object, got 8' },
   ];
   for (const c of invalid) {

@@ -8,10 +8,11 @@ import type { MonoTypeOperatorFunction, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter, type RateOptions } from '../../config/index.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
+import type { ErrorInfo } from '../../errors.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
-import { addRateSteps, RateViews, slowDown, type RateHost } from '../rateSteps.js';
+import { addRateSteps, pauseTool, RateViews, slowDown, type RateHost } from '../rateSteps.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
 
@@ -160,6 +161,21 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
       this.firstSteps = exact;
     } else if (safe) (this.stepsByTool ??= new Map()).set(call.tool, exact);
     return exact;
+  }
+
+  /** An idempotent call refused with "slow down" is taken again once when the turn's config says `retryRateLimited`, after the pause. */
+  takeAgain(record: CallRecord, error: ErrorInfo): boolean {
+    const { shared } = this;
+    if (this.turn.retryRateLimited !== true || shared === undefined) return false;
+    const { tool } = record.call;
+    if (!pauseTool(shared.lanes, tool, error, record.batch.scheduler)) return false;
+    // The tool's lanes change (its rate lane is paused): worked out again on the next ask.
+    if (this.firstTool === tool) {
+      this.firstTool = undefined;
+      this.firstSteps = noSteps;
+    }
+    this.stepsByTool?.delete(tool);
+    return true;
   }
 
   get sharedConfig(): ConcurrencyConfig {

@@ -129,7 +129,7 @@ class UntilStopped extends Stage<CallRecord> {
     const open = batch === undefined ? [] : batch.unsettled();
     // Every outcome is decided (and told as ended) before any goes on, as in one step.
     // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
-    for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running', reason));
+    for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running' || record.retried, reason));
     for (const record of open) {
       if (out.closed) return;
       out.next(record);
