@@ -202,12 +202,13 @@ export class RedisLaneStore implements LaneStore {
    * and its head asks Redis. Nothing is reserved: a process that dies holds nothing back.
    */
   enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
+    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `rate lane ${key} cannot be asked: its RedisLaneStore was closed`));
     return this.fleetRates().enterRate(key, rate, onGrant, party, scheduler);
   }
 
   /** Lane `key` admits nothing new for `seconds`, in this process at once and across the fleet (Redis, and a message every process hears). */
   pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
-    this.fleetRates().pause(key, seconds, reason, scheduler);
+    if (!this.closed) this.fleetRates().pause(key, seconds, reason, scheduler);
   }
 
   /** True while rate lane `key` is paused, as this process knows (its own pauses and those the fleet published). */

@@ -89,8 +89,9 @@ function pauseMessageOf(text: string): PauseMessage | undefined {
 export class FleetRates implements RateDecider {
   // This process's queues, whose rated lanes ask Redis (this object decides for them).
   readonly table: LaneTable;
-  // The pause channel's subscriber, made when the lanes are first used.
+  // The pause channel's subscriber, made when the lanes are first used (once: `listening`).
   private subscriber: RedisSubscriber | undefined = undefined;
+  private listening = false;
   // The clock pauses heard from the fleet are kept on: the last one a caller gave (asyncScheduler before any).
   private scheduler: SchedulerLike | undefined = undefined;
   // Questions to Redis not yet answered, and who waits for none to be left.
@@ -181,9 +182,14 @@ export class FleetRates implements RateDecider {
   // its own pauses, and to Redis's answers for lanes that have a rate).
   private listen(scheduler: SchedulerLike | undefined): void {
     if (scheduler !== undefined) this.scheduler = scheduler;
-    if (this.subscriber !== undefined || this.closed) return;
-    const subscriber = (this.subscriber = this.host.connection.subscriber(() => undefined));
-    subscriber.subscribe(this.channel, false, (text) => this.heard(text)).catch(() => undefined);
+    if (this.listening || this.closed) return;
+    this.listening = true;
+    try {
+      const subscriber = (this.subscriber = this.host.connection.subscriber(() => undefined));
+      subscriber.subscribe(this.channel, false, (text) => this.heard(text)).catch(() => undefined);
+    } catch {
+      // A connection that cannot subscribe: this process keeps to its own pauses.
+    }
   }
 
   private heard(text: string): void {
