@@ -140,6 +140,8 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
     const steps: LaneStep[] = [];
     // The rate lanes first: a call waits on a clock before it holds any permit.
     addRateSteps(steps, this, call.tool, tenant);
+    // The place of the lanes that also wait before any permit is held (adaptive, budget): here,
+    // after the rate lanes and before the first concurrency lane (docs/concurrency.md).
     this.addStep(steps, shared.lanes, `tenant:${tenant}`, shared.concurrency.perTenant, tenant);
     const turnLimit = bindingOver(tighter(turn.maxConcurrentTools, narrower(turn.perTenant, shared.concurrency.perTenant)), expected);
     const toolBound = narrower(own(turn.perTool, call.tool), own(shared.concurrency.perTool, call.tool));
