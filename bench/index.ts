@@ -18,6 +18,7 @@ import pLimit from 'p-limit';
 import { concat, from, ignoreElements, lastValueFrom, map, mergeMap, timer, toArray, type Observable } from 'rxjs';
 import * as t from 'io-ts';
 import { aiSdkProvider } from '../lib/providers/aiSdkProvider.js';
+import * as regimes from './regimes.js';
 import {
   Agent,
   AgentRunner,
@@ -705,7 +706,13 @@ async function fleet(): Promise<void> {
 
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
-const workloads: Record<string, () => Promise<void>> = { w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet };
+const workloads: Record<string, () => Promise<void>> = {
+  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet,
+  // The regimes a service meets, each beside its floors (bench/regimes.ts).
+  ...Object.fromEntries(
+    (['regimeWarm', 'regimeAfterGc', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2'] as const).map((name) => [name, () => regimes[name](row)]),
+  ),
+};
 // The node flags a workload's process runs with, besides --expose-gc.
 const flags: Record<string, string[]> = { w3FreshNoOpt: ['--no-opt'] };
 const only = process.argv.indexOf('--only');
@@ -715,7 +722,9 @@ if (only !== -1) {
 } else {
   if (!json) console.log(`agent-lanes bench on Node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})\n`);
   const all: Row[] = [];
-  for (const name of Object.keys(workloads)) {
+  // `-- --regimes`: the regimes and their floors alone (bench/regimes.ts).
+  const names = Object.keys(workloads).filter((name) => !process.argv.includes('--regimes') || name.startsWith('regime'));
+  for (const name of names) {
     const extra = quick ? ['--quick'] : [];
     const child = spawnSync(process.execPath, ['--expose-gc', ...(flags[name] ?? []), fileURLToPath(import.meta.url), '--only', name, ...extra], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (child.status !== 0) throw new Error(`workload ${name} failed:\n${child.stderr}`);

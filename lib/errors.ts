@@ -169,7 +169,7 @@ export class ConfigError extends AgentLanesError {
   }
 }
 
-/** A call outran its own ceiling, `perToolSeconds[tool]`, counted from dispatch. */
+/** A call outran its own ceiling, `perToolSeconds[tool]`, counted from its body's start. */
 export class ToolTimedOutError extends AgentLanesError {
   readonly tool: string;
   readonly seconds: number;

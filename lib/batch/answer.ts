@@ -1,7 +1,7 @@
 // A function of the user's (a tool body, a gate step, a settle step, a provider) may answer with
 // a value, a Promise (or any thenable), or an Observable: this is the one place that tells them
 // apart and takes the first answer, as `await` would for the first two.
-import { isObservable, type Unsubscribable } from 'rxjs';
+import { isObservable, type Observer, type Subscribable, type Unsubscribable } from 'rxjs';
 import { isPromiseLike, reportUnhandled } from './invocation.js';
 
 /** Who hears an answer: its value, its failure, or that an Observable ended without a value. */
@@ -29,34 +29,7 @@ export interface AnswerObserver<T> {
  */
 export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): Unsubscribable | undefined {
   try {
-    if (isObservable(produced)) {
-      // Set once the first answer came: later ones, and the completion after it, change nothing.
-      let taken = false;
-      let subscription: Unsubscribable | undefined;
-      const take = (): boolean => {
-        if (taken) return false;
-        taken = true;
-        // A teardown that throws must not keep the answer from being heard: reported, as RxJS reports one nobody can receive.
-        try {
-          subscription?.unsubscribe();
-        } catch (error) {
-          reportUnhandled(error);
-        }
-        return true;
-      };
-      subscription = produced.subscribe({
-        next: (value) => take() && observer.answered(value as T),
-        error: (error: unknown) => take() && observer.failed(error),
-        complete: () => take() && observer.unanswered(),
-      });
-      if (!taken) return subscription;
-      try {
-        subscription.unsubscribe();
-      } catch (error) {
-        reportUnhandled(error);
-      }
-      return undefined;
-    }
+    if (isObservable(produced)) return new FirstAnswer(observer).take(produced as Subscribable<T>);
     if (isPromiseLike(produced)) {
       observer.waiting?.();
       produced.then(
@@ -71,6 +44,53 @@ export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): U
   }
   observer.answered(produced as T);
   return undefined;
+}
+
+// An Observable answer's first value, heard for `observer`: the RxJS observer of the answer is
+// this one object, with no observer literal and no closures made for it.
+class FirstAnswer<T> implements Observer<T> {
+  // Set once the first answer came: later ones, and the completion after it, change nothing.
+  private taken = false;
+  private subscription: Unsubscribable | undefined = undefined;
+
+  constructor(private readonly observer: AnswerObserver<T>) {}
+
+  take(produced: Subscribable<T>): Unsubscribable | undefined {
+    const subscription = produced.subscribe(this);
+    if (!this.taken) return (this.subscription = subscription);
+    unsubscribeQuietly(subscription);
+    return undefined;
+  }
+
+  next(value: T): void {
+    if (this.end()) this.observer.answered(value);
+  }
+
+  error(error: unknown): void {
+    if (this.end()) this.observer.failed(error);
+  }
+
+  complete(): void {
+    if (this.end()) this.observer.unanswered();
+  }
+
+  private end(): boolean {
+    if (this.taken) return false;
+    this.taken = true;
+    const { subscription } = this;
+    this.subscription = undefined;
+    if (subscription !== undefined) unsubscribeQuietly(subscription);
+    return true;
+  }
+}
+
+// A teardown that throws must not keep the answer from being heard: reported, as RxJS reports one nobody can receive.
+function unsubscribeQuietly(subscription: Unsubscribable): void {
+  try {
+    subscription.unsubscribe();
+  } catch (error) {
+    reportUnhandled(error);
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, t
 import { LaneTable } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
 import { CallRecord } from './records.js';
-import { failedBy, failsFast, stoppedOutcome } from './stops.js';
+import { failedBy, failsFast } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason } from './types.js';
 
 /** What a batch is made with (by `phases`, or by `runBatch` for all its stages). */
@@ -33,7 +33,7 @@ export class BatchScope implements Subscribable<StopReason> {
   readonly failFast: boolean;
   // The first stop; later ones change nothing. Written by stop() alone.
   private reason: StopReason | undefined = undefined;
-  /** True once the batch's subscriber left (or the batch ended): nothing more is dispatched or asked. */
+  /** True once the batch's subscriber left (or the batch ended): nothing more enters its lanes or is asked. */
   closed = false;
   // How many calls the batch has, once they have all arrived.
   private total: number | undefined = undefined;
@@ -77,7 +77,7 @@ export class BatchScope implements Subscribable<StopReason> {
     this.total = count;
   }
 
-  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first is dispatched. */
+  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first enters its lanes. */
   given: readonly BatchCall[] | undefined = undefined;
 
   /** The turn was given whole, as `calls`. */
@@ -107,7 +107,7 @@ export class BatchScope implements Subscribable<StopReason> {
   }
 
   /**
-   * The batch's stop, once it was stopped: the one holder of it (untilStopped and the dispatches
+   * The batch's stop, once it was stopped: the one holder of it (untilStopped and the fan-outs
    * read it here). Set by `stop` alone; the first stop wins.
    */
   get stopped(): StopReason | undefined {
@@ -140,7 +140,7 @@ export class BatchScope implements Subscribable<StopReason> {
    * seen by both stages stops the batch once. The order it relies on: the failing record holds
    * the batch (`hold`) and sends its outcome on before its permits go back (`failsOn`, in
    * records.ts), so `stopped` is set before a sibling could start in them (a start checks it),
-   * and the stop is told (its siblings classified) only once the record let go.
+   * and the stop is told (its siblings classified) only once the record ended its hold.
    */
   stopIfFailed(outcome: Outcome): void {
     if (this.failsOn(outcome)) this.stop(failedBy(outcome, outcome.error));
@@ -169,21 +169,33 @@ export class BatchScope implements Subscribable<StopReason> {
     this.busy++;
   }
 
-  letGo(): void {
+  /** The call's bookkeeping is done: a stop that waited for the last one takes effect. */
+  endHold(): void {
     if (--this.busy > 0 || !this.stopWaits) return;
     this.stopWaits = false;
     if (this.stopped !== undefined) this.tell(this.stopped);
   }
 
-  /** Ends every call dispatched (queued in its lanes, or running) where it stands: bodies aborted, permits back. */
-  tearDownDispatched(): void {
-    // Together: every one is marked before any gives its permits back, so none starts in them.
+  /** Ends every call in its lanes (queued, or its body started) where it stands: bodies aborted, permits left. */
+  tearDownEntered(): void {
+    // Together: every one is marked before any leaves its permits, so none starts in them.
     CallRecord.teardownAll(this.records.filter((record) => record.state === 'queued' || record.state === 'running'));
   }
 
   /** The records without an outcome, in call order. */
   unsettled(): CallRecord[] {
-    return this.records.filter((record) => record.state !== 'ended');
+    return this.records.filter((record) => record.outcome === undefined);
+  }
+
+  /**
+   * The stop's classification: every record without an outcome gets one, by whether its body
+   * was invoked (`CallRecord.classify`). Returns them, in call order. A record decided
+   * meanwhile (by the batch's close, its subscriber gone from inside a watcher) keeps its outcome.
+   */
+  classify(reason: StopReason): CallRecord[] {
+    const open = this.unsettled();
+    for (const record of open) record.classify(reason);
+    return open;
   }
 
   // Live scheduling events, made only when someone watches.
@@ -219,7 +231,7 @@ export class BatchScope implements Subscribable<StopReason> {
 
   /**
    * The batch ends (its subscriber left, or it completed): from here no stop is heard, then
-   * `tearDown` ends its stages (bodies aborted, permits back; a permit given back may set off a
+   * `tearDown` ends its stages (bodies aborted, permits left; a permit left may set off a
    * watcher that would stop the batch). A batch its subscriber left still tells watchers how
    * each call ended, so a timeline never shows a call running forever: a call with no outcome
    * yet is classified as a cancel would classify it.
@@ -230,16 +242,16 @@ export class BatchScope implements Subscribable<StopReason> {
     this.outside = undefined;
     this.listener = undefined;
     tearDown?.();
-    // Every call still dispatched ends where it stands, whatever the stages' teardown reached:
-    // left from inside that teardown (a watcher of the permits it gives back), the batch does
+    // Every call still in its lanes ends where it stands, whatever the stages' teardown reached:
+    // left from inside that teardown (a watcher of the permits it leaves), the batch does
     // not wait for it to come round to the calls it has not torn down yet.
-    this.tearDownDispatched();
+    this.tearDownEntered();
     const { records } = this;
     if (this.settledUpTo >= records.length || !this.watched) return;
     const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
     for (let index = this.settledUpTo; index < records.length; index++) {
       const record = records[index]!;
-      if (record.outcome === undefined) record.decide(stoppedOutcome(record.call, index, record.state === 'running', left));
+      record.classify(left);
       this.settledActivity(record, record.outcome!);
     }
   }

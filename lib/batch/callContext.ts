@@ -1,5 +1,6 @@
-// The context a call's body is handed, made by its record when the body starts.
+// The context a call's body is handed, made by its body part when the body starts.
 import type { Loan } from '../lanes/index.js';
+import { keepShape } from '../shapes.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
 
@@ -37,19 +38,19 @@ export class CallContext implements InvokeContext {
 
   /** The shared lanes this call stands in, its callers' included, each lent to nested work. */
   get lent(): ReadonlyMap<string, Loan> {
-    return this.#run.lend();
+    return this.#run.lanes.lend();
   }
 
   get ended(): boolean {
-    return this.#run.isDone;
+    return this.#run.body.ended;
   }
 
   get fence(): string | undefined {
-    return this.#run.fence();
+    return this.#run.lanes.fence();
   }
 
   get fences(): Readonly<Record<string, string>> {
-    return this.#run.fences();
+    return this.#run.lanes.fences();
   }
 
   /** Reports how far the body has got, as a `progress` activity; checked, and dropped once the call has ended. */
@@ -67,3 +68,6 @@ export class CallContext implements InvokeContext {
     this.#controller?.abort(reason);
   }
 }
+
+// One per call: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new CallContext(undefined as never));

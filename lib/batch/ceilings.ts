@@ -1,6 +1,6 @@
 // Ceilings: the timers of a batch's calls. Every call of one batch with the same ceiling
-// (a tool's perToolSeconds, or the deadline's toolCallSeconds) is timed from its dispatch,
-// and dispatches only move forward in time, so those timers expire in the order they were
+// (a tool's perToolSeconds, or the deadline's toolCallSeconds) is timed from its start,
+// and starts only move forward in time, so those timers expire in the order they were
 // set: one queue per duration and one scheduler action for its head replace a timer per
 // call. The scheduler stays the batch's, so ceilings run in virtual time under TestScheduler.
 //
@@ -8,7 +8,8 @@
 // that settled), those are passed over, and what expires is told its target and checks it
 // too. So a ceiling costs three array slots, not an object and a boxed number (72 bytes a
 // call in a batch of thousands), and the batch closes every queue when it ends.
-import type { SchedulerLike, Subscription } from 'rxjs';
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
+import { keepShape } from '../shapes.js';
 import { MAX_TIMER_MS } from '../time.js';
 
 const neverStale = (): boolean => false;
@@ -130,3 +131,14 @@ export class Ceilings<T> {
     return queue;
   }
 }
+
+// One of each per batch: their shapes are kept between bursts (lib/shapes.ts), and those of
+// the scheduler action and the Node timer a queue waits on (both ended at once, kept ended).
+keepShape(() => new Ceilings(asyncScheduler));
+keepShape(() => new DurationQueue(asyncScheduler, 1, neverStale));
+const endedAction = asyncScheduler.schedule(neverStale, MAX_TIMER_MS);
+endedAction.unsubscribe();
+keepShape(() => endedAction);
+const endedTimer = setTimeout(neverStale, MAX_TIMER_MS);
+clearTimeout(endedTimer);
+keepShape(() => endedTimer);

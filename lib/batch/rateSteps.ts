@@ -4,7 +4,7 @@
 import type { SchedulerLike } from 'rxjs';
 import { isSlower, own, tenantRate, type ConcurrencyConfig, type RateOptions } from '../config/index.js';
 import { RatedStore, type LaneStore } from '../lanes/index.js';
-import type { LaneStep } from './records.js';
+import type { LaneStep } from './callLanes.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Outcome } from './types.js';
 

@@ -3,7 +3,8 @@
 // sentence: a turn is an Observable of calls, through phases run one after another, each gated
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
-import { concatMap, from, isObservable, Observable, type ObservableInput, type Subscription } from 'rxjs';
+import { concat, concatMap, from, isObservable, NEVER, Observable, of, type ObservableInput, type Subscription } from 'rxjs';
+import { keepShape } from '../shapes.js';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './batchScope.js';
 import { ceiling } from './operators/ceiling.js';
@@ -14,7 +15,7 @@ import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
 import { Stage } from './operators/stage.js';
 import { untilStopped } from './operators/untilStopped.js';
-import type { CallRecord } from './records.js';
+import type { CallNews, CallRecord } from './records.js';
 import type { BatchCall, BatchOptions, Outcome } from './types.js';
 
 /**
@@ -22,7 +23,7 @@ import type { BatchCall, BatchOptions, Outcome } from './types.js';
  * in call order, as soon as each and every earlier call have settled.
  *
  * `calls` is an array, or an Observable of calls (a model still writing its turn): a call is
- * gated and dispatched as soon as it arrives, a `parallelSafe: false` call still waits for
+ * gated and enters its lanes as soon as it arrives, a `parallelSafe: false` call still waits for
  * everything before it. Lanes are taken in one fixed order: tenant, turn, turn-tool, tool, the
  * call's own lane if it names one, then the identical-arguments lane of a call that is not
  * parallel-safe. A call's `perToolSeconds` ceiling runs from its start (every lane granted),
@@ -46,7 +47,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   // The stages that keep nothing of their own between subscriptions are made once per batch Observable.
   const gated = gate(options.gate);
   const laned = inLanes(options);
-  const inPhase = (phase$: Observable<CallRecord>): Observable<CallRecord> => phase$.pipe(gated, laned);
+  const inPhase = (phase$: Observable<CallRecord>): Observable<CallNews> => phase$.pipe(gated, laned);
   const timed = ceiling(limits);
   const ordered = inCallOrder();
   const settled = settle(options.settle);
@@ -57,7 +58,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     if (!given) batch.whole(calls as readonly BatchCall[]);
     // Registered before the stages are subscribed: a subscriber that leaves while they are still
     // being subscribed (its calls answering synchronously) closes the batch at once, which ends
-    // every dispatched call where it stands (body aborted, permits back) and dispatches no more.
+    // every call in its lanes where it stands (body aborted, permits left) and enters no more.
     // The stages end inside close(), after it stops hearing stops and before it tells watchers
     // how the calls left in flight ended: decided before their teardown, they would keep their
     // bodies running (neither aborted nor unsubscribed).
@@ -78,3 +79,9 @@ class Outcomes extends Stage<CallRecord, Outcome> {
     this.out.next(record.outcome!);
   }
 }
+
+// An idle batch for the life of the process (lib/shapes.ts): one call whose body never answers,
+// in a turn that never ends, timed by a ceiling it has not got, so the hidden classes of a
+// batch, its stages and its records outlive every burst. It holds no timer and no shared lane.
+const idleCall: BatchCall = { callId: 'idle', tool: 'idle', invoke: () => NEVER };
+keepShape(() => runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());

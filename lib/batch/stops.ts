@@ -83,6 +83,8 @@ export function errorOutcome(call: { readonly index: number; readonly callId: st
 
 /** The outcome of call `index`, stopped by `reason`; `dispatched` says whether its body had started. Its class is `stopClass`'s. */
 export function stoppedOutcome(call: BatchCall, index: number, dispatched: boolean, reason: StopReason): Outcome {
+  // A call whose outcome was known already keeps it: what it did stays done.
+  if (call.outcome !== undefined) return call.outcome;
   const { callId, tool } = call;
   const idempotent = call.idempotent === true;
   const held = { index, callId, tool };

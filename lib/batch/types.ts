@@ -10,7 +10,7 @@ import type { LoopMonitor } from '../tools/index.js';
 export type Delta = Readonly<Record<string, unknown>>;
 
 /**
- * What the batch hands a call's body when it dispatches it. `signal`, `lent` and `record` are
+ * What the batch hands a call's body when it starts it. `signal`, `lent` and `record` are
  * getters (made only when read), so read them from the context itself: a spread copy does not
  * carry them (`record` read once and passed on alone works). The runner's ToolContext, which
  * tool bodies get, does keep them in a spread.
@@ -59,8 +59,15 @@ export interface BatchCall {
    * phase, from its first call: give every call of a tool the same lane.
    */
   readonly lane?: { readonly key: string; readonly limit: number };
-  /** Set when the call must not be dispatched at all (bad arguments, unknown tool): it ends with this error. */
+  /** Set when the call must not start at all (bad arguments, unknown tool): it ends with this error, without its lanes. */
   readonly rejected?: ErrorInfo;
+  /**
+   * The call's outcome when it is known already (a resumed run: the call ran, or was answered,
+   * before): it is neither gated nor dispatched, and goes on with this outcome (its `index` this
+   * call's) through the reorder and the settle steps; a stop does not change it. Read when the
+   * call is dispatched, so a gate step may still give it one (a call held back for a person).
+   */
+  readonly outcome?: Outcome;
   /** The work: returns a value, a Promise or an Observable (its first value is the result). */
   readonly invoke?: (context: InvokeContext) => unknown;
 }
@@ -175,7 +182,7 @@ export interface BatchOptions {
   readonly deadline?: DeadlineConfig;
   /** Stop the batch at the first failed call (the FAIL_RUN policy). */
   readonly failFast?: boolean;
-  /** Serial, in call order, before dispatch: approvals, input guardrails, start hooks. */
+  /** Serial, in call order, before a call enters its lanes: approvals, input guardrails, start hooks. */
   readonly gate?: (call: BatchCall, index: number) => GateVerdict | PromiseLike<GateVerdict> | Observable<GateVerdict>;
   /** Serial, in call order, after the reorder: output guardrails, end hooks. May replace the outcome. */
   readonly settle?: (outcome: Outcome, call: BatchCall) => Outcome | PromiseLike<Outcome> | Observable<Outcome>;

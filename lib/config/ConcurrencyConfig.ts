@@ -25,7 +25,7 @@ export interface ConcurrencyOptions {
   readonly perTool?: Readonly<Record<string, number>> | undefined;
   /** The tenant lane: calls of one tenant in flight at once, across all of its runs. */
   readonly perTenant?: number | undefined;
-  /** Each tool's own ceiling in seconds, counted from dispatch; outrunning it fails that call alone. */
+  /** Each tool's own ceiling in seconds, counted from its body's start; outrunning it fails that call alone. */
   readonly perToolSeconds?: Readonly<Record<string, number>> | undefined;
   /**
    * Opt-in grace for a body that overruns its call: one still running after its call was stopped
@@ -42,8 +42,8 @@ export interface ConcurrencyOptions {
   readonly perTenantRate?: Readonly<Record<string, RateOptions>> | undefined;
   /**
    * Opt-in: an idempotent call whose body fails with `RateLimitedError` (with a `retryAfterSeconds`)
-   * is taken again once: it gives back its permits, waits out the pause at its tool's rate lane,
-   * and runs again, inside its own ceiling (`perToolSeconds`, counted from its first start).
+   * enters its lanes again once: it leaves its permits, waits out the pause at its tool's rate lane,
+   * and its body starts again, inside its own ceiling (`perToolSeconds`, counted from its first start).
    */
   readonly retryRateLimited?: boolean | undefined;
 }

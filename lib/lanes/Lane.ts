@@ -2,6 +2,7 @@
 // Waiters are grouped by party (the tenant, in shared lanes) and parties are
 // served round-robin, so one party's long queue cannot hold back another's call;
 // within a party, grants are FIFO. Everything here is synchronous and O(1).
+import { keepShape } from '../shapes.js';
 
 /** What a lane reports of itself: how many hold a permit and how many wait for one. */
 export interface LaneOccupancy {
@@ -56,7 +57,13 @@ export class LanePermit {
  * (RedisLaneStore) calls it when it loses the permit, or the place in the queue, it had for the
  * request (its lease ran out unrefreshed, its Redis could not be reached). An in-process lane never does.
  */
-export type OnGrant = (() => void) | { granted(): void; lost?(error: Error): void };
+export type OnGrant = (() => void) | LaneGrantTarget;
+
+/** The object form of `OnGrant`: a call's lanes part implements it, one per call, no closure. */
+export interface LaneGrantTarget {
+  granted(): void;
+  lost?(error: Error): void;
+}
 
 /** Tells `onGrant` its permit was granted: calls it, or its `granted()`. For stores that take either form. */
 export function grant(onGrant: OnGrant): void {
@@ -244,3 +251,10 @@ export class Lane {
     queue.prev = queue.next = undefined;
   }
 }
+
+// Lanes a table drops when idle, and their permits, keep their shapes between bursts (lib/shapes.ts).
+const inertLane = new Lane('', 1);
+keepShape(() => inertLane);
+keepShape(() => new LanePermit(inertLane, ''));
+keepShape(() => new QueuedPermit(inertLane, '', () => undefined));
+keepShape(() => new PartyQueue(''));

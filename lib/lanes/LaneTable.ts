@@ -86,7 +86,7 @@ export interface LaneStore {
   paused?(key: string): boolean;
 }
 
-// An admission from a rate lane that does not exist: nothing to wait for, nothing to give back.
+// An admission from a rate lane that does not exist: nothing to wait for, nothing to leave.
 const admitted: Permit = Object.freeze({ holding: true, leave(): void {} });
 
 export class LaneTable implements LaneStore {

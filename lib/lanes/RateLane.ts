@@ -3,8 +3,8 @@
 // scheduler, so virtual time (TestScheduler) drives it in specs. Waiters queue in a one-permit
 // Lane (the turnstile), which gives the same order as every lane: FIFO within a party,
 // round-robin between parties. The waiter holding the turnstile is the head; it is admitted when
-// the clock allows, then the turnstile passes on. An admission holds nothing, so nothing is
-// given back: leaving only withdraws a request that still waits.
+// the clock allows, then the turnstile passes on. An admission holds nothing, so nothing goes
+// back to the lane: leaving only withdraws a request that still waits.
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
 

@@ -1,4 +1,4 @@
-export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneOccupancy, type OnGrant } from './Lane.js';
+export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneGrantTarget, type LaneOccupancy, type OnGrant } from './Lane.js';
 export { LaneTable, type LaneNotice, type LanePauseNotice, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
 export { RatedStore } from './RatedStore.js';
 export { checkRate, RateLane, RatePermit, type Rate, type RateDecider, type RateOccupancy } from './RateLane.js';

@@ -7,6 +7,7 @@
 import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
+import { keepShape } from '../shapes.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
@@ -15,6 +16,7 @@ import { statusOf, type RunEvent } from './events.js';
 import { addedUsage, type ModelProvider, type RunInput, type Usage } from './model.js';
 import { checkedInput } from './conversation.js';
 import type { Approve, Guardrails, Hooks } from './policies.js';
+import { resumedCalls, type ResumePoint } from './resumePoint.js';
 import { runEvents } from './run.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
@@ -270,12 +272,31 @@ export class AgentRunner {
     }
   }
 
-  // run() is run$ folded: the same Observable, its events collected into the RunResult.
-  private collect(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined): Promise<RunResult> {
+  // run() is run$ folded: the same Observable, its events collected into the RunResult (after
+  // the transcript a resumed run goes on from).
+  private collect(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined, resume?: ResumePoint): Promise<RunResult> {
     return new Promise<RunResult>((resolve, reject) => {
-      const collector = new Collector(resolve, reject);
-      runEvents(this.parts, this.plan(agent, input, options, nesting, collector)).subscribe(collector);
+      const collector = new Collector(resolve, reject, resume?.events ?? []);
+      runEvents(this.parts, this.plan(agent, input, options, nesting, collector, resume)).subscribe(collector);
     });
+  }
+
+  /**
+   * @internal A run going on from `point` (resumePoint.ts): its turn's batch as it was left
+   * (calls with an outcome never run again), then its next turns. No RUN_STARTED: it goes on
+   * from the transcript it was left with. Snapshots and run journals resume through it.
+   */
+  runFrom$(agent: Agent, point: ResumePoint, options: RunOptions = {}): Observable<RunEvent> {
+    return runEvents(this.parts, this.plan(agent, '', options, undefined, undefined, point));
+  }
+
+  /** @internal runFrom$ folded: resolves with the whole transcript, `point.events` first. */
+  runFrom(agent: Agent, point: ResumePoint, options: RunOptions = {}): Promise<RunResult> {
+    try {
+      return this.collect(agent, '', options, undefined, point);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private start(
@@ -290,10 +311,11 @@ export class AgentRunner {
   }
 
   // A run's options checked (a ConfigError for the first that is wrong), and what it needs worked out.
-  private plan(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined, onFinish: RunFinish | undefined): RunPlan {
+  private plan(agent: Agent, input: RunInput, options: RunOptions, nesting: Nesting | undefined, onFinish: RunFinish | undefined, resume?: ResumePoint): RunPlan {
     if (!(agent instanceof Agent)) throw new ConfigError('agent', `agent must be an Agent, got ${describeValue(agent)}`);
-    // Checked and copied now, once: a caller changing its array afterwards changes no run.
-    const { text, history } = checkedInput(input);
+    // Checked and copied now, once: a caller changing its array afterwards changes no run. A
+    // resumed run's conversation is its point's.
+    const { text, history } = resume === undefined ? checkedInput(input) : { text: '', history: [] };
     if (options === null || typeof options !== 'object') throw new ConfigError('options', `run options must be an object, got ${describeValue(options)}`);
     refuseUnknownFields(options, runFields, 'run options');
     const { tenant = 'default', signal, state = emptyState, maxTurns = 20 } = options;
@@ -308,7 +330,8 @@ export class AgentRunner {
     if (missing.length > 0) {
       throw new ConfigError('tools', `agent ${agent.name} lists tools the registry does not have: ${missing.join(', ')}`);
     }
-    return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish };
+    if (resume !== undefined) resumedCalls(resume);
+    return { agent, input: text, history, tenant, signal, initial, maxTurns, tools: agentTools, turnConcurrency: this.turnConcurrency(agent, allowed, allowedSet), nesting, onFinish, resume };
   }
 }
 
@@ -316,14 +339,16 @@ export class AgentRunner {
 // ends, folded into its RunResult. One object per run: its subscriber itself (a
 // `DirectSubscriber`) and what the run tells as it finishes.
 class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
-  private readonly events: RunEvent[] = [];
+  private readonly events: RunEvent[];
   private final: RunFinal = { state: emptyState, messages: [], nestedUsage: undefined };
 
   constructor(
     private readonly resolve: (result: RunResult) => void,
     private readonly reject: (error: unknown) => void,
+    before: readonly RunEvent[],
   ) {
     super();
+    this.events = [...before];
   }
 
   finish(final: RunFinal): void {
@@ -347,3 +372,6 @@ class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
     this.resolve(resultOf(this.events, this.final));
   }
 }
+
+// One per run: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new Collector(() => undefined, () => undefined, []));

@@ -11,8 +11,10 @@ import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
+import { keepShape } from '../shapes.js';
 
-export type Answer = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
+/** A model's decoded response, or the run's failure that stands for it. */
+export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
 
 // The run's failure for a provider that failed (its facts, an HTTP status, its code, the
 // attempts made, go with it), or that completed without answering.
@@ -32,7 +34,7 @@ function isPartError(error: unknown): error is StreamPartError {
   }
 }
 
-export function answerOf(turn: number, raw: unknown): Answer {
+export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
   let decoded: ReturnType<typeof decodeModelResponse>;
   try {
     decoded = decodeModelResponse(raw);
@@ -172,3 +174,8 @@ export class Request extends DirectSubscriber<unknown> {
     }
   }
 }
+
+// One per request: its shape is kept between bursts (lib/shapes.ts), with that of the plain
+// EventTarget each request's AbortSignal is made from before it becomes a signal.
+keepShape(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+keepShape(() => new EventTarget());

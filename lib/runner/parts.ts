@@ -7,6 +7,7 @@ import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/ind
 import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
+import type { ResumePoint } from './resumePoint.js';
 import type { Tracing } from './tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
@@ -65,6 +66,8 @@ export interface RunPlan {
   readonly turnConcurrency: ConcurrencyConfig;
   readonly nesting: Nesting | undefined;
   readonly onFinish: RunFinish | undefined;
+  /** Where a resumed run starts (resumePoint.ts); undefined for a run from its first turn. */
+  readonly resume?: ResumePoint | undefined;
 }
 
 /** Told the run's final state and messages as it ends (for `run()`, which resolves with them). */

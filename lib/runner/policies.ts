@@ -1,4 +1,4 @@
-// The runner's policies as the batch's serial steps. Before dispatch, in call order:
+// The runner's policies as the batch's serial steps. Before a call enters its lanes, in call order:
 // onToolStart, the input guardrail, then approval (so nobody is asked about a call a
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
 // onToolEnd (for every call). A policy that throws refuses, with its message; it never
@@ -69,8 +69,8 @@ function attempt<T>(policy: PolicyName, run: () => Step<T>): Step<T | ErrorInfo>
   }
 }
 
-// The same call, failed: a refused result keeps nothing of what it returned or recorded.
-function refused(outcome: Outcome, error: ErrorInfo): Outcome {
+// The same call, failed: a rejected result keeps nothing of what it returned or recorded.
+function rejected(outcome: Outcome, error: ErrorInfo): Outcome {
   return errorOutcome(outcome, outcome.dispatched, error);
 }
 
@@ -136,7 +136,7 @@ export function policySteps(
       outcome.kind === 'result' && output !== undefined
         ? then(attempt('output guardrail', () => output.call(guardrails, call, outcome.result)), (v): Outcome => {
             const refusal = guardrailRefusal('output guardrail', v);
-            return refusal === undefined ? outcome : refused(outcome, refusal);
+            return refusal === undefined ? outcome : rejected(outcome, refusal);
           })
         : outcome;
     if (onToolEnd === undefined) return checked;
@@ -149,7 +149,7 @@ export function policySteps(
           reportUnhandled(new ToolRejectedError('onToolEnd hook', refusal.message));
           return final;
         }
-        return refused(final, refusal);
+        return rejected(final, refusal);
       }),
     );
   };

@@ -8,17 +8,19 @@
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
-import { assignDelta, batchStop, cancelled, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { DeadlineExceededError, RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
-import { scheduleAfter } from '../time.js';
+import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, runBatch, type BatchCall, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
+import { keepShape } from '../shapes.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import { turnByTurn, type TurnSource } from './turnByTurn.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { afterArguments, checkedLater, inJsonForm, neverStarted, refused, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, type NestedRuns } from './turnCalls.js';
+import { afterArguments, checkedLater, inJsonForm, neverStarted, RunnerCall, shownArguments, toolMessage, TurnActivity, TurnScope, undecodable, type NestedRuns } from './turnCalls.js';
 import type { RunTrace } from './runTrace.js';
+import { pastGated, resumedTurn } from './resumePoint.js';
+import { stopSources } from './runStops.js';
 import { turn } from './turn.js';
 import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
@@ -31,22 +33,9 @@ function flat(text: string): string {
   return text;
 }
 
-// The caller's signal as a stop: at once if it is aborted already.
-function aborted(signal: AbortSignal): Observable<StopReason> {
-  return new Observable<StopReason>((subscriber) => {
-    const abort = (): void => {
-      subscriber.next(cancelled(signal.reason));
-      subscriber.complete();
-    };
-    if (signal.aborted) return abort();
-    signal.addEventListener('abort', abort, { once: true });
-    return () => signal.removeEventListener('abort', abort);
-  });
-}
-
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
 export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
-  readonly runId = flat(randomUUID());
+  readonly runId: string;
   readonly parent: RunParent | undefined;
   readonly failFast: boolean;
   // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
@@ -76,27 +65,19 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     /** The run's spans, when the runner traces: its calls' bodies run inside their spans. */
     readonly trace: RunTrace | undefined,
   ) {
+    const { history, resume } = plan;
+    this.runId = resume?.runId ?? flat(randomUUID());
     this.parent = plan.nesting?.parent;
     this.tools = plan.tools;
     this.failFast = plan.agent.onToolError === OnToolError.FAIL_RUN;
-    this.state = plan.initial;
-    // The conversation given, then the message this run answers.
-    const { history } = plan;
-    this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
-    const { runSeconds } = parts.deadline;
-    const sources: Array<Observable<StopReason>> = [];
-    if (plan.signal !== undefined) sources.push(aborted(plan.signal));
-    if (runSeconds !== undefined) {
-      // Through scheduleAfter: a runSeconds past 24.8 days would otherwise fire at once.
-      sources.push(
-        new Observable<StopReason>((subscriber) =>
-          scheduleAfter(parts.scheduler, () => {
-            const error = new DeadlineExceededError('runSeconds', runSeconds);
-            subscriber.next({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
-          }, runSeconds * 1000),
-        ),
-      );
-    }
+    this.state = resume?.state ?? plan.initial;
+    // The conversation given, then the message this run answers (a resumed run's, as it was left).
+    if (resume !== undefined) {
+      this.messages = [...resume.messages];
+      this.nestedUsage = resume.nestedUsage;
+      this.upcoming = resume.turn;
+    } else this.messages = history.length === 0 ? [{ role: 'user', content: plan.input }] : [...history, { role: 'user', content: plan.input }];
+    const sources = stopSources(parts, plan);
     // Without a source the run never stops from outside: no composition to make, nothing to race.
     if (sources.length === 0) {
       this.stop$ = undefined;
@@ -123,12 +104,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
 
   // The turn to ask next, once the one before it is over; none once the run ended.
   private upcoming: number | undefined = 1;
+  // True once a resumed run's first turn (its batch as it was left) was taken.
+  private resumed = false;
 
   /** The next turn, as `turnByTurn` reads them: undefined once the run has ended. */
   nextTurn(): Observable<RunEvent> | undefined {
     const n = this.upcoming;
     this.upcoming = undefined;
-    return n === undefined || this.ended ? undefined : turn(this, n);
+    if (n === undefined || this.ended) return undefined;
+    // A resumed run's first turn is its batch, from where it was left: the model is not asked again.
+    const { resume } = this.plan;
+    return resume !== undefined && n === resume.turn && !this.resumed ? ((this.resumed = true), resumedTurn(this, resume)) : turn(this, n);
   }
 
   /** Anything unforeseen thrown along the way ends the run with RUN_FAILED, never the process. */
@@ -236,17 +222,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return this.tools;
   }
 
-  // One call of the turn as the batch runs it, decoded against its tool or refused. `seen`
+  // One call of the turn as the batch runs it, decoded against its tool or undecodable. `seen`
   // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
   callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
     const { allowed, allowedSet } = this.tools;
     const { tools, policed } = this.parts;
     const { id: callId, name } = toolCall;
     if (problem !== undefined) {
-      return refused(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+      return undecodable(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
     }
     if (seen.has(callId)) {
-      return refused(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+      return undecodable(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
     }
     seen.add(callId);
     const registered = allowedSet.has(name) ? tools.get(name) : undefined;
@@ -254,12 +240,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       // A tool taken out since (by the registry's record): said to be removed, not unknown.
       const removed = this.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
       const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
-      return refused(toolCall, scope, policed, toErrorInfo(error));
+      return undecodable(toolCall, scope, policed, toErrorInfo(error));
     }
     const { declaration, body } = registered;
     const decoded = decodeArguments(declaration, toolCall.arguments);
     const now = !(decoded instanceof Promise);
-    if (now && isLeft(decoded)) return refused(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+    if (now && isLeft(decoded)) return undecodable(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
     // Decoded a second time for the policies, only when one will see the call.
     const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
     // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
@@ -267,7 +253,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
   }
 
-  // The turn's calls as the batch runs them, each decoded against its tool or refused.
+  // The turn's calls as the batch runs them, each decoded against its tool or undecodable.
   callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
     const seen = new Set<string>();
     return toolCalls.map((toolCall, position) => this.callOf(toolCall, position, malformed.get(position), seen, scope));
@@ -324,13 +310,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       : { gate: undefined, settle: undefined };
     // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
     const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : this.mayCheckLater();
-    const gate = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
+    const checked = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
+    // A resumed batch's calls that passed their gate before go straight on.
+    const gate = whole && checked !== undefined ? pastGated(checked, given as readonly RunnerCall[]) : checked;
     // Each result goes on in its one JSON form (lib/json.ts), made here in the settle step: the
     // policies, the transcript, the model's message and everything built from them see the same
     // value, and a result that has no JSON form fails its own call.
     const settle = (outcome: Outcome, call: BatchCall): Outcome | Promise<Outcome> => {
       // From here the call is over as far as its body is concerned: a late runAgent starts nothing.
       (call as RunnerCall).over = true;
+      // Told before (a resumed run): its outcome stands as it was told.
+      if ((call as RunnerCall).told) return outcome;
       if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
       return policySettle === undefined ? outcome : policySettle(outcome);
     };
@@ -385,7 +375,8 @@ export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEven
 function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   const { history } = plan;
-  subscriber.next(
+  // A resumed run goes on with the transcript it was left with: it starts no second time.
+  if (plan.resume === undefined) subscriber.next(
     history.length === 0
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
       : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
@@ -394,3 +385,5 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
   subscriber.add(run);
 }
+
+keepShape(() => new Run({ deadline: {} } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)

@@ -8,7 +8,7 @@ import { stopClassOf } from '../stopClass.js';
 import type { RunEvent } from './events.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import { providerOf, tracedProvider } from './tracedProvider.js';
-import { CallSpan, type ChatSpan, type Usage } from './traceSpans.js';
+import { CallSpan, type ChatSpan, type SpanUsage } from './traceSpans.js';
 import type { Tracing } from './tracing.js';
 import { TracingAttributes, TracingEvents } from './tracingNames.js';
 
@@ -36,7 +36,7 @@ export class RunTrace {
   private turn = 0;
   private calls: Array<CallSpan | undefined> = [];
   private told = 0;
-  // The turn's calls by id (a turn dispatches one call per id), for a body's span and a nested
+  // The turn's calls by id (a turn starts one call per id), for a body's span and a nested
   // run's caller: made on the first such lookup of a turn only, most turns never need it.
   private byId: Map<string, CallSpan> | undefined = undefined;
   /** @internal Model requests not yet answered. */
@@ -319,7 +319,7 @@ export class RunTrace {
   }
 
   /** @internal A model turn's usage, added to the run's. */
-  usage(usage: Usage): void {
+  usage(usage: SpanUsage): void {
     if (usage.input !== undefined) this.inputTokens = (this.inputTokens ?? 0) + usage.input;
     if (usage.output !== undefined) this.outputTokens = (this.outputTokens ?? 0) + usage.output;
   }

@@ -12,7 +12,7 @@ import type { RunnerCall } from './turnCalls.js';
 
 /**
  * A streamed turn. Its batch starts at once and takes each call as soon as the stream completes
- * it, so the call is gated and dispatched inside its lanes while the model writes the next one.
+ * it, so the call is gated and enters its lanes while the model writes the next one.
  * The transcript is the whole turn's: MODEL_RESPONSE (every call) once the stream has ended,
  * then the outcomes in call order, those that settled before it held until then. The model's
  * text goes to activity$ as it is written.

@@ -145,7 +145,8 @@ export class ChatSpan {
   }
 }
 
-export interface Usage {
+/** The token counts a span records, either of them possibly unknown. */
+export interface SpanUsage {
   readonly input: number | undefined;
   readonly output: number | undefined;
 }

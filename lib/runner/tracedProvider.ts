@@ -13,7 +13,7 @@ import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 
 /** What a provider's respond gives back, whatever its kind. */
-type Answer = ReturnType<ModelProvider['respond']>;
+type Responding = ReturnType<ModelProvider['respond']>;
 
 /** `provider`, each of its requests traced by `run`. */
 export function tracedProvider(run: RunTrace, provider: ModelProvider): ModelProvider {
@@ -52,7 +52,7 @@ function open(run: RunTrace, request: ModelRequest, turn: number): { chat: ChatS
   }
 }
 
-function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, signal: AbortSignal, turn: number): Answer {
+function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, signal: AbortSignal, turn: number): Responding {
   const traced = open(run, request, turn);
   if (traced === undefined) return provider.respond(request, signal);
   const { chat, context } = traced;
@@ -87,7 +87,7 @@ function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, sig
           }),
         ),
       );
-    }) as Answer;
+    }) as Responding;
   }
   if (isPromiseLike(produced)) {
     // A provider that ignores its signal may never settle: the run's stop ends the span.
@@ -105,11 +105,11 @@ function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, sig
         chat.fail(error);
         throw error;
       },
-    ) as Answer;
+    ) as Responding;
   }
   chat.saw(produced);
   chat.done();
-  return produced as Answer;
+  return produced as Responding;
 }
 
 /** What a provider says of itself for the spans: its GenAI provider name (`_OTHER` when it names none) and its server. */

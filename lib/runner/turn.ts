@@ -6,8 +6,9 @@
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
+import { keepShape } from '../shapes.js';
 import { RunError } from '../errors.js';
-import { answerOf, providerFailure, Request, type ReplyObserver } from './ask.js';
+import { providerFailure, responseOf, Request, type ReplyObserver } from './ask.js';
 import { ending, failed, type RunEvent } from './events.js';
 import type { ModelRequest } from './model.js';
 import { isStreamPart } from './modelStream.js';
@@ -97,9 +98,9 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
         return;
       }
       this.heard();
-      const answer = answerOf(n, value);
-      if ('failure' in answer) return this.end(answer.failure);
-      const { response, malformed } = answer.reply;
+      const decoded = responseOf(n, value);
+      if ('failure' in decoded) return this.end(decoded.failure);
+      const { response, malformed } = decoded.reply;
       subscriber.next(run.responded(n, response));
       const { toolCalls = [] } = response;
       if (toolCalls.length === 0) return this.answer(run.finalAnswer(response.text));
@@ -221,3 +222,6 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     super.unsubscribe();
   }
 }
+
+// One per turn: its shape is kept between bursts (lib/shapes.ts).
+keepShape(() => new Turn(undefined as never, 0, undefined as never));

@@ -6,6 +6,7 @@ import type { Subject } from 'rxjs';
 import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
+import { keepShape } from '../shapes.js';
 import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, RunInput, ToolCall } from './model.js';
 import type { PolicyTarget } from './policies.js';
@@ -234,6 +235,12 @@ export class RunnerCall implements BatchCall {
   readonly needsApproval: boolean;
   /** Set once the batch has taken the call's outcome (in call order): its body's runAgent then starts nothing. */
   over = false;
+  /** Its outcome when known already (a resumed run), or given at the gate (a call held for a person): never dispatched. */
+  outcome: Outcome | undefined = undefined;
+  /** True when it passed its gate already (a resumed run: asked, approved): it is dispatched without asking again. */
+  gated = false;
+  /** True when its event went out already (a resumed run): its outcome counts, but is not told again. */
+  told = false;
   constructor(
     readonly callId: string,
     readonly tool: string,
@@ -306,8 +313,9 @@ export class TurnActivity implements ActivitySink {
 }
 
 
-// A call refused before it could run: it keeps what the model sent, and goes through the batch as a failure.
-export function refused(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
+// A call that could not be decoded (malformed, a repeated id, arguments its tool refuses): it
+// keeps what the model sent, and goes through the batch as a failure, never started.
+export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
   const shown = policed ? shownArguments(declaration, toolCall.arguments, true) : undefined;
   return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope, shown);
 }
@@ -317,3 +325,10 @@ export function refused(toolCall: ToolCall, scope: TurnScope, policed: boolean, 
 export function neverStarted(why: string): RunResult {
   return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
 }
+
+// A scope and an activity sink per turn, a call and a context per call: their shapes are kept between bursts (lib/shapes.ts).
+const inertScope = new TurnScope({ trace: undefined, nested: () => Promise.reject(new Error('inert')) }, '', '', emptyState);
+keepShape(() => inertScope);
+keepShape(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
+keepShape(() => new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
+keepShape(() => new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));

@@ -25,7 +25,7 @@ export interface ToolDeclaration<C extends Schema | undefined = Schema | undefin
   readonly name: string;
   readonly description?: string;
   /**
-   * Checks the model's arguments before dispatch; a failure is a TOOL_ERROR on that call alone.
+   * Checks the model's arguments before the call enters its lanes; a failure is a TOOL_ERROR on that call alone.
    * An io-ts codec, or a Standard Schema (zod 4, valibot, arktype): the model is shown the JSON
    * Schema the codec describes, or the one the Standard Schema's own converter gives
    * (`~standard.jsonSchema`, zod's `toJSONSchema`); one without a converter needs `parameters`.

@@ -6,6 +6,7 @@
 import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
+import { keepShape } from '../shapes.js';
 
 /** Who hears that a watched body held the loop too long (a call's record: no closure per call). */
 export interface StallListener {
@@ -144,3 +145,16 @@ export class LoopMonitor {
     if (--active === 0 && offCheck === undefined) offCheck = nextTurn(turnOffIfIdle).unref();
   }
 }
+
+// A watch per call: its shape is kept between bursts (lib/shapes.ts). So are those of a Promise
+// and a timer made while the storage is on, which carry its context as a property of their own:
+// one of each is made in it (the timer cleared at once), then the storage is turned off again.
+const inertWatch = new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined });
+keepShape(() => inertWatch);
+storage.run(inertWatch, () => {
+  keepShape(() => Promise.resolve());
+  const timer = setTimeout(turnOffIfIdle, 1);
+  clearTimeout(timer);
+  keepShape(() => timer);
+});
+storage.disable();

@@ -34,7 +34,7 @@ describe('BatchScope', () => {
       batch.hold();
       batch.stop(cancel);
       expect([batch.stopped, heard.length]).to.deep.equal([cancel, 0]);
-      batch.letGo();
+      batch.endHold();
       expect(heard).to.deep.equal([cancel]);
     });
   });

@@ -1,5 +1,5 @@
 // Rate lanes in a batch, in virtual time: taken before any concurrency permit, paused by a
-// partner's "slow down" (RateLimitedError), and a call stopped while it waits is never dispatched.
+// partner's "slow down" (RateLimitedError), and a call stopped while it waits never starts.
 import { expect } from 'chai';
 import { merge, throwError, timer } from 'rxjs';
 import { mergeMap } from 'rxjs/operators';
@@ -59,7 +59,7 @@ describe('rate lanes in a batch (virtual time)', () => {
     });
   });
 
-  it('never dispatches a call stopped while it waits for its rate lane, and gives back everything', () => {
+  it('never starts a call stopped while it waits for its rate lane, and leaves everything', () => {
     const table = new LaneTable();
     testScheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
       const bodies = { a: cold('--(a|)'), b: cold('--(b|)') };
@@ -124,7 +124,7 @@ describe('rate lanes in a batch (virtual time)', () => {
   });
 });
 
-describe('retryRateLimited: an idempotent call refused with "slow down" is taken again once (virtual time)', () => {
+describe('retryRateLimited: an idempotent call refused with "slow down" enters its lanes again once (virtual time)', () => {
   let testScheduler: TestScheduler;
   beforeEach(() => {
     testScheduler = new TestScheduler((actual, expected) => {
@@ -159,7 +159,39 @@ describe('retryRateLimited: an idempotent call refused with "slow down" is taken
     });
   }
 
-  it('holds no concurrency permit while it waits out the pause to be taken again', () => {
+  it('fails a call refused a second time: it enters its lanes again only once', () => {
+    let attempts = 0;
+    const body = () => {
+      attempts++;
+      return timer(1).pipe(mergeMap(() => throwError(() => new RateLimitedError('slow down', 0.02))));
+    };
+    const config = new ConcurrencyConfig({ perTool: { search: 1 }, retryRateLimited: true });
+    testScheduler.run(({ expectObservable }) => {
+      const batch = runBatch([call('a', body, { tool: 'search', idempotent: true })], { concurrency: config, shared: { lanes: new LaneTable(), concurrency: config }, scheduler: testScheduler });
+      // Refused at 1, paused until 21, started again at 21, refused again at 22.
+      expectObservable(batch.pipe(briefly)).toBe('22ms (a|)', { a: 'a!RateLimitedError' });
+    });
+    expect(attempts).to.equal(2);
+  });
+
+  it("fails at once a refusal thrown by its body's synchronous part, before it returned an answer", () => {
+    let attempts = 0;
+    const body = () => {
+      attempts++;
+      throw new RateLimitedError('slow down', 0.02);
+    };
+    const table = new LaneTable();
+    const config = new ConcurrencyConfig({ perTool: { search: 1 }, retryRateLimited: true });
+    testScheduler.run(({ expectObservable }) => {
+      const batch = runBatch([call('a', body, { tool: 'search', idempotent: true })], { concurrency: config, shared: { lanes: table, concurrency: config }, scheduler: testScheduler });
+      expectObservable(batch.pipe(briefly)).toBe('(a|)', { a: 'a!RateLimitedError' });
+    });
+    expect(attempts).to.equal(1);
+    // It left its tool permit; only the pause its refusal set off is left in the store.
+    expect(table.occupancy().map((lane) => [lane.key, lane.holders])).to.deep.equal([['rate:tool:search', 0]]);
+  });
+
+  it('holds no concurrency permit while it waits out the pause to enter again', () => {
     const { body } = refusedOnce();
     const table = new LaneTable();
     const config = new ConcurrencyConfig({ perTool: { search: 1 }, retryRateLimited: true });
@@ -183,7 +215,7 @@ describe('retryRateLimited: an idempotent call refused with "slow down" is taken
     expect(attempts()).to.equal(1);
   });
 
-  it('a stop while it waits to be taken again classifies it as started (idempotent: safe to call again)', () => {
+  it('a stop while it waits to enter again classifies it as started (idempotent: safe to call again)', () => {
     const { body } = refusedOnce();
     const config = new ConcurrencyConfig({ retryRateLimited: true });
     testScheduler.run(({ hot, expectObservable }) => {

@@ -8,7 +8,8 @@ import { identity, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { own } from '../../config/index.js';
 import { DeadlineExceededError, toErrorInfo } from '../../errors.js';
 import { Ceilings } from '../ceilings.js';
-import { CallRecord } from '../records.js';
+import { CallBody } from '../callBody.js';
+import { CallRecord, type CallNews } from '../records.js';
 import { Stage, staged } from './stage.js';
 
 /** The durations calls are timed by, in seconds. */
@@ -19,21 +20,8 @@ export interface CeilingLimits {
   readonly toolCallSeconds?: number;
 }
 
-// What expires, as functions of the record, so arming a ceiling makes no closure.
-function outran(record: CallRecord): void {
-  const seconds = own(record.ceilingOf ?? {}, record.call.tool);
-  if (seconds !== undefined) record.outrun(seconds);
-}
-
-function overdue(record: CallRecord): void {
-  if (CallRecord.stale(record)) return;
-  const seconds = record.deadlineOf!;
-  const error = new DeadlineExceededError('toolCallSeconds', seconds, record.call);
-  record.batch.stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: record.call.callId });
-}
-
 /**
- * Times each record from the moment its body starts (when `inLanes` emits it as running):
+ * Times each call from the moment its body starts (when `inLanes` emits its `CallBody`):
  * `perToolSeconds[tool]` fails that call alone with `ToolTimedOutError` (its body's signal
  * aborted), `toolCallSeconds` stops the whole batch with a `DeadlineExceededError`. When both
  * are equal, the call's own ceiling comes first: it fails alone and the batch goes on. A record
@@ -47,41 +35,51 @@ function overdue(record: CallRecord): void {
  * // a search still running 2s after it started: TOOL_ERROR ToolTimedOutError
  * ```
  */
-export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<CallRecord> {
+export function ceiling(limits: CeilingLimits = {}): MonoTypeOperatorFunction<CallNews> {
   const { perToolSeconds = {}, toolCallSeconds } = limits;
   if (Object.keys(perToolSeconds).length === 0 && toolCallSeconds === undefined) return identity;
   return staged((out) => new Ceiling(out, perToolSeconds, toolCallSeconds));
 }
 
-// One subscription of ceiling: the batch's timer queues, one per duration, made with the first record that needs one.
-class Ceiling extends Stage<CallRecord> {
+// One subscription of ceiling: the batch's timer queues, one per duration, made with the first
+// body that needs one, and what expires on them. The stage alone knows what each call is timed
+// by: nothing of it is written on the record.
+class Ceiling extends Stage<CallNews> {
   private ceilings: Ceilings<CallRecord> | undefined = undefined;
+  // What expires, made once per subscription (not per call): the call's own ceiling fails it
+  // alone; toolCallSeconds stops the batch.
+  private readonly outran: (record: CallRecord) => void;
+  private readonly overdue: (record: CallRecord) => void;
 
   constructor(
-    out: Subscriber<CallRecord>,
+    out: Subscriber<CallNews>,
     private readonly perToolSeconds: Readonly<Record<string, number>>,
     private readonly toolCallSeconds: number | undefined,
   ) {
     super(out);
+    this.outran = (record) => record.outrun(own(perToolSeconds, record.call.tool)!);
+    this.overdue = (record) => {
+      if (CallRecord.stale(record)) return;
+      const error = new DeadlineExceededError('toolCallSeconds', toolCallSeconds!, record.call);
+      record.batch.stop({ kind: 'deadline', why: error.message, error: toErrorInfo(error), callId: record.call.callId });
+    };
   }
 
-  protected take(record: CallRecord): void {
-    if (record.state === 'running' && record.ceilingOf === undefined) {
-      const { perToolSeconds, toolCallSeconds } = this;
-      const queues = (this.ceilings ??= new Ceilings<CallRecord>(record.batch.scheduler, CallRecord.stale));
-      record.ceilingOf = perToolSeconds;
-      const seconds = own(perToolSeconds, record.call.tool);
-      if (seconds !== undefined) queues.arm(seconds * 1000, outran, record);
-      // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at
-      // the same instant, and then its own ceiling wins: it is the more specific declaration,
-      // and the call never ran longer than toolCallSeconds. So its deadline is not armed at
-      // all, and which of two timers due together a scheduler runs first cannot change that.
-      if (toolCallSeconds !== undefined && !(seconds !== undefined && seconds <= toolCallSeconds)) {
-        record.deadlineOf = toolCallSeconds;
-        queues.arm(toolCallSeconds * 1000, overdue, record);
-      }
-    }
-    this.out.next(record);
+  protected take(news: CallNews): void {
+    if (news instanceof CallBody) this.arm(news.record);
+    this.out.next(news);
+  }
+
+  private arm(record: CallRecord): void {
+    const { perToolSeconds, toolCallSeconds } = this;
+    const queues = (this.ceilings ??= new Ceilings<CallRecord>(record.batch.scheduler, CallRecord.stale));
+    const seconds = own(perToolSeconds, record.call.tool);
+    if (seconds !== undefined) queues.arm(seconds * 1000, this.outran, record);
+    // A call whose own ceiling is no longer than toolCallSeconds is ended by it first, or at
+    // the same instant, and then its own ceiling wins: it is the more specific declaration,
+    // and the call never ran longer than toolCallSeconds. So its deadline is not armed at
+    // all, and which of two timers due together a scheduler runs first cannot change that.
+    if (toolCallSeconds !== undefined && !(seconds !== undefined && seconds <= toolCallSeconds)) queues.arm(toolCallSeconds * 1000, this.overdue, record);
   }
 
   override unsubscribe(): void {

@@ -1,4 +1,4 @@
-// The gate: the serial steps a call passes before it is dispatched (the runner's onToolStart
+// The gate: the serial steps a call passes before it enters its lanes (the runner's onToolStart
 // hook, input guardrail and approval), one call at a time, in call order, while the calls it
 // let through already run. A refusal does not stop the call's record: it goes on, refused,
 // and ends as a failure without taking its lanes.
@@ -37,11 +37,11 @@ function verdictError(verdict: unknown): ErrorInfo | undefined {
 export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
   if (step === undefined) return identity;
   return serial({
-    // A stopped batch asks nobody about calls it will not dispatch: they wait to be classified.
+    // A stopped batch asks nobody about calls it will not start: they wait to be classified.
     holds: (record) => record.batch.stopped !== undefined || record.batch.closed,
     step(record, serial) {
-      // Calls refused already (bad arguments), or decided, are not asked.
-      if (record.call.rejected !== undefined || record.refused !== undefined || record.state === 'ended') return letThrough(record, serial, undefined);
+      // Calls refused already (bad arguments), known already (a resumed run), or decided, are not asked.
+      if (record.call.rejected !== undefined || record.call.outcome !== undefined || record.refused !== undefined || record.state === 'ended') return letThrough(record, serial, undefined);
       let answer: unknown;
       try {
         answer = step(record.call, record.index);
@@ -74,7 +74,7 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
 
 // The record goes on (refused, if the gate said so), and the next call may be asked.
 function letThrough(record: CallRecord, serial: Serial, refused: ErrorInfo | undefined): undefined {
-  if (refused !== undefined) record.refused = refused;
+  if (refused !== undefined) record.refuse(refused);
   serial.pass(record);
   serial.through();
   return undefined;

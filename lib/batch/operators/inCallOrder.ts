@@ -1,13 +1,13 @@
 // The reorder: the scan that turns records in finish order into records in call order. A
 // record whose outcome is decided waits here until every call before it has one; then the whole
-// settled prefix goes out at once. Records passing for other reasons (a body that started) are
-// not outcomes, and stay here.
-import type { MonoTypeOperatorFunction } from 'rxjs';
-import type { CallRecord } from '../records.js';
+// settled prefix goes out at once. A body that started is not an outcome, and stays here.
+import type { OperatorFunction } from 'rxjs';
+import { CallBody } from '../callBody.js';
+import type { CallNews, CallRecord } from '../records.js';
 import { Stage, staged } from './stage.js';
 
 // One subscription of inCallOrder.
-class InCallOrder extends Stage<CallRecord> {
+class InCallOrder extends Stage<CallNews, CallRecord> {
   // Decided records waiting for an earlier call, by index; made when the first one waits.
   private waiting: Array<CallRecord | undefined> | undefined = undefined;
   // The index of the next call to emit.
@@ -15,8 +15,10 @@ class InCallOrder extends Stage<CallRecord> {
   // The batch, known from the first record.
   private seen: CallRecord | undefined = undefined;
 
-  protected take(record: CallRecord): void {
-    if (record.state !== 'ended') return;
+  protected take(news: CallNews): void {
+    // A started body, or a record no stage has decided yet (one passed on before its lanes), waits for its outcome.
+    if (news instanceof CallBody || news.outcome === undefined) return;
+    const record = news;
     this.seen ??= record;
     const { out } = this;
     if (record.index !== this.following) {
@@ -62,6 +64,6 @@ class InCallOrder extends Stage<CallRecord> {
  * // a, b, c: a as soon as it settles, then b and c together
  * ```
  */
-export function inCallOrder(): MonoTypeOperatorFunction<CallRecord> {
+export function inCallOrder(): OperatorFunction<CallNews, CallRecord> {
   return staged((out) => new InCallOrder(out));
 }

@@ -1,22 +1,24 @@
-// The fan-out: every call of a phase dispatched at once, its concurrency coming from the lanes
-// it must take (tenant rate -> tool rate -> tenant -> turn -> turn-tool -> tool -> its own ->
-// identical arguments), not from a count of its own.
+// The fan-out: every call of a phase enters its lanes at once, its concurrency coming from the
+// lanes it must take (tenant rate -> tool rate -> turn's rates -> tenant -> turn -> turn-tool ->
+// tool -> its own -> identical arguments), not from a count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
-import type { MonoTypeOperatorFunction, Subscriber } from 'rxjs';
+import type { OperatorFunction, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
 import { ConcurrencyConfig, own, tighter, type RateOptions } from '../../config/index.js';
-import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { ErrorInfo } from '../../errors.js';
+import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
-import { CallRecord, type Dispatcher, type LaneStep } from '../records.js';
+import type { CallBody } from '../callBody.js';
+import type { LaneStep } from '../callLanes.js';
 import { addRateSteps, pauseTool, RateViews, slowDown, type RateHost } from '../rateSteps.js';
+import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
 
-/** The lanes calls are dispatched in, and what else a dispatch needs: the batch options of the same names. */
+/** The lanes calls enter, and what else entering them needs: the batch options of the same names. */
 export type LanePlan = Pick<BatchOptions, 'concurrency' | 'shared' | 'tenant' | 'lent' | 'monitor'>;
 
 const noSteps: readonly LaneStep[] = [];
@@ -34,9 +36,9 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
   return limit !== undefined && (calls === undefined || limit < calls) ? limit : undefined;
 }
 
-// One subscription of inLanes: the dispatcher its records report to, and the lanes each tool's
+// One subscription of inLanes: the entry its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
-class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
+class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost {
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
@@ -55,7 +57,7 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
   private sharedRates: RateViews | undefined = undefined;
   private turnRates: RateViews | undefined = undefined;
 
-  // How many records dispatched here are not yet over, and whether the source is done. (Which
+  // How many records entered here are not yet over, and whether the source is done. (Which
   // ones, the batch's records say: a teardown with some still open looks them up there.)
   open = 0;
   sourceDone = false;
@@ -64,7 +66,7 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
   // The batch, known from the first record.
   private batch: BatchScope | undefined = undefined;
 
-  constructor(plan: LanePlan, out: Subscriber<CallRecord>) {
+  constructor(plan: LanePlan, out: Subscriber<CallNews>) {
     super(out);
     out.add(() => this.teardown());
     const turn = plan.concurrency ?? new ConcurrencyConfig();
@@ -81,8 +83,8 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
     return this.shared!.lanes;
   }
 
-  started(record: CallRecord): void {
-    this.out.next(record);
+  started(body: CallBody): void {
+    this.out.next(body);
   }
 
   ended(record: CallRecord): void {
@@ -96,22 +98,21 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
     if (this.open === 0 && this.sourceDone) this.out.complete();
   }
 
-  dispatch(record: CallRecord): void {
-    // A stopped or closed batch dispatches nothing more: the call waits to be classified, never
-    // dispatched. Nor does a fan-out torn down: a phase handing over its calls from inside its
+  private enter(record: CallRecord): void {
+    // A stopped or closed batch enters nothing more: the call waits to be classified, never
+    // started. Nor does a fan-out torn down: a phase handing over its calls from inside its
     // subscribe goes on after its subscriber left (from a watcher of a grant), and nothing would
-    // give back what the call took.
+    // leave what the call took.
     if (record.batch.stopped !== undefined || record.batch.closed || this.closing) return;
     this.batch ??= record.batch;
     this.open++;
-    record.dispatch(this);
+    record.enter(this);
   }
 
-  /** Every record still dispatched here ends where it stands. */
   protected take(record: CallRecord): void {
     // Decided before it got here (a cache stage, say): it passes on as it is.
     if (record.state === 'ended') this.out.next(record);
-    else this.dispatch(record);
+    else this.enter(record);
   }
 
   protected override sourceCompleted(): void {
@@ -119,13 +120,13 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
     if (this.open === 0) this.out.complete();
   }
 
-  // Ends the calls still dispatched: when `out` leaves, which may be long after the phase ended.
+  // Ends the calls still in their lanes here: when `out` leaves, which may be long after the phase ended.
   private teardown(): void {
-    // Set before any record gives its permits back, which could grant them to another record here.
+    // Set before any record leaves its permits, which could grant them to another record here.
     this.closing = true;
     if (this.open === 0 || this.batch === undefined) return;
     const records = this.batch.records.filter((record) => record.inFlightFor(this));
-    // Together: a permit given back by one must not start another (its body would run after the subscriber left).
+    // Together: a permit left by one must not start another (its body would run after the subscriber left).
     CallRecord.teardownAll(records);
   }
 
@@ -165,7 +166,7 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
     return exact;
   }
 
-  /** An idempotent call refused with "slow down" is taken again once when the turn's config says `retryRateLimited`, after the pause. */
+  /** An idempotent call refused with "slow down" enters its lanes again once when the turn's config says `retryRateLimited`, after the pause. */
   takeAgain(record: CallRecord, error: ErrorInfo): boolean {
     const { shared } = this;
     if (this.turn.retryRateLimited !== true || shared === undefined) return false;
@@ -211,17 +212,18 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
 }
 
 /**
- * Dispatches every record it receives at once, each inside its lanes, taken in one fixed order:
+ * Enters every record it receives in its lanes at once, taken in one fixed order:
  * its rate lanes (tenant rate, tool rate, then the turn's own rates where the agent narrowed them),
  * then tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
  * a call that is not parallel-safe) its identical-arguments lane. The turn and turn-tool lanes
  * are the batch's own, taken only where they can bind. A call that fails with `RateLimitedError`
- * pauses its tool's rate lane for its `retryAfterSeconds`.
- * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits each
- * record when its body starts (so the ceilings can time it from there) and again when its
- * outcome is decided; completes once its source completed and every record it dispatched is
- * over. Records already decided, or refused at the gate, end at once without their lanes.
- * Unsubscribing ends every call where it stands: bodies aborted, permits back (a body that
+ * (or an error of HTTP status 429) pauses its tool's rate lane for its `retryAfterSeconds`.
+ * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits a
+ * call's `CallBody` when its body starts (so the ceilings can time it from there) and its
+ * `CallRecord` when its outcome is decided; completes once its source completed and every record
+ * it entered is over. Records already decided, or refused at the gate, end at once without their
+ * lanes.
+ * Unsubscribing ends every call where it stands: bodies aborted, permits left (a body that
  * still runs keeps its own until it settles).
  *
  * ## Example
@@ -232,7 +234,7 @@ class FanOut extends Stage<CallRecord> implements Dispatcher, RateHost {
  * // at most two searches at once, across every batch that shares `lanes`
  * ```
  */
-export function inLanes(plan: LanePlan = {}): MonoTypeOperatorFunction<CallRecord> {
+export function inLanes(plan: LanePlan = {}): OperatorFunction<CallRecord, CallNews> {
   if (plan.concurrency !== undefined && !(plan.concurrency instanceof ConcurrencyConfig)) {
     throw new TypeError('inLanes: plan.concurrency must be a ConcurrencyConfig');
   }

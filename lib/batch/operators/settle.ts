@@ -31,8 +31,8 @@ export type SettleStep = (outcome: Outcome, call: BatchCall) => SettleAnswer;
  */
 export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> {
   return serial({
-    // Outcomes only: a record passing because its body started is not one.
-    takes: (record) => record.state === 'ended',
+    // Outcomes only: a record no stage decided yet is not one.
+    takes: (record) => record.outcome !== undefined,
     step(record, serial) {
       const outcome = record.outcome!;
       if (step === undefined) return settled(record, serial, outcome);

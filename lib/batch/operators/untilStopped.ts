@@ -1,11 +1,11 @@
-// The stop: a cancel from outside, a deadline, or a failure under FAIL_RUN ends the dispatches
-// (every body in flight aborted, every permit not held by a running body given back), then
+// The stop: a cancel from outside, a deadline, or a failure under FAIL_RUN ends the calls in their
+// lanes (every body in flight aborted, every permit not held by a running body left), then
 // every call of the batch that had no outcome gets exactly one, by what it had done: never
 // dispatched, or stopped in flight (safe to call again if idempotent, else indeterminate).
 import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
-import type { CallRecord } from '../records.js';
-import { stoppedOutcome } from '../stops.js';
+import { CallBody } from '../callBody.js';
+import type { CallNews } from '../records.js';
 import { Stage } from './stage.js';
 import type { StopReason } from '../types.js';
 
@@ -13,9 +13,9 @@ import type { StopReason } from '../types.js';
  * Passes records through until the batch stops. The first stop wins: from `stop$` (an
  * Observable, or anything with `subscribe(observer)`), from the batch itself (a call past
  * `toolCallSeconds`), or from a failed call when the batch fails fast (FAIL_RUN). On a stop it
- * unsubscribes its source, which tears down everything upstream (the dispatches, the gate,
+ * unsubscribes its source, which tears down everything upstream (the fan-outs, the gate,
  * phases not yet started), then emits every record of the batch without an outcome, classified,
- * and completes. A stop that came before the batch started dispatches nothing.
+ * and completes. A stop that came before the batch started starts nothing.
  *
  * ## Example
  * ```ts
@@ -25,9 +25,9 @@ import type { StopReason } from '../types.js';
  * // queued:    "never dispatched: the user pressed stop"
  * ```
  */
-export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperatorFunction<CallRecord> {
+export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperatorFunction<CallNews> {
   return (source) =>
-    new Observable<CallRecord>((out) => {
+    new Observable<CallNews>((out) => {
       const stage = new UntilStopped(out);
       stage.listen(stop$);
       source.subscribe(stage);
@@ -37,7 +37,7 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
 
 // One subscription of untilStopped. The stage is its source's subscriber: a stop unsubscribes it
 // (everything upstream ends), and the classified records go straight on to `out`.
-class UntilStopped extends Stage<CallRecord> {
+class UntilStopped extends Stage<CallNews> {
   // The batch, known from the first record, or at once when the stop given is the batch's own.
   private batch: BatchScope | undefined = undefined;
   // A stop from outside heard before the batch was known; the batch holds it once met.
@@ -49,7 +49,7 @@ class UntilStopped extends Stage<CallRecord> {
   // True once the stop took effect.
   private classified = false;
 
-  constructor(out: Subscriber<CallRecord>) {
+  constructor(out: Subscriber<CallNews>) {
     super(out);
     // The outside stop is heard for as long as `out` is there, not only while the source is.
     out.add(() => this.unlisten());
@@ -78,15 +78,21 @@ class UntilStopped extends Stage<CallRecord> {
     if (reason !== undefined) this.classify(reason);
   }
 
-  protected take(record: CallRecord): void {
-    this.meet(record.batch);
-    this.out.next(record);
+  protected take(news: CallNews): void {
+    if (news instanceof CallBody) {
+      this.meet(news.record.batch);
+      this.out.next(news);
+      return;
+    }
+    this.meet(news.batch);
+    this.out.next(news);
     // FAIL_RUN: a failure stops the batch once its own outcome has gone on.
-    if (record.state === 'ended') record.batch.stopIfFailed(record.outcome!);
+    const { outcome } = news;
+    if (outcome !== undefined) news.batch.stopIfFailed(outcome);
   }
 
   protected override sourceCompleted(): void {
-    // Calls a stop kept from their dispatch end here, classified.
+    // Calls a stop kept from their lanes end here, classified.
     const reason = this.stopped;
     if (reason !== undefined) {
       if (!this.starting) this.classify(reason);
@@ -112,9 +118,9 @@ class UntilStopped extends Stage<CallRecord> {
     scope.onStop((reason) => {
       if (!this.starting) this.classify(reason);
       // Stopped while its source is being subscribed (a body that stops its own batch, say):
-      // the calls still arriving are classified once they all have, but the calls dispatched
+      // the calls still arriving are classified once they all have, but the calls in their lanes
       // end now, as the unsubscription would end them, so an answer after the stop is ignored.
-      else scope.tearDownDispatched();
+      else scope.tearDownEntered();
     });
     if (this.early !== undefined) scope.stop(this.early);
   }
@@ -123,13 +129,11 @@ class UntilStopped extends Stage<CallRecord> {
     if (this.classified) return;
     this.classified = true;
     const { out, batch } = this;
-    // Everything upstream ends first: bodies aborted, permits back, no call starts after this.
+    // Everything upstream ends first: bodies aborted, permits left, no call starts after this.
     this.unsubscribe();
     this.unlisten();
-    const open = batch === undefined ? [] : batch.unsettled();
     // Every outcome is decided (and told as ended) before any goes on, as in one step.
-    // (A record the batch's close() decided meanwhile, its subscriber gone from inside a watcher, keeps that outcome.)
-    for (const record of open) if (record.state !== 'ended') record.decide(stoppedOutcome(record.call, record.index, record.state === 'running' || record.retried, reason));
+    const open = batch === undefined ? [] : batch.classify(reason);
     for (const record of open) {
       if (out.closed) return;
       out.next(record);

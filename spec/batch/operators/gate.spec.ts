@@ -116,7 +116,7 @@ describe('gate', () => {
         call('d', () => 'd'),
       ];
       const { records } = recordsOf(calls);
-      records[2]!.refused = { name: 'ToolRejectedError', message: 'refused upstream' };
+      records[2]!.refuse({ name: 'ToolRejectedError', message: 'refused upstream' });
       records[3]!.decide(resultOf(records[3]!, 'cached'));
       const verdict = cold('--|');
       const step: GateStep = (c) => (asked.push(c.callId), verdict);

@@ -118,7 +118,7 @@ describe('inLanes', () => {
         call('b', bodies.b, { rejected: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
         call('c', bodies.c),
       ]);
-      records[0]!.refused = { name: 'ToolRejectedError', message: 'not approved' };
+      records[0]!.refuse({ name: 'ToolRejectedError', message: 'not approved' });
       const source = cold('  (abc|)', byId(records));
       const expected = '     (ABc)(C|)';
       const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 1 });

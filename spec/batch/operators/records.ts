@@ -1,7 +1,7 @@
 // Builders for the operator specs: real records of a real batch (no fakes), and a one-word
 // rendering of a record as it passes, so a marble expectation reads as what happened to it.
 import { map, type OperatorFunction } from 'rxjs';
-import { BatchScope, type BatchCall, type BatchScopeOptions, type CallRecord, type Outcome } from '../../../lib/batch/index.js';
+import { BatchScope, CallBody, type BatchCall, type BatchScopeOptions, type CallNews, type CallRecord, type Outcome } from '../../../lib/batch/index.js';
 import { brief } from '../helpers.js';
 
 /** One batch and a record for each call, numbered in the order given. */
@@ -16,10 +16,13 @@ export function byId(records: readonly CallRecord[]): Record<string, CallRecord>
 }
 
 /**
- * A record as it passes: `a` before its lanes, `a~` queued, `a>` running, and once ended its
- * outcome as `brief` writes it (`a=1`, `a!Name`, `a?`). A refusal reads `a!Name:message`.
+ * A record as it passes: `a` before its lanes, `a~` queued, `a>` its body starting (its
+ * `CallBody`), and once ended its outcome as `brief` writes it (`a=1`, `a!Name`, `a?`). A refusal
+ * reads `a!Name:message`.
  */
-export function label(record: CallRecord): string {
+export function label(news: CallNews): string {
+  if (news instanceof CallBody) return `${news.record.call.callId}>`;
+  const record = news;
   const { callId } = record.call;
   switch (record.state) {
     case 'waiting': {
@@ -36,7 +39,7 @@ export function label(record: CallRecord): string {
 }
 
 /** Labels each record the moment it passes (a record changes as it goes on). */
-export const labelled: OperatorFunction<CallRecord, string> = map(label);
+export const labelled: OperatorFunction<CallNews, string> = map(label);
 
 /** A result outcome for `record`, as a cache or a stop would decide it. */
 export function resultOf(record: CallRecord, result: unknown, dispatched = false): Outcome {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { mergeMap, of, Subject, type Subscribable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { BatchScope, inLanes, untilStopped, type CallRecord, type Outcome, type StopReason } from '../../../lib/batch/index.js';
+import { BatchScope, CallRecord, inLanes, untilStopped, type Outcome, type StopReason } from '../../../lib/batch/index.js';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { call } from '../helpers.js';
 import { byId, labelled, recordsOf } from './records.js';
@@ -168,22 +168,25 @@ describe('untilStopped', () => {
     expect(stop$.observed).to.equal(false);
   });
 
-  it('hands a stop heard before the batch was known to the batch, which holds it and classifies by it', () => {
-    const { batch, records } = recordsOf([call('a', () => 'a'), call('b', () => 'b')]);
+  it('hands a stop heard before the batch was known to the batch, which holds it and classifies by it: the first call never started', () => {
+    const invoked: string[] = [];
+    const body = (id: string) => () => (invoked.push(id), id);
+    const { batch, records } = recordsOf([call('a', body('a')), call('b', body('b'))]);
     const seen: string[] = [];
     // Both stops come as untilStopped listens, before its source (and so the batch) is known.
+    // The batch meets the stop with the first call's start, before its body is invoked.
     of(...records)
       .pipe(inLanes(), untilStopped(of(cancel, reasons.t)))
-      .subscribe((record) => {
-        if (record.state === 'ended') seen.push(`${record.call.callId}: ${said(record)}`);
+      .subscribe((news) => {
+        if (news instanceof CallRecord) seen.push(`${news.call.callId}: ${said(news)}`);
       });
     expect(batch.stopped).to.equal(cancel);
     batch.stop(reasons.t);
     expect(batch.stopped).to.equal(cancel);
-    // b, which arrived once the batch held the stop, was never dispatched; both were classified by the one stop.
-    expect(seen).to.have.length(2);
-    expect(seen[1]).to.equal('b: never dispatched: the user pressed stop');
-    expect(seen[0]).to.match(/\(the user pressed stop\)/);
+    // Neither body ran, so neither call is said to have been in flight; both were classified by the one stop.
+    expect(invoked).to.deep.equal([]);
+    expect(seen).to.deep.equal(['a: never dispatched: the user pressed stop', 'b: never dispatched: the user pressed stop']);
+    expect(records.map((record) => record.outcome?.dispatched)).to.deep.equal([false, false]);
   });
 
   it('takes its stop from anything with a subscribe(observer), and leaves it when done', () => {

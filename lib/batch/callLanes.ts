@@ -1,0 +1,241 @@
+// What one call holds in its lanes: the permits it took, in order, the loans it makes of them to
+// nested work, their fencing tokens, and the grace timer of a body that overruns its call. Written
+// by the fan-out (inLanes) alone, through its record; the other stages only read it.
+import type { Subscription } from 'rxjs';
+import { toErrorInfo } from '../errors.js';
+import { scheduleAfter } from '../time.js';
+import { enterWithLoan, Loan, type LaneGrantTarget, type LaneStore, type Permit } from '../lanes/index.js';
+import { reportUnhandled } from './invocation.js';
+import type { CallRecord } from './records.js';
+
+/** One lane a call takes, in the fixed order: the store, the key, its permits, whose turn it is. */
+export interface LaneStep {
+  readonly store: LaneStore;
+  readonly key: string;
+  readonly limit: number;
+  readonly party: string;
+  /** The permit of this lane a caller lends (a nested run), if any. */
+  readonly loan: Loan | undefined;
+}
+
+/** What the lanes part needs of the stage that enters the call in its lanes (inLanes). */
+export interface LaneSource {
+  /** The shared lanes (the ones a call may lend to nested work). */
+  readonly sharedLanes: LaneStore;
+  /** Loans of the caller's permits (a nested run). */
+  readonly lent: ReadonlyMap<string, Loan>;
+  /** Grace for an overrunning body, in seconds. */
+  readonly abandonAfterSeconds: number | undefined;
+}
+
+const noSteps: readonly LaneStep[] = [];
+const noPermits: Array<Permit | undefined> = [];
+const noLoans: Array<Loan | undefined> = [];
+const noLent: ReadonlyMap<string, Loan> = new Map();
+
+// Leaves one permit; one failing to go back (a remote store, say) must not keep the others.
+function leaveOne(permit: Permit): void {
+  try {
+    permit.leave();
+  } catch (error) {
+    reportUnhandled(error);
+  }
+}
+
+/**
+ * A call's permits, taken one lane after another in the order its steps give. Each permit is
+ * stored before the next lane is asked, so leaving always knows every permit held. It is each
+ * lane's grant target: a grant that comes later carries on from the next lane.
+ */
+export class CallLanes implements LaneGrantTarget {
+  // Who entered the call in its lanes (inLanes), once it did.
+  private source: LaneSource | undefined = undefined;
+  // The lanes this call takes, in order.
+  private steps: readonly LaneStep[] = noSteps;
+  // The permits it holds, in the order taken: `taken` of them. Sized once the lanes are known.
+  private permits: Array<Permit | undefined> = noPermits;
+  private taken = 0;
+  // The lane asked last; a grant that comes later carries on from the next one.
+  private asking = 0;
+  // The permits this call lends to nested work, by position in `permits` (made when the body
+  // first asks), and the lanes a nested run of its body may run in (its callers' loans too).
+  private loans: Array<Loan | undefined> = noLoans;
+  private lentLanes: ReadonlyMap<string, Loan> | undefined = undefined;
+  // The abandonAfterSeconds timer of a body that overruns its call while holding permits.
+  private grace: Subscription | undefined = undefined;
+
+  constructor(private readonly record: CallRecord) {}
+
+  /** How many permits the call holds now. */
+  get held(): number {
+    return this.taken;
+  }
+
+  /** Enters `steps`, in order, for `source`; once every lane granted, the record's body starts. */
+  enter(source: LaneSource, steps: readonly LaneStep[]): void {
+    this.source = source;
+    this.steps = steps;
+    if (steps.length > 0) this.permits = new Array<Permit | undefined>(steps.length);
+    this.take(0);
+  }
+
+  /**
+   * Leaves every permit and enters `steps` again from the first (a call whose body said "slow
+   * down"): its rate lanes wait out the pause while it holds nothing else. What it lent is lent no more.
+   */
+  enterAgain(steps: readonly LaneStep[]): void {
+    this.leave();
+    this.lentLanes = undefined;
+    this.enter(this.source!, steps);
+  }
+
+  /** A lane granted the permit this call asked for: a grant that came later carries on from the next lane. */
+  granted(): void {
+    if (this.taken > this.asking) this.take(this.asking + 1);
+  }
+
+  /** A lane store shared by a fleet lost a permit this call held or waited for. */
+  lost(error: Error): void {
+    this.record.lost(error);
+  }
+
+  // Takes the lanes from `first` on, in order.
+  private take(first: number): void {
+    const { steps, record } = this;
+    const { batch } = record;
+    for (let i = first; i < steps.length; i++) {
+      const { store, key, limit, party, loan } = steps[i]!;
+      let permit: Permit;
+      this.asking = i;
+      // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
+      // recorded here, so the teardown it brings leaves that permit too.
+      batch.hold();
+      try {
+        permit = loan === undefined ? store.enter(key, limit, this, party) : enterWithLoan(loan, store, key, limit, this, party);
+      } catch (error) {
+        batch.endHold();
+        // A store that cannot take the request: the call fails, never started, and leaves what it holds.
+        record.failUnstarted(toErrorInfo(error));
+        return;
+      }
+      if (record.body.ended) {
+        // Torn down while in the store: what it had stored is back already, and this permit goes back too, never stored.
+        batch.endHold();
+        leaveOne(permit);
+        return;
+      }
+      this.permits[this.taken++] = permit;
+      batch.endHold();
+      // Something the grant set off (a watcher of the lanes, say) may have ended this call
+      // already, its teardown run: leave what it holds and go no further.
+      if (record.body.ended) {
+        this.leave();
+        return;
+      }
+      if (!permit.holding) {
+        if (batch.watched) batch.report({ type: 'queued', callId: record.call.callId, tool: record.call.tool, index: record.index, lane: key, at: batch.scheduler.now() });
+        return;
+      }
+    }
+    record.start();
+  }
+
+  /** Leaves every permit now (a lent one once no nested call runs in it). Leaving twice does nothing. */
+  leave(): void {
+    const { permits, loans } = this;
+    for (let i = this.taken - 1; i >= 0; i--) {
+      const permit = permits[i]!;
+      const loan = loans[i];
+      if (loan === undefined) leaveOne(permit);
+      else loan.recall(() => leaveOne(permit));
+    }
+    // Left: the batch need not keep them.
+    this.taken = 0;
+    this.permits = noPermits;
+    this.loans = noLoans;
+  }
+
+  /**
+   * The call ended while its body still runs (an overrun): a lane counts bodies that actually
+   * run, so the permits stay until the body settles (`bodySettled`), or until abandonAfterSeconds
+   * gives up on it. Keeping twice arms one timer.
+   */
+  keep(): void {
+    if (this.taken === 0 || this.grace !== undefined) return;
+    const grace = this.source?.abandonAfterSeconds;
+    if (grace !== undefined) this.grace = scheduleAfter(this.record.batch.scheduler, () => CallLanes.abandon(this), grace * 1000);
+  }
+
+  /** The overrunning body settled: its permits go back, told first so a watcher reads them going back before a waiter starts in them. */
+  bodySettled(): void {
+    this.grace?.unsubscribe();
+    this.grace = undefined;
+    if (this.taken === 0) return;
+    this.left(false);
+    this.leave();
+  }
+
+  // The grace ran out on an overrunning body: its permits go back while it still runs.
+  private static abandon(lanes: CallLanes): void {
+    if (lanes.grace === undefined) return;
+    lanes.grace = undefined;
+    lanes.left(true);
+    lanes.leave();
+  }
+
+  private left(abandoned: boolean): void {
+    const { batch, call, index } = this.record;
+    if (batch.watched) batch.report({ type: 'released', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), abandoned });
+  }
+
+  /** The shared lanes a nested run of this call's body may run in: this call's permits, lent, and its callers' loans. */
+  lend(): ReadonlyMap<string, Loan> {
+    if (this.lentLanes !== undefined) return this.lentLanes;
+    const { steps, taken, source, record } = this;
+    const lanes = new Map(source?.lent ?? noLent);
+    // Only while the call holds its permits and its body runs: a call that is over lends nothing of its own.
+    if (source !== undefined && taken > 0 && record.state === 'running' && !record.body.ended) {
+      const loans = (this.loans = new Array<Loan | undefined>(taken));
+      for (let i = 0; i < taken; i++) {
+        const step = steps[i]!;
+        if (step.store !== source.sharedLanes) continue;
+        const loan = new Loan(step.key, this.permits[i]!.fence);
+        loans[i] = loan;
+        lanes.set(step.key, loan);
+      }
+    }
+    return (this.lentLanes = lanes);
+  }
+
+  /**
+   * The fencing token of the narrowest fleet lane the call holds: its identical-arguments lane,
+   * else its tool lane, else the lane its declaration names (an MCP server's, shared by all of
+   * the server's tools), else its tenant lane.
+   */
+  fence(): string | undefined {
+    const { steps, permits } = this;
+    let tool: string | undefined;
+    let own: string | undefined;
+    let tenant: string | undefined;
+    for (let i = 0; i < this.taken; i++) {
+      const fence = permits[i]!.fence;
+      if (fence === undefined) continue;
+      const { key } = steps[i]!;
+      if (key.startsWith('args:')) return fence;
+      if (key.startsWith('tool:')) tool = fence;
+      else if (key.startsWith('tenant:')) tenant = fence;
+      else own = fence;
+    }
+    return tool ?? own ?? tenant;
+  }
+
+  /** The fencing token of every fleet lane the call holds, by lane key (frozen). */
+  fences(): Readonly<Record<string, string>> {
+    const fences: Record<string, string> = {};
+    for (let i = 0; i < this.taken; i++) {
+      const fence = this.permits[i]!.fence;
+      if (fence !== undefined) fences[this.steps[i]!.key] = fence;
+    }
+    return Object.freeze(fences);
+  }
+}
