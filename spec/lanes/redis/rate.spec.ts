@@ -86,6 +86,12 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       let admittedAt = 0;
       // A first admission, so the lane exists in Redis; then one pauses it for 600 ms.
       await new Promise<void>((resolve) => one.enterRate('rate:tool:search', rate, () => resolve(), 'acme', asyncScheduler));
+      // Both stores subscribe to the pause channel on their first use, without waiting: a pause
+      // published before two's subscription is in place would never reach it.
+      await until(async () => {
+        const reply = (await client.sendCommand(['PUBSUB', 'NUMSUB', `${one.prefix}rate-pauses`])) as [string, number];
+        return Number(reply[1]) >= 2;
+      }, 'both stores subscribed to the pause channel', 5_000);
       const pausedAt = performance.now();
       one.pause('rate:tool:search', 0.6, 'search answered 429', asyncScheduler);
       one.pause('rate:tool:plain', 0.6, 'plain answered 429', asyncScheduler);
