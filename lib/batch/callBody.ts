@@ -142,9 +142,14 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
     if (this.settle()) this.record.succeed(result);
   }
 
-  /** The body failed: it threw, rejected or errored (or its answer could not be read). */
+  /**
+   * The body failed: it threw, rejected or errored (or its answer could not be read). One that
+   * says "slow down" after its synchronous part returned may start once more (retryRateLimited).
+   */
   failed(error: unknown): void {
-    if (this.settle()) this.record.fail(error);
+    const later = this.state === 'awaiting' || this.state === 'subscribed';
+    if (!this.settle()) return;
+    if (!later || !this.record.takeAgain(error)) this.record.fail(error);
   }
 
   /** An Observable answer that completed without a value. */
@@ -201,6 +206,15 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
     watch?.release();
     if (subscription !== undefined) unsubscribeBody(subscription);
     if (reason !== undefined) context?.abort(reason);
+  }
+
+  /**
+   * The body said "slow down" and its call enters its lanes again: its watch ended and what it
+   * was handed dropped, it waits to start once more, as if never started.
+   */
+  again(): void {
+    this.halt(undefined);
+    this.state = 'idle';
   }
 
   /** Aborts the body's signal while the call is open (it was cut off: a lost lane, its ceiling). */

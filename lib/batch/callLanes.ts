@@ -84,6 +84,16 @@ export class CallLanes implements LaneGrantTarget {
     this.take(0);
   }
 
+  /**
+   * Leaves every permit and enters `steps` again from the first (a call whose body said "slow
+   * down"): its rate lanes wait out the pause while it holds nothing else. What it lent is lent no more.
+   */
+  enterAgain(steps: readonly LaneStep[]): void {
+    this.leave();
+    this.lentLanes = undefined;
+    this.enter(this.source!, steps);
+  }
+
   /** A lane granted the permit this call asked for: a grant that came later carries on from the next lane. */
   granted(): void {
     if (this.taken > this.asking) this.take(this.asking + 1);

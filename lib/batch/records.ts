@@ -39,6 +39,12 @@ export interface LaneEntry extends LaneSource {
   over(record: CallRecord): void;
   /** The lanes the record takes, in order (worked out when it enters them). */
   lanesOf(record: CallRecord): readonly LaneStep[];
+  /**
+   * The record's body failed with a partner's "slow down" (RateLimitedError) and the record may
+   * enter its lanes again once (it is idempotent, and has not): true if the batch's config says
+   * so, its tool's rate lane then paused (and the tool's lanes worked out again); false to let it fail.
+   */
+  takeAgain?(record: CallRecord, error: ErrorInfo): boolean;
 }
 
 /**
@@ -61,6 +67,8 @@ export class CallRecord implements WriteAheadWaiter {
   readonly body: CallBody;
   // Who entered it in its lanes (inLanes), told when its body starts and when it ends.
   private entry: LaneEntry | undefined = undefined;
+  /** @internal True once its body started and said "slow down", and the call entered its lanes again. */
+  retried = false;
   // What the call recorded; kept only if it succeeds.
   private delta: Record<string, unknown> | undefined = undefined;
   // The write-ahead record of its dispatch (a run journal's): not asked, asked, or written.
@@ -138,8 +146,9 @@ export class CallRecord implements WriteAheadWaiter {
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
     if (batch.stopped !== undefined || batch.closed || body.ended) return;
-    // On to the ceilings, which time the call from here.
-    entry.started(body);
+    // On to the ceilings, which time the call from here. A call entered again after a "slow down"
+    // runs within the ceilings armed at its first start: its body goes on only once.
+    if (!this.retried) entry.started(body);
     if (batch.stopped !== undefined || batch.closed || body.ended) return;
     // Running from the moment its body is invoked: a call stopped before that never started.
     this.state = 'running';
@@ -171,6 +180,27 @@ export class CallRecord implements WriteAheadWaiter {
   fail(error: unknown): void {
     if (interrupted(error)) this.finish(lostOutcome(this.call, this.index, toErrorInfo(error)));
     else this.finish(this.failure(true, toErrorInfo(error)));
+  }
+
+  /**
+   * @internal The body said "slow down" (RateLimitedError) after its synchronous part returned:
+   * an idempotent call, not entered again yet, leaves its permits and enters its lanes again
+   * from the first when the turn's config says `retryRateLimited` (its tool's rate lane, paused,
+   * makes it wait out the pause holding nothing else), and its body starts once more. False to
+   * let it fail.
+   */
+  takeAgain(error: unknown): boolean {
+    const { entry, batch, body } = this;
+    if (this.retried || this.call.idempotent !== true || this.state !== 'running' || entry?.takeAgain === undefined) return false;
+    if (batch.stopped !== undefined || batch.closed || entry.closing || interrupted(error)) return false;
+    const info = toErrorInfo(error);
+    if (info.name !== 'RateLimitedError' || !entry.takeAgain(this, info)) return false;
+    this.retried = true;
+    body.again();
+    this.state = 'queued';
+    // Worked out again: the tool's rate lane, paused now, is among them even where no rate is declared.
+    this.lanes.enterAgain(entry.lanesOf(this));
+    return true;
   }
 
   // This call's error outcome.
@@ -281,10 +311,13 @@ export class CallRecord implements WriteAheadWaiter {
     this.conclude(outcome);
   }
 
-  /** The batch stopped with `reason` and the call has no outcome: it gets one, by whether its body was invoked. */
+  /**
+   * The batch stopped with `reason` and the call has no outcome: it gets one, by whether its body
+   * was invoked (a call waiting to start again after a "slow down" was: its first attempt went out).
+   */
   classify(reason: StopReason): void {
     if (this.outcome !== undefined) return;
-    this.decide(stoppedOutcome(this.call, this.index, this.state === 'running', reason));
+    this.decide(stoppedOutcome(this.call, this.index, this.state === 'running' || this.retried, reason));
   }
 
   /** The settle steps gave the call its final outcome. */

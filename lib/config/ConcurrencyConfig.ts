@@ -2,6 +2,7 @@
 // tool's own time ceiling. Declared on the runner, narrowed (never widened) by an agent.
 import * as t from 'io-ts';
 import { decodeConfig, own, PositiveInt, PositiveSeconds, tighter } from './limits.js';
+import { frozenRates, RatesCodec, refuseUnknownRateFields, slowerRates, type RateOptions } from './rates.js';
 import {
   checkLaneKinds,
   frozenAdaptive,
@@ -19,6 +20,10 @@ const Options = t.partial({
   perTenant: PositiveInt,
   perToolSeconds: t.record(t.string, PositiveSeconds, 'an object of tool names to positive seconds'),
   abandonAfterSeconds: PositiveSeconds,
+  // The rate lanes (lib/config/rates.ts).
+  perToolRate: RatesCodec,
+  perTenantRate: RatesCodec,
+  retryRateLimited: t.boolean,
   // Adaptive and budget lanes (laneKinds.ts).
   ...laneKindFields,
 });
@@ -28,6 +33,10 @@ const fields = [
   'perTenant',
   'perToolSeconds',
   'abandonAfterSeconds',
+  // The rate lanes.
+  'perToolRate',
+  'perTenantRate',
+  'retryRateLimited',
   // Adaptive and budget lanes.
   'perToolAdaptive',
   'perTenantBudget',
@@ -51,6 +60,17 @@ export interface ConcurrencyOptions {
    */
   readonly abandonAfterSeconds?: number | undefined;
 
+  // The rate lanes: taken before any concurrency lane, so no permit is held while a call waits on a clock.
+  /** Each tool's rate lane: calls to it admitted at most `limit` per `perSeconds`, up to `burst` at once, across every run on the runner. */
+  readonly perToolRate?: Readonly<Record<string, RateOptions>> | undefined;
+  /** Each tenant's rate lane, by tenant (`'*'`: every tenant without an entry of its own, each in a lane of its own). */
+  readonly perTenantRate?: Readonly<Record<string, RateOptions>> | undefined;
+  /**
+   * Opt-in: an idempotent call whose body fails with `RateLimitedError` (with a `retryAfterSeconds`)
+   * enters its lanes again once: it leaves its permits, waits out the pause at its tool's rate lane,
+   * and its body starts again, inside its own ceiling (`perToolSeconds`, counted from its first start).
+   */
+  readonly retryRateLimited?: boolean | undefined;
   // Adaptive and budget lanes (docs/concurrency.md).
   /**
    * Adaptive tool lanes: the tool's lane limit falls when its calls are rate limited, time out or
@@ -86,6 +106,13 @@ function longer(a: number | undefined, b: number | undefined): number | undefine
   return Math.max(a, b);
 }
 
+// Both sides' leave for a retry: false from either is false; absent says nothing.
+function bothAllow(a: boolean | undefined, b: boolean | undefined): boolean | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a && b;
+}
+
 /**
  * The lanes a call stands in, and the tightest one decides.
  *
@@ -106,6 +133,10 @@ export class ConcurrencyConfig {
   readonly perTenant: number | undefined;
   readonly perToolSeconds: Readonly<Record<string, number>>;
   readonly abandonAfterSeconds: number | undefined;
+  // The rate lanes.
+  readonly perToolRate: Readonly<Record<string, RateOptions>>;
+  readonly perTenantRate: Readonly<Record<string, RateOptions>>;
+  readonly retryRateLimited: boolean | undefined;
   // Adaptive and budget lanes.
   readonly perToolAdaptive: Readonly<Record<string, AdaptiveOptions>>;
   readonly perTenantBudget: BudgetOptions | undefined;
@@ -117,6 +148,12 @@ export class ConcurrencyConfig {
     this.perTenant = decoded.perTenant;
     this.perToolSeconds = frozenRecord(decoded.perToolSeconds);
     this.abandonAfterSeconds = decoded.abandonAfterSeconds;
+    // The rate lanes.
+    refuseUnknownRateFields(options.perToolRate, 'perToolRate');
+    refuseUnknownRateFields(options.perTenantRate, 'perTenantRate');
+    this.perToolRate = frozenRates(decoded.perToolRate);
+    this.perTenantRate = frozenRates(decoded.perTenantRate);
+    this.retryRateLimited = decoded.retryRateLimited;
     // Adaptive and budget lanes.
     checkLaneKinds(decoded);
     this.perToolAdaptive = frozenAdaptive(decoded.perToolAdaptive);
@@ -128,6 +165,7 @@ export class ConcurrencyConfig {
    * The composition rule: field by field (and key by key for `perTool` and `perToolSeconds`)
    * the smaller of the two, so the result is never wider than either side. `abandonAfterSeconds`
    * keeps the longer grace, for the same reason: a shorter one gives permits back sooner.
+   * `perToolRate` and `perTenantRate`, key by key, keep the slower steady rate and the smaller burst.
    */
   narrowedTo(other: ConcurrencyConfig | ConcurrencyOptions | undefined): ConcurrencyConfig {
     if (other === undefined) return this;
@@ -139,6 +177,11 @@ export class ConcurrencyConfig {
       perToolSeconds: tighterRecord(this.perToolSeconds, that.perToolSeconds),
       // A shorter grace gives permits back sooner, so it is the wider of two: the longer one is kept.
       abandonAfterSeconds: longer(this.abandonAfterSeconds, that.abandonAfterSeconds),
+      // The rate lanes: key by key the slower steady rate and the smaller burst.
+      perToolRate: slowerRates(this.perToolRate, that.perToolRate),
+      perTenantRate: slowerRates(this.perTenantRate, that.perTenantRate),
+      // A retry is one more call: either side saying no wins; absent says nothing.
+      retryRateLimited: bothAllow(this.retryRateLimited, that.retryRateLimited),
       // Adaptive and budget lanes: the lower bounds, the smaller budget over the longer window.
       perToolAdaptive: narrowerAdaptive(this.perToolAdaptive, that.perToolAdaptive),
       perTenantBudget: narrowerBudget(this.perTenantBudget, that.perTenantBudget),
@@ -153,6 +196,10 @@ export class ConcurrencyConfig {
       ...(this.perTenant === undefined ? {} : { perTenant: this.perTenant }),
       ...(Object.keys(this.perToolSeconds).length === 0 ? {} : { perToolSeconds: { ...this.perToolSeconds } }),
       ...(this.abandonAfterSeconds === undefined ? {} : { abandonAfterSeconds: this.abandonAfterSeconds }),
+      // The rate lanes.
+      ...(Object.keys(this.perToolRate).length === 0 ? {} : { perToolRate: { ...this.perToolRate } }),
+      ...(Object.keys(this.perTenantRate).length === 0 ? {} : { perTenantRate: { ...this.perTenantRate } }),
+      ...(this.retryRateLimited === undefined ? {} : { retryRateLimited: this.retryRateLimited }),
       // Adaptive and budget lanes.
       ...(Object.keys(this.perToolAdaptive).length === 0 ? {} : { perToolAdaptive: { ...this.perToolAdaptive } }),
       ...(this.perTenantBudget === undefined ? {} : { perTenantBudget: { ...this.perTenantBudget } }),

@@ -3,8 +3,9 @@
 // as idle, so a million tenants seen over a day do not mean a million live lanes.
 // A batch keeps a table of its own for its turn and turn-tool lanes. A fleet of processes shares
 // its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type LanePermit, type OnGrant } from './Lane.js';
+import { RateLane, type Rate, type RateDecider } from './RateLane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
 import type { AdaptiveBounds, LaneSignal } from './AdaptiveLimit.js';
 import { AdaptiveLimits, AdaptivePermit } from './adaptiveLanes.js';
@@ -44,6 +45,24 @@ export interface LaneStoreNotice {
 }
 
 /**
+ * A lane paused, on the runner's `activity$`: a partner said to slow down (a call failed with
+ * `RateLimitedError`), so lane `key` admits nothing new until `until` (scheduler ms), everywhere
+ * the store is shared.
+ */
+export interface LanePauseNotice {
+  readonly type: 'lane-paused';
+  readonly key: string;
+  readonly seconds: number;
+  readonly until: number;
+  /** Why, in words (the partner's message). */
+  readonly reason: string;
+  readonly at: number;
+}
+
+/** What a store says of itself or of its lanes, beside their occupancy, as the runner's `activity$` carries it. */
+export type LaneNotice = LaneStoreNotice | LanePauseNotice;
+
+/**
  * The small interface the batch needs of a store of lanes: enter (ask for a permit), leave
  * (give it back), watch occupancy. The in-memory `LaneTable` is one; `RedisLaneStore`, shared
  * by a fleet of processes, is another.
@@ -62,6 +81,20 @@ export interface LaneStore {
   readonly changes$: Observable<LaneChange>;
   /** What the store says of itself (a fleet store losing its Redis); the runner forwards it to `activity$`. */
   readonly notices$?: Observable<LaneStoreNotice>;
+  /** Its lanes paused (a partner's "slow down"); the runner forwards them to `activity$`. */
+  readonly pauses$?: Observable<LanePauseNotice>;
+  /**
+   * Asks rate lane `key` for an admission: `rate.limit` per `rate.perSeconds`, up to `rate.burst`
+   * at once, timed on `scheduler` (a fleet store times it by its server's clock and waits on
+   * `scheduler`). An admission holds nothing; `leave()` withdraws a request that still waits.
+   * `rate` undefined: the lane is taken only if it exists (it was paused), else admitted at once.
+   * A store without this method has no rate lanes: a call that needs one fails, never started.
+   */
+  enterRate?(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit;
+  /** Lane `key` admits nothing new for `seconds`, wherever the store is shared (a partner's "slow down"). */
+  pause?(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void;
+  /** True while rate lane `key` is paused (known in this process, without asking anyone). */
+  paused?(key: string): boolean;
   /**
    * Asks adaptive lane `key` for a permit: like `enter`, but the lane's limit is its own, moving
    * within `bounds` with what its holders `report` (docs/concurrency.md, adaptive lanes). A store
@@ -80,6 +113,9 @@ export interface LaneStore {
   budgets?(): BudgetOccupancy[];
 }
 
+// An admission from a rate lane that does not exist: nothing to wait for, nothing to leave.
+const admitted: Permit = Object.freeze({ holding: true, leave(): void {} });
+
 export class LaneTable implements LaneStore {
   // Live lanes by key; a lane leaves the map when it has neither holders nor waiters.
   private readonly lanes = new Map<string, Lane>();
@@ -87,6 +123,16 @@ export class LaneTable implements LaneStore {
   private changes: Subject<LaneChange> | undefined;
   // The lane metrics, when a meter was given (the same instruments as the fleet store's).
   private readonly metrics: LaneMetrics | undefined;
+  // Rate lanes by key, made when first asked (a table that never sees a rate has none), and how
+  // many there were after the last sweep of the idle ones.
+  private rates: Map<string, RateLane> | undefined = undefined;
+  private sweptAt = 0;
+  // Made when someone first asks for pauses$.
+  private pauses: Subject<LanePauseNotice> | undefined;
+
+  // Who decides its rate lanes' admissions, when not their own clocks (a fleet store's server).
+  private readonly rateDecider: RateDecider | undefined;
+
   // The adaptive limits and the budgets, made on first use: a table with neither has neither.
   private adaptive: AdaptiveLimits | undefined = undefined;
   private budgetLanes: BudgetLanes | undefined = undefined;
@@ -97,9 +143,11 @@ export class LaneTable implements LaneStore {
    * `meter`: an OpenTelemetry meter for the lane metrics (docs/fleet.md); none by default.
    * `now`: the clock budgets and adaptive lanes read, in ms (default `Date.now`; the runner's own
    * table reads its scheduler, so virtual time moves them).
+   * `rateDecider`: who decides admissions of the rate lanes that have a rate (a fleet store's server); by default each lane's own clock.
    */
-  constructor(options?: { readonly meter?: LaneMeter; readonly now?: () => number }) {
+  constructor(options?: { readonly meter?: LaneMeter; readonly now?: () => number; readonly rateDecider?: RateDecider }) {
     const meter = options?.meter;
+    this.rateDecider = options?.rateDecider;
     this.metrics = meter === undefined ? undefined : new LaneMetrics(meter, () => this.occupancy());
     this.clock = options?.now ?? Date.now;
   }
@@ -108,6 +156,15 @@ export class LaneTable implements LaneStore {
   get changes$(): Observable<LaneChange> {
     return (this.changes ??= new Subject<LaneChange>()).asObservable();
   }
+
+  /** Its rate lanes paused, as it happens. */
+  get pauses$(): Observable<LanePauseNotice> {
+    return (this.pauses ??= new Subject<LanePauseNotice>()).asObservable();
+  }
+
+  private readonly onRateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string): void => {
+    if (this.changes?.observed === true) this.changes.next(Object.assign(lane.occupancy(), { change, party }));
+  };
 
   private readonly onChange = (lane: Lane, change: LaneChange['change'], party: string): void => {
     if (this.changes?.observed === true) {
@@ -132,6 +189,42 @@ export class LaneTable implements LaneStore {
       metrics.granted(key, performance.now() - askedAt);
       grant(onGrant);
     }, party);
+  }
+
+  enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
+    let lane = this.rates?.get(key);
+    if (lane === undefined) {
+      if (rate === undefined) {
+        grant(onGrant);
+        return admitted;
+      }
+      lane = this.rateLane(key, rate, scheduler);
+    } else if (lane.rate === undefined) lane.setRate(rate, this.rateDecider);
+    return lane.enter(onGrant, party);
+  }
+
+  pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
+    const lane = this.rates?.get(key) ?? this.rateLane(key, undefined, scheduler);
+    lane.pause(seconds * 1000);
+    const at = scheduler.now();
+    this.pauses?.next({ type: 'lane-paused', key, seconds, until: at + seconds * 1000, reason, at });
+  }
+
+  paused(key: string): boolean {
+    return this.rates?.get(key)?.paused === true;
+  }
+
+  // A new rate lane. Idle ones (nobody waits, the bucket full again) are swept out whenever the
+  // map has doubled since the last sweep, so a tenant seen once is not kept forever.
+  private rateLane(key: string, rate: Rate | undefined, scheduler: SchedulerLike): RateLane {
+    const rates = (this.rates ??= new Map());
+    if (rates.size >= 2 * this.sweptAt + 16) {
+      for (const [name, lane] of rates) if (lane.idle) rates.delete(name);
+      this.sweptAt = rates.size;
+    }
+    const lane = new RateLane(key, rate, scheduler, this.onRateChange, this.rateDecider);
+    rates.set(key, lane);
+    return lane;
   }
 
   /** Asks adaptive lane `key` for a permit; the lane's limit moves within `bounds` with what its holders report. */
@@ -166,8 +259,11 @@ export class LaneTable implements LaneStore {
     return this.lanes.get(key)?.occupancy();
   }
 
+  /** The concurrency lanes alive now, then the rate lanes that still matter (someone waits, a pause runs, the bucket refills). */
   occupancy(): LaneOccupancy[] {
-    return [...this.lanes.values()].map((lane) => lane.occupancy());
+    const lanes: LaneOccupancy[] = [...this.lanes.values()].map((lane) => lane.occupancy());
+    if (this.rates !== undefined) for (const lane of this.rates.values()) if (!lane.idle) lanes.push(lane.occupancy());
+    return lanes;
   }
 
   /** How many lanes are alive (busy or waited on) right now. */

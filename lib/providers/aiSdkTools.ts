@@ -7,6 +7,8 @@ import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, toErrorInfo } from '../errors.js';
 import { isStandardSchema, ToolRegistry, type ConversationMessage, type JsonSchema, type Schema, type StandardResult, type StandardSchema, type ToolBody, type ToolContext, type ToolDeclaration, type ToolLane } from '../tools/index.js';
 import type { ModelRequest } from '../runner/index.js';
+import { rateLimitedFrom } from '../rateLimited.js';
+import { fromAiSdkError } from './aiSdkErrors.js';
 import { toAiSdkPrompt } from './aiSdkProvider.js';
 
 /** One message as the AI SDK's `ModelMessage` holds it (its role and its content parts). */
@@ -139,10 +141,22 @@ class CallOptions implements AiSdkToolCallOptions {
   }
 }
 
+// An execute's failure as the call's: an APICallError of a 429 (an execute that calls a model
+// itself) is a RateLimitedError, so the tool's rate lane pauses; anything else goes as it is.
+function slowedDown(error: unknown): never {
+  throw rateLimitedFrom(fromAiSdkError(error, 'an AI SDK tool')) ?? error;
+}
+
 function bodyOf(execute: (input: unknown, options: AiSdkToolCallOptions) => unknown): ToolBody<unknown> {
   return (input, ctx) => {
-    const output = execute(input, new CallOptions(ctx));
-    return output !== null && typeof output === 'object' && Symbol.asyncIterator in output && !isThenable(output) ? lastOf(output as AsyncIterable<unknown>) : output;
+    let output: unknown;
+    try {
+      output = execute(input, new CallOptions(ctx));
+    } catch (error) {
+      slowedDown(error);
+    }
+    if (output !== null && typeof output === 'object' && Symbol.asyncIterator in output && !isThenable(output)) return lastOf(output as AsyncIterable<unknown>).catch(slowedDown);
+    return isThenable(output) ? Promise.resolve(output).catch(slowedDown) : output;
   };
 }
 

@@ -80,7 +80,7 @@ function checkFunction(value: unknown, field: string): void {
 // A perTool or perToolSeconds key that names no tool is a typo that would leave the real tool
 // unbounded and without its ceiling: refused, naming the key and the tools it could have meant.
 function refuseUnknownToolKeys(config: ConcurrencyConfig, known: ReadonlySet<string>, names: readonly string[], whose: string, among: string, hint = ''): void {
-  for (const field of ['perTool', 'perToolSeconds', 'perToolAdaptive'] as const) {
+  for (const field of ['perTool', 'perToolSeconds', 'perToolRate', 'perToolAdaptive'] as const) {
     for (const key of Object.keys(config[field])) {
       if (known.has(key)) continue;
       const list = names.length === 0 ? '(none)' : names.join(', ');
@@ -180,8 +180,9 @@ export class AgentRunner {
     this.lanes = options.lanes ?? new LaneTable({ now: () => scheduler.now() });
     // A store's news of itself reaches whoever watches activity$, for as long as they watch: the
     // runner holds no subscription of its own to a store that may outlive it.
-    const { notices$ } = this.lanes;
-    this.activity$ = notices$ === undefined ? this.activity.asObservable() : merge(this.activity, notices$);
+    const { notices$, pauses$ } = this.lanes;
+    const news = [notices$, pauses$].filter((news$) => news$ !== undefined);
+    this.activity$ = news.length === 0 ? this.activity.asObservable() : merge(this.activity, ...news);
     this.parts = {
       provider: this.provider,
       tools: this.tools,

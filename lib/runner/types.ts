@@ -3,7 +3,7 @@
 // runner is in parts.ts).
 import type { CallActivity } from '../batch/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStoreNotice } from '../lanes/index.js';
+import type { LaneNotice } from '../lanes/index.js';
 import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
 import type { Message, Usage } from './model.js';
@@ -99,7 +99,7 @@ export type RunnerActivity =
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
   | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent })
-  // What the runner's lane store says of itself (a fleet store that lost its Redis).
-  | LaneStoreNotice
+  // What the runner's lane store says of itself (a fleet store that lost its Redis) and of its lanes (a pause).
+  | LaneNotice
   // The runner's tracer threw while tracing this run: its tracing stopped there; the run goes on (docs/tracing.md).
   | { readonly type: 'tracing-failed'; readonly runId: string; readonly error: ErrorInfo; readonly parent?: RunParent; readonly at: number };

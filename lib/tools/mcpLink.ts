@@ -3,6 +3,7 @@
 // on; each failure classified (the server's answer, a request that never left, a request cut
 // off in flight, a lost server), and each result read. Nothing here imports the SDK.
 import { CallInterruptedError, McpConnectionLostError, McpToolError, toErrorInfo, ToolRemovedError } from '../errors.js';
+import { rateLimitedFrom } from '../rateLimited.js';
 import type { McpClient, McpProgress, McpRequestOptions } from './mcp.js';
 import type { ToolContext } from './ToolContext.js';
 
@@ -169,9 +170,10 @@ export class ServerLink {
       flight.reject(new CallInterruptedError(`its request to MCP server ${this.server} ended with HTTP 504, a gateway's timeout (${messageOf(error)})`, { status }));
       return;
     }
-    // Any other answer over HTTP is the server's (or its proxy's) refusal, given back as it is.
+    // Any other answer over HTTP is the server's (or its proxy's) refusal, given back as it is;
+    // a 429 is its "slow down", which pauses the tool's rate lane.
     if (status !== undefined) {
-      flight.reject(error);
+      flight.reject(rateLimitedFrom(error) ?? error);
       return;
     }
     void this.check().then((alive) => {

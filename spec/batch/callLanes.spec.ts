@@ -1,10 +1,11 @@
 // What a call holds in its lanes (CallLanes): its permits taken in order, grants that come later,
 // leaving, keeping them for an overrunning body until it settles or its grace runs out, lending
-// them to nested work, and their fencing tokens.
+// them to nested work, their fencing tokens, and entering again after a partner's "slow down".
 import { expect } from 'chai';
 import { TestScheduler } from 'rxjs/testing';
-import { BatchScope, type CallActivity } from '../../lib/batch/index.js';
+import { BatchScope, type CallActivity, type LaneStep } from '../../lib/batch/index.js';
 import { LaneTable, Loan, type LaneStore, type Permit } from '../../lib/lanes/index.js';
+import { RateLimitedError } from '../../lib/errors.js';
 import { Entry, step } from './entry.js';
 import { call } from './helpers.js';
 
@@ -175,5 +176,38 @@ describe('CallLanes', () => {
     expect(record.lanes.fence()).to.equal('2');
     expect(record.lanes.fences()).to.deep.equal({ 'tenant:acme': '1', 'tool:lookup': '2', 'mcp:files': '3' });
     expect(Object.isFrozen(record.lanes.fences())).to.equal(true);
+  });
+  it('enters again after a "slow down": leaves what it held, takes its lanes again from the first, its body told on once', async () => {
+    const table = new LaneTable();
+    const pause = table.enter('pause', 1, () => undefined);
+    const answers: Array<{ resolve: (value: string) => void; reject: (error: unknown) => void }> = [];
+    const body = () => new Promise<string>((resolve, reject) => answers.push({ resolve, reject }));
+    const batch = new BatchScope();
+    const record = batch.record(call('a', body, { idempotent: true }), 0);
+    let again = false;
+    // A stand-in that lets the call enter again once, behind a lane held like a paused rate lane.
+    class Again extends Entry {
+      override lanesOf(): readonly LaneStep[] {
+        return again ? [step('pause', 1, table), step('t', 1, table)] : [step('t', 1, table)];
+      }
+      takeAgain(): boolean {
+        again = true;
+        return true;
+      }
+    }
+    const entry = new Again();
+    record.enter(entry);
+    expect([record.state, holders(table, 't')]).to.deep.equal(['running', 1]);
+    answers[0]!.reject(new RateLimitedError('slow down', 1));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect([record.state, record.body.state, record.retried, holders(table, 't'), entry.heard]).to.deep.equal(['queued', 'idle', true, 0, ['a>']]);
+    pause.leave();
+    expect([record.state, record.body.state, holders(table, 't'), answers.length, entry.heard]).to.deep.equal(['running', 'awaiting', 1, 2, ['a>']]);
+    answers[1]!.resolve('ok');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(entry.heard).to.deep.equal(['a>', 'a=ok', 'a.']);
+    expect([holders(table, 'pause'), holders(table, 't'), record.lanes.held]).to.deep.equal([0, 0, 0]);
   });
 });

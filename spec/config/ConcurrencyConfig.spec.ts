@@ -1,16 +1,7 @@
 import { expect } from 'chai';
 import { ConcurrencyConfig, DeadlineConfig } from '../../lib/config/index.js';
-import { ConfigError } from '../../lib/errors.js';
+import { configErrorOf } from './configError.js';
 
-function configErrorOf(make: () => unknown): ConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
 
 describe('ConcurrencyConfig', () => {
   const invalid: Array<{ title: string; options: unknown; field: string; message: string }> = [
@@ -26,7 +17,7 @@ describe('ConcurrencyConfig', () => {
     { title: 'a zero perToolSeconds entry', options: { perToolSeconds: { search: 0 } }, field: 'perToolSeconds.search', message: 'perToolSeconds.search must be a positive finite number of seconds, got 0' },
     { title: 'an infinite perToolSeconds entry', options: { perToolSeconds: { search: Infinity } }, field: 'perToolSeconds.search', message: 'perToolSeconds.search must be a positive finite number of seconds, got Infinity' },
     { title: 'perToolSeconds not an object', options: { perToolSeconds: 'fast' }, field: 'perToolSeconds', message: 'perToolSeconds must be an object of tool names to positive seconds, got "fast"' },
-    { title: 'a misspelt field', options: { maxConcurentTools: 2 }, field: 'maxConcurentTools', message: 'ConcurrencyConfig has no field maxConcurentTools; its fields are maxConcurrentTools, perTool, perTenant, perToolSeconds, abandonAfterSeconds, perToolAdaptive, perTenantBudget' },
+    { title: 'a misspelt field', options: { maxConcurentTools: 2 }, field: 'maxConcurentTools', message: 'ConcurrencyConfig has no field maxConcurentTools; its fields are maxConcurrentTools, perTool, perTenant, perToolSeconds, abandonAfterSeconds, perToolRate, perTenantRate, retryRateLimited, perToolAdaptive, perTenantBudget' },
     { title: 'options that are not an object', options: 8, field: 'ConcurrencyConfig', message: 'ConcurrencyConfig options must be an object, got 8' },
   ];
   for (const c of invalid) {

@@ -39,9 +39,10 @@ describe('adaptive tool lanes', () => {
 
   it("halves the tool lane's limit on a RateLimitedError, once for the calls that were in flight together", () => {
     testScheduler.run(({ cold, flush }) => {
-      // Turn one: four calls at a limit of four; two are told to slow down at 1 ms. Turn two: four calls.
+      // Turn one: four calls at a limit of four; two are told to slow down at 1 ms, with no wait
+      // named (a wait would also pause the tool's rate lane, which is not what this tests). Turn two: four calls.
       const tools = new ToolRegistry().register({ name: 'partner', args: Call }, ({ call }) =>
-        call === 't0c0' || call === 't0c1' ? cold('-#', undefined, new RateLimitedError('slow down', 1)) : cold('10ms a|', { a: call }),
+        call === 't0c0' || call === 't0c1' ? cold('-#', undefined, new RateLimitedError('slow down', 0)) : cold('10ms a|', { a: call }),
       );
       const runner = new AgentRunner({
         provider: new ScriptedProvider(Array.from({ length: 3 }, () => turns([4, 4]))),

@@ -1,17 +1,19 @@
 // The fan-out: every call of a phase enters its lanes at once, its concurrency coming from the
-// lanes it must take (tenant -> turn -> turn-tool -> tool -> its own -> identical arguments), not
-// from a count of its own.
+// lanes it must take (tenant rate -> tool rate -> turn's rates -> tenant -> turn -> turn-tool ->
+// tool -> its own -> identical arguments), not from a count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
 // call, no inner Observable or Subscriber per call.
 import type { OperatorFunction, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
-import { ConcurrencyConfig, own, tighter } from '../../config/index.js';
+import { ConcurrencyConfig, own, tighter, type RateOptions } from '../../config/index.js';
+import type { ErrorInfo } from '../../errors.js';
 import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import type { CallBody } from '../callBody.js';
 import type { LaneStep } from '../callLanes.js';
+import { addRateSteps, pauseTool, RateViews, slowDown, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
@@ -45,7 +47,7 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
 
 // One subscription of inLanes: the entry its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
-class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
+class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost {
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
@@ -60,6 +62,9 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
   private stepsByTool: Map<string, readonly LaneStep[]> | undefined = undefined;
   // How many of the batch's calls go to each tool (counted once, when first asked).
   private perTool: Map<string, number> | undefined = undefined;
+  // The rate lanes of the shared store and of the turn's own table, at each rate (made when first needed).
+  private sharedRates: RateViews | undefined = undefined;
+  private turnRates: RateViews | undefined = undefined;
 
   // How many records entered here are not yet over, and whether the source is done. (Which
   // ones, the batch's records say: a teardown with some still open looks them up there.)
@@ -92,6 +97,8 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
   }
 
   ended(record: CallRecord): void {
+    // A partner's "slow down" pauses the tool's rate lane before anyone else may start.
+    if (record.outcome?.kind === 'error' && this.shared !== undefined) slowDown(this.shared.lanes, record.outcome, record.batch.scheduler);
     this.out.next(record);
   }
 
@@ -141,6 +148,8 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     const shared = (this.shared ??= { lanes: batch.ownLanes, concurrency: turn });
     const expected = batch.expected;
     const steps: LaneStep[] = [];
+    // The rate lanes first: a call waits on a clock before it holds any permit.
+    addRateSteps(steps, this, call.tool, tenant);
     // Budget lanes come before any concurrency permit (laneKinds.ts): a call they cannot cover holds nothing.
     const costBudget = costBudgetOf(shared.lanes, shared.concurrency);
     if (costBudget !== undefined) this.addStep(steps, shared.lanes, `budget:cost:${tenant}`, 1, tenant, { adaptive: undefined, budget: costBudget, amount: call.cost ?? 0 });
@@ -172,6 +181,35 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     return exact;
   }
 
+  /** An idempotent call refused with "slow down" enters its lanes again once when the turn's config says `retryRateLimited`, after the pause. */
+  takeAgain(record: CallRecord, error: ErrorInfo): boolean {
+    const { shared } = this;
+    if (this.turn.retryRateLimited !== true || shared === undefined) return false;
+    const { tool } = record.call;
+    if (!pauseTool(shared.lanes, tool, error, record.batch.scheduler)) return false;
+    // The tool's lanes change (its rate lane is paused): worked out again on the next ask.
+    if (this.firstTool === tool) {
+      this.firstTool = undefined;
+      this.firstSteps = noSteps;
+    }
+    this.stepsByTool?.delete(tool);
+    return true;
+  }
+
+  get sharedConfig(): ConcurrencyConfig {
+    return this.shared!.concurrency;
+  }
+
+  get turnConfig(): ConcurrencyConfig {
+    return this.turn;
+  }
+
+  rateView(turn: boolean, rate: RateOptions | undefined): LaneStore {
+    const batch = this.batch!;
+    if (turn) return (this.turnRates ??= new RateViews(batch.turnLanes, batch.scheduler)).of(rate);
+    return (this.sharedRates ??= new RateViews(this.shared!.lanes, batch.scheduler)).of(rate);
+  }
+
   private callsOf(calls: readonly BatchCall[], tool: string): number {
     if (this.perTool === undefined) {
       this.perTool = new Map();
@@ -190,9 +228,11 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
 
 /**
  * Enters every record it receives in its lanes at once, taken in one fixed order:
- * tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
+ * its rate lanes (tenant rate, tool rate, then the turn's own rates where the agent narrowed them),
+ * then tenant, turn, turn-tool, tool, the call's own `lane` if it names one (its server's), then (for
  * a call that is not parallel-safe) its identical-arguments lane. The turn and turn-tool lanes
- * are the batch's own, taken only where they can bind.
+ * are the batch's own, taken only where they can bind. A call that fails with `RateLimitedError`
+ * (or an error of HTTP status 429) pauses its tool's rate lane for its `retryAfterSeconds`.
  * The concurrency is the lanes': a call runs when every lane granted it a permit. Emits a
  * call's `CallBody` when its body starts (so the ceilings can time it from there) and its
  * `CallRecord` when its outcome is decided; completes once its source completed and every record

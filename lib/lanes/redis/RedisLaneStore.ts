@@ -11,11 +11,12 @@
 // unreachable, and probed, in outage.ts; the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
 // explains a lost lease in epoch.ts; the metrics in metrics.ts.
 import { randomBytes } from 'node:crypto';
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
-import type { LaneStore, LaneStoreNotice, Permit } from '../LaneTable.js';
+import type { LanePauseNotice, LaneStore, LaneStoreNotice, Permit } from '../LaneTable.js';
+import type { Rate } from '../RateLane.js';
 import type { RedisConnection } from './connection.js';
 import { ScriptReplies } from './replies.js';
 import { RedisEpoch } from './epoch.js';
@@ -28,6 +29,7 @@ import { Outage } from './outage.js';
 import { ACQUIRE, FleetLane, FleetPermit, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
+import { FleetRates } from './rate.js';
 import { ScriptTransport } from './transport.js';
 import { WakeUps } from './wakeUps.js';
 import type { AdaptiveBounds } from '../AdaptiveLimit.js';
@@ -87,8 +89,12 @@ export class RedisLaneStore implements LaneStore {
   private readonly fallback: InProcessFallback;
   private changes: Subject<LaneChange> | undefined = undefined;
   private readonly notices = new Subject<LaneStoreNotice>();
+  // Pauses, this process's and the fleet's (made when first watched).
+  private pauses: Subject<LanePauseNotice> | undefined = undefined;
   private closed = false;
   private closing: Promise<void> | undefined = undefined;
+  // The rate lanes (rate.ts), made when first used.
+  private rates: FleetRates | undefined = undefined;
   // Adaptive and budget lanes (adaptive.ts, budget.ts), and the keys of the adaptive lanes.
   private readonly adaptive: FleetAdaptiveLanes;
   private readonly budgetLanes: FleetBudgets;
@@ -96,6 +102,11 @@ export class RedisLaneStore implements LaneStore {
 
   /** What the store says of itself: Redis unreachable, the fall back to in-process lanes, Redis back. */
   readonly notices$: Observable<LaneStoreNotice> = this.notices.asObservable();
+
+  /** Its rate lanes paused, by this process or by another of the fleet. */
+  get pauses$(): Observable<LanePauseNotice> {
+    return (this.pauses ??= new Subject<LanePauseNotice>()).asObservable();
+  }
 
   constructor(options: RedisLaneStoreOptions) {
     const settings = storeSettings(options);
@@ -234,10 +245,41 @@ export class RedisLaneStore implements LaneStore {
     return permit;
   }
 
-  /** This process's lanes (busy or waited on), with its own holders and waiters. */
+  /**
+   * Asks rate lane `key` for an admission at `rate`, decided across the fleet by one script on
+   * Redis's clock; this process's waiters queue here (FIFO within a party, parties round-robin)
+   * and its head asks Redis. Nothing is reserved: a process that dies holds nothing back.
+   */
+  enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
+    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `rate lane ${key} cannot be asked: its RedisLaneStore was closed`));
+    return this.fleetRates().enterRate(key, rate, onGrant, party, scheduler);
+  }
+
+  /** Lane `key` admits nothing new for `seconds`, in this process at once and across the fleet (Redis, and a message every process hears). */
+  pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
+    if (!this.closed) this.fleetRates().pause(key, seconds, reason, scheduler);
+  }
+
+  /** True while rate lane `key` is paused, as this process knows (its own pauses and those the fleet published). */
+  paused(key: string): boolean {
+    return this.closed ? false : this.fleetRates().paused(key);
+  }
+
+  private fleetRates(): FleetRates {
+    return (this.rates ??= new FleetRates({
+      prefix: this.prefix,
+      processId: this.processId,
+      connection: this.connection,
+      ask: (script, keys, args) => this.transport.ask(script, keys, args),
+      notice: (notice) => this.pauses?.next(notice),
+    }));
+  }
+
+  /** This process's lanes (busy or waited on), with its own holders and waiters, then its rate lanes that matter. */
   occupancy(): LaneOccupancy[] {
     const lanes = [...this.lanes.values()].map((lane): LaneOccupancy => ({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters }));
-    return this.fallback.occupancy(lanes);
+    const all = this.fallback.occupancy(lanes);
+    return this.rates === undefined ? all : all.concat(this.rates.table.occupancy());
   }
 
   /**
@@ -269,8 +311,10 @@ export class RedisLaneStore implements LaneStore {
     this.outage.close();
     this.metrics.close();
     this.closing = this.idle().then(async () => {
+      await this.rates?.close();
       await this.wakeUps.close();
       this.notices.complete();
+      this.pauses?.complete();
       this.changes?.complete();
     });
     return this.closing;

@@ -24,7 +24,7 @@ export interface Script {
   readonly sha1: string;
 }
 
-function script(source: string): Script {
+export function script(source: string): Script {
   return { source, sha1: createHash('sha1').update(source).digest('hex') };
 }
 

@@ -11,6 +11,7 @@ import { RedisLaneStore } from '../../../lib/lanes/index.js';
 import { ScriptedProvider } from '../../../lib/providers/ScriptedProvider.js';
 import { Agent, AgentRunner, type ModelResponse } from '../../../lib/runner/index.js';
 import { ToolRegistry } from '../../../lib/tools/index.js';
+import { tally } from './tally.js';
 
 export interface WorkerConfig {
   readonly role: 'victim' | 'hammer';
@@ -64,15 +65,7 @@ await new Promise<void>((resolve) => process.once('message', () => resolve()));
 const runs = agents.map((agent, run) => runner.run(agent, 'go', { tenant: `t${run % 3}` }));
 tell({ type: 'running' });
 const results = await Promise.all(runs);
-let ok = 0;
-const others: string[] = [];
-for (const result of results) {
-  for (const event of result.events) {
-    if (event.type === 'TOOL_RESULT') ok++;
-    else if (event.type === 'TOOL_ERROR' || event.type === 'TOOL_INDETERMINATE') others.push(JSON.stringify(event));
-  }
-}
-tell({ type: 'done', results: ok, others });
+tell({ type: 'done', ...tally(results) });
 await lanes.close();
 await client.quit();
 process.disconnect?.();

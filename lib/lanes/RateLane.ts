@@ -1,0 +1,283 @@
+// A rate lane: admissions, not permits. `limit` calls per `perSeconds`, up to `burst` at once,
+// by GCRA (a token bucket kept as one number: the time the bucket is next empty, `tat`) on a
+// scheduler, so virtual time (TestScheduler) drives it in specs. Waiters queue in a one-permit
+// Lane (the turnstile), which gives the same order as every lane: FIFO within a party,
+// round-robin between parties. The waiter holding the turnstile is the head; it is admitted when
+// the clock allows, then the turnstile passes on. An admission holds nothing, so nothing goes
+// back to the lane: leaving only withdraws a request that still waits.
+import type { SchedulerLike, Subscription } from 'rxjs';
+import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
+
+/** A rate: `limit` admissions per `perSeconds` seconds, up to `burst` (default `limit`) at once. */
+export interface Rate {
+  readonly limit: number;
+  readonly perSeconds: number;
+  readonly burst?: number | undefined;
+}
+
+/** What a rate lane reports of itself, beside a concurrency lane's occupancy. */
+export interface RateOccupancy {
+  readonly key: string;
+  /** Admissions per `perSeconds`; 0 for a lane that exists only while it is paused. */
+  readonly limit: number;
+  readonly perSeconds: number;
+  readonly burst: number;
+  /** Admissions hold nothing: always 0. */
+  readonly holders: 0;
+  readonly waiters: number;
+  /** Until when (scheduler ms) the lane admits nothing, when it was paused and the pause runs. */
+  readonly pausedUntil?: number;
+}
+
+/** Refuses a rate that is not one, with a TypeError naming the figure. */
+export function checkRate(rate: Rate): void {
+  const { limit, perSeconds, burst } = rate;
+  if (!(Number.isInteger(limit) && limit > 0)) throw new TypeError(`Expected a rate limit from 1 up, got ${limit}`);
+  if (!(Number.isFinite(perSeconds) && perSeconds > 0)) throw new TypeError(`Expected a rate's perSeconds above 0, got ${perSeconds}`);
+  if (burst !== undefined && !(Number.isInteger(burst) && burst > 0)) throw new TypeError(`Expected a rate's burst from 1 up, got ${burst}`);
+}
+
+// Where a request to a rate lane stands.
+type RateState = 'waiting' | 'head' | 'admitted' | 'left';
+
+/** One request to a rate lane; `leave()` withdraws it while it waits, and does nothing once admitted. */
+export class RatePermit {
+  /** @internal */ state: RateState = 'waiting';
+  /** @internal Its place in the turnstile's queue. */ turn: LanePermit | undefined = undefined;
+  constructor(
+    private readonly lane: RateLane,
+    /** @internal */ readonly onGrant: OnGrant,
+    /** @internal */ readonly party: string,
+  ) {}
+
+  get holding(): boolean {
+    return this.state === 'admitted';
+  }
+
+  /** @internal The turnstile granted it: it is next. */
+  granted(): void {
+    this.lane.headed(this);
+  }
+
+  leave(): void {
+    this.lane.leave(this);
+  }
+}
+
+/**
+ * Who decides admissions when it is not the lane's own clock: a store shared by a fleet asks its
+ * server. `ask` is called with the lane whose head wants to go; it answers, now or later, with
+ * `lane.decided(waitMs)` (0: admitted, the admission recorded where the fleet sees it; more: ask
+ * again after that long), or `lane.failed(error)`. One question at a time per lane.
+ */
+export interface RateDecider {
+  ask(lane: RateLane): void;
+}
+
+/** Told of every admission, wait and withdrawal (for occupancy streams), and of pauses. */
+export type RateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string) => void;
+
+export class RateLane {
+  // The queue: one permit, held by the head while it waits for its time.
+  private readonly turnstile: Lane;
+  // The ms between two admissions at the steady rate (0: no rate, only pauses), and how far
+  // ahead of `tat` an admission may come (the burst).
+  private interval = 0;
+  private tolerance = 0;
+  // The time (scheduler ms) the bucket is empty until: an admission is allowed once now >= tat - tolerance.
+  private tat = Number.NEGATIVE_INFINITY;
+  // Until when a pause runs (for reports; `tat` already carries it).
+  private pausedUntil = Number.NEGATIVE_INFINITY;
+  // The head, waiting for its time, and the timer that admits it.
+  private head: RatePermit | undefined = undefined;
+  private timer: Subscription | undefined = undefined;
+  // The rate, kept for reports.
+  private current: Rate | undefined = undefined;
+  // Who decides, when it is not this lane's clock (a fleet's server), and whether a question is out.
+  private decider: RateDecider | undefined = undefined;
+  private asking = false;
+
+  /**
+   * @param key the lane's name in its store (`rate:tool:search`)
+   * @param rate the rate, or undefined for a lane that only pauses
+   * @param scheduler the clock: `now()` and timers
+   */
+  constructor(
+    readonly key: string,
+    rate: Rate | undefined,
+    private readonly scheduler: SchedulerLike,
+    private readonly onChange?: RateChange,
+    decider?: RateDecider,
+  ) {
+    this.turnstile = new Lane(key, 1);
+    this.setRate(rate, decider);
+  }
+
+  /**
+   * The rate the lane admits at; a lane made only to pause takes the first rate it is given.
+   * `decider`: who decides admissions at that rate (a fleet's server); by default the lane's own clock.
+   */
+  setRate(rate: Rate | undefined, decider?: RateDecider): void {
+    if (rate === undefined) return;
+    checkRate(rate);
+    this.current = rate;
+    this.decider = decider;
+    this.interval = (rate.perSeconds * 1000) / rate.limit;
+    this.tolerance = ((rate.burst ?? rate.limit) - 1) * this.interval;
+    // A pause that came first still holds, and still ends at the steady rate.
+    if (this.pausedUntil > Number.NEGATIVE_INFINITY) this.tat = Math.max(this.tat, this.pausedUntil + this.tolerance);
+  }
+
+  get rate(): Rate | undefined {
+    return this.current;
+  }
+
+  /** True while a pause runs. */
+  get paused(): boolean {
+    return this.pausedUntil > this.scheduler.now();
+  }
+
+  /** The head waiting for its time, and everyone queued behind it. */
+  get waiters(): number {
+    return (this.head === undefined ? 0 : 1) + this.turnstile.waiters;
+  }
+
+  /** Nobody waits and the bucket is full again (no pause runs): the lane may be forgotten. */
+  get idle(): boolean {
+    return this.head === undefined && this.turnstile.idle && this.tat <= this.scheduler.now();
+  }
+
+  occupancy(): RateOccupancy {
+    const rate = this.current;
+    const paused = this.pausedUntil > this.scheduler.now();
+    return {
+      key: this.key,
+      limit: rate?.limit ?? 0,
+      perSeconds: rate?.perSeconds ?? 0,
+      burst: rate === undefined ? 0 : (rate.burst ?? rate.limit),
+      holders: 0,
+      waiters: this.waiters,
+      ...(paused ? { pausedUntil: this.pausedUntil } : {}),
+    };
+  }
+
+  /**
+   * Asks for an admission. `onGrant` is told when it comes, which may be at once, before `enter`
+   * returns (the permit then reads `holding`). `party`: whose turn it is, for round-robin.
+   */
+  enter(onGrant: OnGrant, party = ''): RatePermit {
+    const permit = new RatePermit(this, onGrant, party);
+    permit.turn = this.turnstile.enter(permit, party);
+    if (permit.state === 'head') this.admitHead();
+    if (permit.state !== 'admitted') this.onChange?.(this, 'queued', party);
+    return permit;
+  }
+
+  /** Admits nothing for `ms` from now (a partner said to slow down); after it, the steady rate, no burst. */
+  pause(ms: number): void {
+    const until = this.scheduler.now() + ms;
+    if (until <= this.pausedUntil) return;
+    this.pausedUntil = until;
+    this.tat = Math.max(this.tat, until + this.tolerance);
+    this.admitHead();
+  }
+
+  /** @internal The turnstile made `permit` the head. */
+  headed(permit: RatePermit): void {
+    if (permit.state !== 'waiting') return;
+    permit.state = 'head';
+    this.head = permit;
+    // Made the head inside `enter`: enter admits it once its place is recorded.
+    if (permit.turn !== undefined) this.admitHead();
+  }
+
+  /** @internal use `permit.leave()` */
+  leave(permit: RatePermit): void {
+    const { state } = permit;
+    if (state === 'left' || state === 'admitted') {
+      permit.state = 'left';
+      return;
+    }
+    permit.state = 'left';
+    if (state === 'head') {
+      this.head = undefined;
+      this.disarm();
+    }
+    this.onChange?.(this, 'withdrawn', permit.party);
+    permit.turn?.leave();
+  }
+
+  /** The ms between two admissions at the steady rate, and how many ms early the burst lets one come. */
+  get spacing(): { readonly interval: number; readonly tolerance: number } {
+    return { interval: this.interval, tolerance: this.tolerance };
+  }
+
+  // Asks whether the head may go: the lane's own clock answers at once, a decider maybe later.
+  private admitHead(): void {
+    this.disarm();
+    if (this.head === undefined) return;
+    const { decider } = this;
+    if (decider === undefined) {
+      this.decided(this.localWait());
+      return;
+    }
+    // One question at a time: its answer is for whoever is the head when it comes.
+    if (this.asking) return;
+    this.asking = true;
+    decider.ask(this);
+  }
+
+  // By the lane's own clock: 0 (and the admission recorded) when the head may go now, else how long to wait.
+  private localWait(): number {
+    const now = this.scheduler.now();
+    const at = this.tat - this.tolerance;
+    if (at > now) return at - now;
+    this.tat = Math.max(this.tat, now) + this.interval;
+    return 0;
+  }
+
+  /** @internal The answer to `ask`: 0, the head is admitted; more, it asks again after that many ms. */
+  decided(waitMs: number): void {
+    this.asking = false;
+    this.disarm();
+    const head = this.head;
+    // Withdrawn while the question was out: a fleet's admission then goes unused (never more calls, only fewer).
+    if (head === undefined) return;
+    if (waitMs > 0) {
+      this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
+      return;
+    }
+    this.head = undefined;
+    head.state = 'admitted';
+    this.onChange?.(this, 'granted', head.party);
+    // Told before the turnstile passes on, so admissions go out in queue order.
+    grant(head.onGrant);
+    head.turn!.leave();
+  }
+
+  /** @internal The decider could not answer (a fleet's server unreachable): the head is told it lost its place, and the next one asks. */
+  failed(error: Error): void {
+    this.asking = false;
+    const head = this.head;
+    if (head === undefined) return;
+    this.head = undefined;
+    head.state = 'left';
+    this.onChange?.(this, 'withdrawn', head.party);
+    // A function may carry lost() as a property, as an object may have it as a method.
+    const { onGrant } = head;
+    (onGrant as { lost?: (error: Error) => void }).lost?.call(onGrant, error);
+    head.turn!.leave();
+  }
+
+  private disarm(): void {
+    this.timer?.unsubscribe();
+    this.timer = undefined;
+  }
+
+  // The timer came due: a function of the lane, so arming it makes no closure.
+  private static due(this: unknown, lane: RateLane | undefined): void {
+    if (lane === undefined) return;
+    lane.timer = undefined;
+    lane.admitHead();
+  }
+}

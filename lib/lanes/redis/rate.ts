@@ -1,0 +1,200 @@
+// Rate lanes across a fleet (RedisLaneStore.enterRate and pause). Each process queues its own
+// waiters in an in-process rate lane (FIFO within a tenant, tenants round-robin); the head of
+// the queue asks Redis, and one Lua script decides: admitted now (the admission recorded, GCRA,
+// by Redis's own clock, TIME), or how many ms to wait before asking again. Nothing is reserved,
+// so a process that dies holds nothing back. A pause is written beside the lane's bucket (the
+// script honours it) and published, so every process of the fleet pauses its in-process lane too
+// (a tool with no rate declared is paused only in process, as there is nothing in Redis to ask).
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { LaneLostError } from '../../errors.js';
+import type { OnGrant } from '../Lane.js';
+import { LaneTable, type LanePauseNotice, type Permit } from '../LaneTable.js';
+import type { Rate, RateDecider, RateLane } from '../RateLane.js';
+import type { RedisConnection, RedisSubscriber } from './connection.js';
+import { laneBase } from './keys.js';
+import { script, type Script } from './scripts.js';
+import { messageOf } from './transport.js';
+
+// One hash per rate lane: `tat` (when the bucket is empty until, Redis ms) and `paused` (until when).
+// ARGV: the ms between admissions, how many ms early the burst lets one come. Replies the ms to
+// wait as text ('0': admitted), since Redis would cut a Lua number to an integer.
+const admitScript: Script = script(String.raw`
+local K = KEYS[1]
+local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local tat = tonumber(redis.call('HGET', K, 'tat') or '0')
+local paused = tonumber(redis.call('HGET', K, 'paused') or '0')
+if paused > 0 then
+  -- A pause ends at the steady rate, without a burst: the bucket is empty when it ends.
+  tat = math.max(tat, paused + tolerance)
+  redis.call('HDEL', K, 'paused')
+  redis.call('HSET', K, 'tat', string.format('%.3f', tat))
+end
+local at = tat - tolerance
+if at > now then
+  redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
+  return string.format('%.3f', at - now)
+end
+tat = math.max(tat, now) + interval
+redis.call('HSET', K, 'tat', string.format('%.3f', tat))
+redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
+return '0'
+`);
+
+// ARGV: how many ms to pause, the channel, the message. Keeps the later of two pauses.
+const pauseScript: Script = script(String.raw`
+local K = KEYS[1]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local untilMs = now + tonumber(ARGV[1])
+local old = tonumber(redis.call('HGET', K, 'paused') or '0')
+if untilMs > old then redis.call('HSET', K, 'paused', string.format('%.3f', untilMs)) end
+local ttl = redis.call('PTTL', K)
+if ttl < math.ceil(untilMs - now) + 1000 then redis.call('PEXPIRE', K, math.ceil(untilMs - now) + 1000) end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+`);
+
+/** What the fleet's rate lanes need of their store. */
+export interface FleetRateHost {
+  readonly prefix: string;
+  readonly processId: string;
+  readonly connection: RedisConnection;
+  /** Runs a script, bounded by the store's timeout. */
+  ask(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /** Where pauses are told (the store's pauses$). */
+  notice(notice: LanePauseNotice): void;
+}
+
+// A pause as published: which lane, how long, why, and who paused it.
+interface PauseMessage {
+  readonly key: string;
+  readonly seconds: number;
+  readonly reason: string;
+  readonly from: string;
+}
+
+function pauseMessageOf(text: string): PauseMessage | undefined {
+  try {
+    const message = JSON.parse(text) as Partial<PauseMessage>;
+    const { key, seconds, reason, from } = message;
+    if (typeof key !== 'string' || typeof seconds !== 'number' || !(seconds > 0) || typeof reason !== 'string' || typeof from !== 'string') return undefined;
+    return { key, seconds, reason, from };
+  } catch {
+    return undefined;
+  }
+}
+
+export class FleetRates implements RateDecider {
+  // This process's queues, whose rated lanes ask Redis (this object decides for them).
+  readonly table: LaneTable;
+  // The pause channel's subscriber, made when the lanes are first used (once: `listening`).
+  private subscriber: RedisSubscriber | undefined = undefined;
+  private listening = false;
+  // The clock pauses heard from the fleet are kept on: the last one a caller gave (asyncScheduler before any).
+  private scheduler: SchedulerLike | undefined = undefined;
+  // Questions to Redis not yet answered, and who waits for none to be left.
+  private pending = 0;
+  private idlers: Array<() => void> = [];
+  private closed = false;
+
+  constructor(private readonly host: FleetRateHost) {
+    this.table = new LaneTable({ rateDecider: this });
+    this.table.pauses$.subscribe((notice) => host.notice(notice));
+  }
+
+  private get channel(): string {
+    return `${this.host.prefix}rate-pauses`;
+  }
+
+  enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
+    this.listen(scheduler);
+    return this.table.enterRate(key, rate, onGrant, party, scheduler);
+  }
+
+  paused(key: string): boolean {
+    this.listen(undefined);
+    return this.table.paused(key);
+  }
+
+  /** Pauses lane `key` here at once, and across the fleet through Redis. */
+  pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
+    this.listen(scheduler);
+    this.table.pause(key, seconds, reason, scheduler);
+    if (this.closed) return;
+    const message: PauseMessage = { key, seconds, reason, from: this.host.processId };
+    this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message)])).catch(() => {
+      // Not reached: this process is paused all the same, and the fleet's admissions go on being
+      // decided by Redis (a pause that could not be written there is this process's alone).
+    });
+  }
+
+  /** @internal (RateDecider) The head of `lane` asks Redis whether it may go. */
+  ask(lane: RateLane): void {
+    if (this.closed) {
+      lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} cannot be asked: its RedisLaneStore was closed`));
+      return;
+    }
+    const { interval, tolerance } = lane.spacing;
+    this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], [interval.toFixed(3), tolerance.toFixed(3)])).then(
+      (reply) => {
+        const wait = Number(reply);
+        if (typeof reply !== 'string' || !Number.isFinite(wait) || wait < 0) lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
+        else lane.decided(wait);
+      },
+      (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
+    );
+  }
+
+  /** Resolves once every question sent to Redis has its answer. */
+  idle(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idlers.push(resolve));
+  }
+
+  /** No more questions; the pause subscription ends. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle();
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    await subscriber?.close();
+  }
+
+  private keyOf(key: string): string {
+    return `${laneBase(this.host.prefix, key)}:rate`;
+  }
+
+  private track<T>(question: Promise<T>): Promise<T> {
+    this.pending++;
+    const done = (): void => {
+      if (--this.pending > 0) return;
+      const idlers = this.idlers;
+      this.idlers = [];
+      for (const idler of idlers) idler();
+    };
+    question.then(done, done);
+    return question;
+  }
+
+  // Hears the fleet's pauses from the first use on (a failed subscription leaves this process to
+  // its own pauses, and to Redis's answers for lanes that have a rate).
+  private listen(scheduler: SchedulerLike | undefined): void {
+    if (scheduler !== undefined) this.scheduler = scheduler;
+    if (this.listening || this.closed) return;
+    this.listening = true;
+    try {
+      const subscriber = (this.subscriber = this.host.connection.subscriber(() => undefined));
+      subscriber.subscribe(this.channel, false, (text) => this.heard(text)).catch(() => undefined);
+    } catch {
+      // A connection that cannot subscribe: this process keeps to its own pauses.
+    }
+  }
+
+  private heard(text: string): void {
+    const message = pauseMessageOf(text);
+    if (message === undefined || message.from === this.host.processId || this.closed) return;
+    this.table.pause(message.key, message.seconds, message.reason, this.scheduler ?? asyncScheduler);
+  }
+}

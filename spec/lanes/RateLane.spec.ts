@@ -1,0 +1,165 @@
+import { expect } from 'chai';
+import { defer, merge, mergeMap, of, timer, type Observable } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Rate } from '../../lib/lanes/index.js';
+
+// One admission every 10 frames (virtual ms), no burst.
+const tenPerTenth: Rate = { limit: 1, perSeconds: 0.01 };
+
+describe('RateLane (virtual time)', () => {
+  let testScheduler: TestScheduler;
+  beforeEach(() => {
+    testScheduler = new TestScheduler((actual, expected) => {
+      expect(actual).to.deep.equal(expected);
+    });
+  });
+
+  // Each source runs once admitted by rate lane `key` of `table`, as `party`.
+  function admitted<T>(table: LaneTable, rate: Rate | undefined, party: string, source: Observable<T>, key = 'rate:tool:search'): Observable<T> {
+    return source.pipe(inLane(new RatedStore(table, rate, testScheduler), key, 1, { party }));
+  }
+
+  it('admits at its steady rate: one per interval, the first at once', () => {
+    testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const table = new LaneTable();
+      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((id) => cold(`(${id}|)`));
+      const all = merge(...[a!, b!, c!, d!].map((s) => admitted(table, tenPerTenth, 'acme', s)));
+      expectObservable(all).toBe('a 9ms b 9ms c 9ms (d|)');
+      expectSubscriptions(a!.subscriptions).toBe('(^!)');
+      expectSubscriptions(d!.subscriptions).toBe('30ms (^!)');
+    });
+  });
+
+  it('admits up to its burst at once, then at the steady rate', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      // Two per 20 ms (one per 10), up to three at once.
+      const rate: Rate = { limit: 2, perSeconds: 0.02, burst: 3 };
+      const all = merge(...['a', 'b', 'c', 'd', 'e'].map((id) => admitted(table, rate, 'acme', cold(`(${id}|)`))));
+      expectObservable(all).toBe('(abc) 5ms d 9ms (e|)');
+    });
+  });
+
+  it('refills while nobody asks: after a quiet spell a full burst goes at once again', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      const rate: Rate = { limit: 2, perSeconds: 0.02 };
+      const early = merge(admitted(table, rate, 'acme', cold('(a|)')), admitted(table, rate, 'acme', cold('(b|)')));
+      const late = merge(admitted(table, rate, 'acme', cold('(c|)')), admitted(table, rate, 'acme', cold('(d|)')));
+      expectObservable(merge(early, timer(50).pipe(mergeMap(() => late)))).toBe('(ab) 46ms (cd|)');
+    });
+  });
+
+  it('admits one tenant\'s calls first come, first served', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      const all = merge(...['a', 'b', 'c'].map((id) => admitted(table, tenPerTenth, 'acme', cold(`(${id}|)`))));
+      expectObservable(all).toBe('a 9ms b 9ms (c|)');
+    });
+  });
+
+  it('serves tenants round-robin: a long queue of one does not hold back another', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      const big = ['a', 'b', 'c', 'd'].map((id) => admitted(table, tenPerTenth, 'big', cold(`(${id}|)`)));
+      const small = ['x', 'y'].map((id) => admitted(table, tenPerTenth, 'small', cold(`(${id}|)`)));
+      // a at once, b waits its time with c and d queued behind it; x comes after c, not after d.
+      expectObservable(merge(...big, ...small)).toBe('a 9ms b 9ms c 9ms x 9ms d 9ms (y|)');
+    });
+  });
+
+  it('never starts a call stopped while it waits, and gives its slot to the next', () => {
+    testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const table = new LaneTable();
+      const [a, b, c] = ['a', 'b', 'c'].map((id) => cold(`(${id}|)`));
+      expectObservable(admitted(table, tenPerTenth, 'acme', a!)).toBe('(a|)');
+      expectObservable(admitted(table, tenPerTenth, 'acme', b!), '^----!').toBe('');
+      expectObservable(admitted(table, tenPerTenth, 'acme', c!)).toBe('10ms (c|)');
+      expectSubscriptions(b!.subscriptions).toBe([]);
+      expectSubscriptions(c!.subscriptions).toBe('10ms (^!)');
+    });
+  });
+
+  it('a stop while waiting withdraws the request: nobody is left waiting', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      const changes: string[] = [];
+      table.changes$.subscribe((change: LaneChange) => changes.push(`${change.change}:${change.waiters}`));
+      expectObservable(admitted(table, tenPerTenth, 'acme', cold('(a|)'))).toBe('(a|)');
+      expectObservable(admitted(table, tenPerTenth, 'acme', cold('(b|)')), '^--!').toBe('');
+      testScheduler.schedule(() => expect(table.occupancy()[0]).to.include({ key: 'rate:tool:search', waiters: 0 }), 5);
+      testScheduler.schedule(() => expect(changes).to.deep.equal(['granted:0', 'queued:1', 'withdrawn:0']), 50);
+    });
+  });
+
+  it('after a pause admits nothing until it ends, then one at the steady rate (no burst)', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      const notices: LaneNotice[] = [];
+      table.pauses$.subscribe((notice) => notices.push(notice));
+      const rate: Rate = { limit: 3, perSeconds: 0.03 };
+      // a is admitted at frame 0 and its partner says "slow down for 40 ms"; b to e ask at frame 1.
+      const slowDown = defer(() => {
+        table.pause('rate:tool:search', 0.04, 'partner answered 429', testScheduler);
+        return of('a');
+      });
+      const first = admitted(table, rate, 'acme', slowDown);
+      const rest = ['b', 'c', 'd', 'e'].map((id) => admitted(table, rate, 'acme', cold(`(${id}|)`)));
+      expectObservable(merge(first, timer(1).pipe(mergeMap(() => merge(...rest))))).toBe('a 39ms b 9ms c 9ms d 9ms (e|)');
+      testScheduler.schedule(() => expect(notices).to.deep.include({ type: 'lane-paused', key: 'rate:tool:search', seconds: 0.04, until: 40, reason: 'partner answered 429', at: 0 }), 1);
+    });
+  });
+
+  it('a pause that comes before the lane has a rate still holds, and ends at the steady rate', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      table.pause('rate:tool:search', 0.02, 'slow down', testScheduler);
+      const all = merge(...['a', 'b'].map((id) => admitted(table, { limit: 2, perSeconds: 0.02 }, 'acme', cold(`(${id}|)`))));
+      expectObservable(all).toBe('20ms a 9ms (b|)');
+    });
+  });
+
+  it('a pause on a lane with no rate holds its calls until it ends, then lets them all go', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      table.pause('rate:tool:search', 0.02, 'slow down', testScheduler);
+      const all = merge(...['a', 'b'].map((id) => admitted(table, undefined, 'acme', cold(`(${id}|)`))));
+      expectObservable(all).toBe('20ms (ab|)');
+    });
+  });
+
+  it('takes a lane with no rate and no pause at once, holding nothing', () => {
+    const table = new LaneTable();
+    const store = new RatedStore(table, undefined, testScheduler);
+    const permit = store.enter('rate:tool:search', 1, () => undefined, 'acme');
+    expect(permit.holding).to.equal(true);
+    expect(table.occupancy()).to.deep.equal([]);
+  });
+
+  it('reports a rate lane in occupancy while it matters, and forgets it once idle', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      expectObservable(merge(admitted(table, tenPerTenth, 'acme', cold('(a|)')), admitted(table, tenPerTenth, 'acme', cold('(b|)')))).toBe('a 9ms (b|)');
+      testScheduler.schedule(() => expect(table.occupancy()).to.deep.equal([{ key: 'rate:tool:search', limit: 1, perSeconds: 0.01, burst: 1, holders: 0, waiters: 1 }]), 5);
+      testScheduler.schedule(() => expect(table.occupancy()).to.deep.equal([]), 20);
+    });
+  });
+
+  it('refuses a rate that is not one, naming the figure', () => {
+    expect(() => new RateLane('r', { limit: 0, perSeconds: 1 }, testScheduler)).to.throw(TypeError, 'Expected a rate limit from 1 up, got 0');
+    expect(() => new RateLane('r', { limit: 1, perSeconds: 0 }, testScheduler)).to.throw(TypeError, "Expected a rate's perSeconds above 0, got 0");
+    expect(() => new RateLane('r', { limit: 1, perSeconds: 1, burst: 1.5 }, testScheduler)).to.throw(TypeError, "Expected a rate's burst from 1 up, got 1.5");
+  });
+
+  it('lets 100,000 waiters go in queue order when a pause ends, without recursing', () => {
+    const lane = new RateLane('r', undefined, testScheduler);
+    lane.pause(10);
+    const order: number[] = [];
+    for (let i = 0; i < 100_000; i++) lane.enter(() => order.push(i));
+    expect(order).to.have.length(0);
+    testScheduler.flush();
+    expect(order).to.have.length(100_000);
+    expect(order.every((n, i) => n === i)).to.equal(true);
+    expect(lane.waiters).to.equal(0);
+  });
+});

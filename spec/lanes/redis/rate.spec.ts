@@ -1,0 +1,114 @@
+// Fleet-wide rate lanes on a real Redis: three runner processes (rateWorker.ts) call one tool
+// under perToolRate, their bodies stamping their starts by Redis's clock; the stamps, read as a
+// counter of admitted calls, never exceed the rate in any window. Two stores in this process
+// share a pause through Redis. Rate lanes reserve nothing, so a killed process holds nothing back.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { asyncScheduler } from 'rxjs';
+import { RedisLaneStore, type LanePauseNotice, type Permit } from '../../../lib/lanes/index.js';
+import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
+import type { RateWorkerConfig, RateWorkerMessage } from './rateWorker.js';
+
+const workerFile = fileURLToPath(new URL('./rateWorker.ts', import.meta.url));
+
+describe('fleet rate lanes on a RedisLaneStore', function () {
+  this.timeout(90_000);
+  const prefix = uniquePrefix('rate');
+  const children: ChildProcess[] = [];
+  let client: NodeRedis;
+  let other: NodeRedis;
+
+  before(async () => {
+    await requireRedis();
+    client = await nodeRedis();
+    other = await nodeRedis();
+  });
+
+  after(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    if (client !== undefined) {
+      await clearPrefix(client, prefix);
+      await client.close();
+    }
+    await other?.close();
+  });
+
+  const exited = (child: ChildProcess): Promise<number | null> =>
+    child.exitCode !== null || child.signalCode !== null ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+
+  it('admits at most burst + limit calls in any window of perSeconds across 3 processes, and spaces the rest', async () => {
+    // 10 a second (one every 100 ms), 2 at once; 3 processes x 3 runs x 4 calls = 36 calls.
+    const rate = { limit: 10, perSeconds: 1, burst: 2 };
+    const config: RateWorkerConfig = { prefix, rate, runs: 3, calls: 4 };
+    let ready = 0;
+    const done: Array<Extract<RateWorkerMessage, { type: 'done' }>> = [];
+    for (let i = 0; i < 3; i++) {
+      const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      child.on('message', (message: RateWorkerMessage) => {
+        if (message.type === 'ready') ready++;
+        else done.push(message);
+      });
+      children.push(child);
+    }
+    await until(() => ready === 3, 'every process started', 60_000);
+    for (const child of children) child.send('go');
+    await until(() => done.length === 3, 'every process done', 60_000);
+    await Promise.all(children.map(exited));
+    expect(done.flatMap((d) => d.others), 'calls that did not succeed').to.deep.equal([]);
+    expect(done.reduce((sum, d) => sum + d.results, 0)).to.equal(36);
+    const stamps = (await client.lRange(`${prefix}stamps`, 0, -1)).map(Number).sort((a, b) => a - b);
+    expect(stamps).to.have.length(36);
+    // The counter of admitted calls, over every window of one perSeconds starting at a stamp.
+    // A body stamps a little after its admission; with 100 ms between admissions, a delay under
+    // 100 ms cannot squeeze one more into the window.
+    const windowMs = rate.perSeconds * 1000;
+    let most = 0;
+    for (let i = 0; i < stamps.length; i++) {
+      let j = i;
+      while (j < stamps.length && stamps[j]! < stamps[i]! + windowMs) j++;
+      most = Math.max(most, j - i);
+    }
+    expect(most, 'most calls admitted in one window of perSeconds, fleet-wide').to.be.at.most(rate.burst + rate.limit);
+    // The bound bit: 36 calls at 10 a second take at least (36 - 2) x 100 ms, less the stamps' jitter.
+    expect(stamps[stamps.length - 1]! - stamps[0]!, 'ms from the first admission to the last').to.be.at.least((36 - rate.burst) * 100 - 100);
+  });
+
+  it("shares a pause through Redis: another process's store waits it out, and hears of it for a tool with no rate", async () => {
+    const one = new RedisLaneStore({ client, prefix, leaseSeconds: 5 });
+    const two = new RedisLaneStore({ client: other, prefix, leaseSeconds: 5 });
+    try {
+      const heard: LanePauseNotice[] = [];
+      two.pauses$.subscribe((notice) => heard.push(notice));
+      // Two starts listening for the fleet's pauses on its first use.
+      expect(two.paused('rate:tool:plain')).to.equal(false);
+      const rate = { limit: 100, perSeconds: 1 };
+      let admittedAt = 0;
+      // A first admission, so the lane exists in Redis; then one pauses it for 600 ms.
+      await new Promise<void>((resolve) => one.enterRate('rate:tool:search', rate, () => resolve(), 'acme', asyncScheduler));
+      // Both stores subscribe to the pause channel on their first use, without waiting: a pause
+      // published before two's subscription is in place would never reach it.
+      await until(async () => {
+        const reply = (await client.sendCommand(['PUBSUB', 'NUMSUB', `${one.prefix}rate-pauses`])) as [string, number];
+        return Number(reply[1]) >= 2;
+      }, 'both stores subscribed to the pause channel', 5_000);
+      const pausedAt = performance.now();
+      one.pause('rate:tool:search', 0.6, 'search answered 429', asyncScheduler);
+      one.pause('rate:tool:plain', 0.6, 'plain answered 429', asyncScheduler);
+      await until(() => two.paused('rate:tool:plain'), 'the other store hearing of the pause', 5_000);
+      let permit: Permit | undefined;
+      await new Promise<void>((resolve) => {
+        permit = two.enterRate('rate:tool:search', rate, () => {
+          admittedAt = performance.now();
+          resolve();
+        }, 'acme', asyncScheduler);
+      });
+      expect(permit?.holding).to.equal(true);
+      expect(admittedAt - pausedAt, 'ms from the pause to the next admission in another store').to.be.at.least(550);
+      expect(heard.map((n) => n.key)).to.include('rate:tool:plain');
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});

@@ -1,0 +1,55 @@
+// A runner process of the fleet rate-lane spec (rate.spec.ts), forked with `node --import tsx`.
+// Its runs call a tool under the fleet's perToolRate; each body stamps its start with Redis's
+// own clock (so stamps from every process compare), and the process tells its parent when it is
+// ready, and how its calls ended.
+import { Redis } from 'ioredis';
+import { ConcurrencyConfig } from '../../../lib/config/index.js';
+import { RedisLaneStore } from '../../../lib/lanes/index.js';
+import { ScriptedProvider } from '../../../lib/providers/ScriptedProvider.js';
+import { Agent, AgentRunner, type ModelResponse } from '../../../lib/runner/index.js';
+import { ToolRegistry } from '../../../lib/tools/index.js';
+import { tally } from './tally.js';
+
+export interface RateWorkerConfig {
+  readonly prefix: string;
+  readonly rate: { readonly limit: number; readonly perSeconds: number; readonly burst: number };
+  /** Runs of one turn each, and calls per turn. */
+  readonly runs: number;
+  readonly calls: number;
+}
+
+/** What a worker tells its parent. */
+export type RateWorkerMessage = { readonly type: 'ready' } | { readonly type: 'done'; readonly results: number; readonly others: readonly string[] };
+
+const config = JSON.parse(process.argv[2]!) as RateWorkerConfig;
+const tell = (message: RateWorkerMessage): void => {
+  process.send?.(message);
+};
+
+const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+client.on('error', () => undefined);
+const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: 5 });
+
+// The body's start, by Redis's clock in ms, on the fleet's list of stamps.
+const stamp = `local t = redis.call('TIME') redis.call('RPUSH', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) return 1`;
+const body = async (): Promise<string> => {
+  await client.eval(stamp, 1, `${config.prefix}stamps`);
+  return 'ok';
+};
+
+const tools = new ToolRegistry().register({ name: 'stamp' }, body);
+const script: Record<string, ModelResponse[]> = {};
+const agents = Array.from({ length: config.runs }, (_, run) => {
+  script[`r${run}`] = [{ toolCalls: Array.from({ length: config.calls }, (_, i) => ({ id: `c${i}`, name: 'stamp', arguments: {} })) }, { text: 'done' }];
+  return new Agent({ name: `r${run}`, instructions: '', model: 'scripted' });
+});
+const concurrency = new ConcurrencyConfig({ perToolRate: { stamp: config.rate } });
+const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes });
+await client.ping();
+tell({ type: 'ready' });
+await new Promise<void>((resolve) => process.once('message', () => resolve()));
+const results = await Promise.all(agents.map((agent, run) => runner.run(agent, 'go', { tenant: `t${run % 2}` })));
+tell({ type: 'done', ...tally(results) });
+await lanes.close();
+await client.quit();
+process.disconnect?.();
