@@ -10,13 +10,13 @@
 // Each load runs in forked processes (bench/fleetWorker.ts), started together and told to go at once.
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createConnection } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { Semaphore } from 'redis-semaphore';
 import { LaneTable, RedisLaneStore, type Permit } from '../lib/lanes/index.js';
 import type { FleetWorkerConfig, FleetWorkerMessage } from './fleetWorker.js';
+import { deleteKeys, redisAnswers } from './redis.js';
 
 export interface FleetRow {
   readonly workload: string;
@@ -36,21 +36,6 @@ function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-/** True when a Redis answers PING on 127.0.0.1:6379 within a second. */
-function redisAnswers(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port: 6379 });
-    const done = (up: boolean): void => {
-      socket.destroy();
-      resolve(up);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
-  });
 }
 
 interface Worker {
@@ -267,13 +252,7 @@ export async function fleet(row: (r: FleetRow) => void): Promise<void> {
     await fairness(row);
     await reclaim(row);
   } finally {
-    const client = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
-    client.on('error', () => undefined);
-    await client.connect();
     // redis-semaphore puts its own prefix before the key.
-    for (const match of [`${prefix}*`, `semaphore:${prefix}*`]) {
-      for await (const keys of client.scanIterator({ MATCH: match, COUNT: 500 })) if (keys.length > 0) await client.del(keys);
-    }
-    await client.close();
+    await deleteKeys([`${prefix}*`, `semaphore:${prefix}*`]);
   }
 }

@@ -710,10 +710,17 @@ async function journal(): Promise<void> {
   await run(row, quick);
 }
 
+// Lanes against a partner that allows R requests per second (bench/partner/): four runner
+// processes sharing a RedisLaneStore, beside Bottleneck's Redis-clustered reservoir.
+async function partner(): Promise<void> {
+  const { partner: run } = await import('./partner/index.js');
+  await run(row);
+}
+
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
 const workloads: Record<string, () => Promise<void>> = {
-  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal,
+  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal, partner,
   // The regimes a service meets, each beside its floors (bench/regimes.ts).
   ...Object.fromEntries(
     (['regimeWarm', 'regimeAfterGc', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2'] as const).map((name) => [name, () => regimes[name](row)]),

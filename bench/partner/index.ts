@@ -1,0 +1,178 @@
+// The partner bench: lanes measured against a partner that allows R requests per second. The
+// partner (./server.ts) runs in this process; four runner processes (./worker.ts) share one
+// RedisLaneStore and each run many concurrent runs of four tenants against it, one scenario after
+// another: no limit, a concurrency lane, Bottleneck's Redis-clustered reservoir, perToolRate at R,
+// perToolAdaptive with R unknown, and a token budget on one tenant. Every rate and 429 figure is
+// counted by the partner, per second of its clock. Figures, not pass/fail.
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { deleteKeys, redisAnswers } from '../redis.js';
+import { startPartner, type Partner, type PartnerSecond } from './server.js';
+import { type PartnerCommand, type PartnerLimiter, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './worker.js';
+
+export interface PartnerRow {
+  readonly workload: string;
+  readonly figure: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly note?: string;
+}
+
+/** R: what the partner allows per second. Modest, so a busy 2-core machine can drive it. */
+const RATE = 200;
+const PROCESSES = 4;
+const TENANTS = ['a', 'b', 'c', 'd'] as const;
+/** 429s are counted apart after this many seconds, once an adaptive lane has had time to learn R. */
+const LEARN_SECONDS = 10;
+const workerFile = fileURLToPath(new URL('./worker.js', import.meta.url));
+const base = `agent-lanes-bench-partner:${process.pid}:${randomBytes(3).toString('hex')}:`;
+const workload = `P partner, R=${RATE}/s, ${PROCESSES} processes`;
+
+interface RunnerProcess {
+  readonly child: ChildProcess;
+  next(): Promise<PartnerWorkerMessage>;
+}
+
+function startProcess(): RunnerProcess {
+  const child = fork(workerFile, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const arrived: PartnerWorkerMessage[] = [];
+  const waiting: Array<{ resolve: (m: PartnerWorkerMessage) => void; reject: (e: Error) => void }> = [];
+  child.on('message', (raw) => {
+    const message = raw as PartnerWorkerMessage;
+    const waiter = waiting.shift();
+    if (waiter) waiter.resolve(message);
+    else arrived.push(message);
+  });
+  child.on('exit', (code) => {
+    for (const waiter of waiting.splice(0)) waiter.reject(new Error(`a partner bench runner process exited (${code}) mid-scenario`));
+  });
+  return {
+    child,
+    next: () => {
+      const message = arrived.shift();
+      if (message !== undefined) return Promise.resolve(message);
+      return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+    },
+  };
+}
+
+/** What one scenario asks of the processes. */
+interface Plan {
+  readonly label: string;
+  readonly limiter: PartnerLimiter;
+  readonly seconds: number;
+  readonly tenants?: readonly string[];
+  readonly perTool?: number;
+  readonly perTenant?: number;
+  readonly budget?: PartnerScenario['budget'];
+}
+
+/** What the partner counted in one scenario, and what the processes said. */
+interface Measured {
+  /** Per second of the scenario (0 = its first), what the partner saw. */
+  readonly seconds: readonly PartnerSecond[];
+  /** 429s the partner gave after the scenario's end (calls in flight as it ended). */
+  readonly limitedAfter: number;
+  readonly results: readonly PartnerWorkerResult[];
+}
+
+async function measure(partner: Partner, processes: readonly RunnerProcess[], plan: Plan, index: number): Promise<Measured> {
+  // Start on a second of the partner's clock, so its windows are the scenario's seconds.
+  const startAt = Math.ceil((Date.now() + 500) / 1000) * 1000;
+  const scenario: PartnerScenario = {
+    limiter: plan.limiter,
+    url: partner.url,
+    prefix: `${base}${index}-${plan.limiter}:`,
+    rate: RATE,
+    tenants: plan.tenants ?? TENANTS,
+    runsPerTenant: 6,
+    startAt,
+    endAt: startAt + plan.seconds * 1000,
+    ...(plan.perTool === undefined ? {} : { perTool: plan.perTool }),
+    ...(plan.perTenant === undefined ? {} : { perTenant: plan.perTenant }),
+    ...(plan.budget === undefined ? {} : { budget: plan.budget }),
+  };
+  partner.reset();
+  const command: PartnerCommand = { type: 'run', scenario };
+  for (const p of processes) p.child.send(command);
+  const messages = await Promise.all(processes.map((p) => p.next()));
+  const results = messages.flatMap((m) => (m.type === 'done' ? [m.result] : []));
+  for (const result of results) if (result.unexpected !== undefined) console.error(`partner bench, ${plan.label}: a run failed: ${result.unexpected}`);
+  const counted = partner.seconds();
+  const first = startAt / 1000;
+  const seconds = Array.from({ length: plan.seconds }, (_, i) => counted.get(first + i) ?? { accepted: 0, limited: 0, byTenant: {} });
+  let limitedAfter = 0;
+  for (const [second, seen] of counted) if (second >= first + plan.seconds) limitedAfter += seen.limited;
+  return { seconds, limitedAfter, results };
+}
+
+const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+
+/** Accepted per second over the scenario, its first second (runs starting) left out. */
+function achieved(m: Measured, tenants?: readonly string[]): number {
+  const steady = m.seconds.slice(1);
+  const count = (s: PartnerSecond): number => (tenants === undefined ? s.accepted : sum(tenants.map((t) => s.byTenant[t] ?? 0)));
+  return sum(steady.map(count)) / steady.length;
+}
+
+function rateRows(row: (r: PartnerRow) => void, plan: Plan, m: Measured): void {
+  const perSecond = achieved(m);
+  const accepted = sum(m.seconds.map((s) => s.accepted));
+  const limited = sum(m.seconds.map((s) => s.limited)) + m.limitedAfter;
+  const late = m.seconds.slice(LEARN_SECONDS);
+  const lateLimited = sum(late.map((s) => s.limited)) + m.limitedAfter;
+  const lateShare = (100 * lateLimited) / Math.max(1, lateLimited + sum(late.map((s) => s.accepted)));
+  row({ workload, figure: `${plan.label}: of R`, value: (100 * perSecond) / RATE, unit: '%', note: `${perSecond.toFixed(0)} req/s accepted, seconds 2-${plan.seconds}` });
+  row({
+    workload,
+    figure: `${plan.label}: 429s`,
+    value: limited,
+    unit: '429s',
+    note:
+      `${((100 * limited) / Math.max(1, limited + accepted)).toFixed(1)} % of requests; ` +
+      (late.length === 0 ? `ran ${plan.seconds} s` : `${lateLimited} after the first ${LEARN_SECONDS} s (${lateShare.toFixed(1)} %)`),
+  });
+}
+
+function unavailable(row: (r: PartnerRow) => void, label: string): void {
+  row({ workload, figure: label, value: 0, unit: '', note: 'not available in this build' });
+}
+
+const plain: Plan = { label: 'no limit', limiter: 'none', seconds: 4 };
+const lanes8: Plan = { label: 'concurrency lane perTool 8', limiter: 'concurrency', perTool: 8, seconds: 4 };
+const lanes16: Plan = { label: 'concurrency lane perTool 16', limiter: 'concurrency', perTool: 16, seconds: 4 };
+const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter: 'bottleneck', seconds: 12 };
+
+/** The partner workload: every scenario against one partner, or one row saying why there are none. */
+export async function partner(row: (r: PartnerRow) => void): Promise<void> {
+  if (!(await redisAnswers())) {
+    row({ workload, figure: 'skipped', value: 0, unit: '', note: 'no Redis answers on 127.0.0.1:6379 (start one: redis-server --save "" --appendonly no)' });
+    return;
+  }
+  const server = await startPartner({ rate: RATE, baseLatencyMs: 50, perInFlightMs: 0.25 });
+  const processes = Array.from({ length: PROCESSES }, startProcess);
+  try {
+    await Promise.all(processes.map((p) => p.next()));
+    let index = 0;
+    for (const plan of [plain, lanes8, lanes16, bottleneck]) rateRows(row, plan, await measure(server, processes, plan, index++));
+    unavailable(row, 'perToolRate at R');
+    unavailable(row, 'perToolAdaptive, R unknown');
+    unavailable(row, 'perTenantBudget on one tenant');
+  } finally {
+    const close: PartnerCommand = { type: 'close' };
+    await Promise.all(
+      processes.map(
+        (p) =>
+          new Promise<void>((resolve) => {
+            if (p.child.exitCode !== null) return resolve();
+            p.child.once('exit', () => resolve());
+            p.child.send(close);
+          }),
+      ),
+    );
+    await server.close();
+    // Bottleneck puts its own prefix before its id.
+    await deleteKeys([`${base}*`, `b_${base}*`]);
+  }
+}

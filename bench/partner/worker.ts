@@ -1,0 +1,205 @@
+// One runner process of the partner bench (bench/partner/index.ts): an AgentRunner whose lanes
+// live in a RedisLaneStore shared with three other such processes, running many concurrent runs
+// of several tenants against the simulated partner (bench/partner/server.ts). Each run is a
+// scripted model asking for turns of tool calls; the tool's body is one HTTP request to the
+// partner, and a 429 is thrown as RateLimitedError. Told a scenario, the process runs it from
+// `startAt` to `endAt` and sends back what its model spent; the partner counts the requests.
+import { setMaxListeners } from 'node:events';
+import { Agent as HttpAgent, get } from 'node:http';
+import { Redis } from 'ioredis';
+import Bottleneck from 'bottleneck';
+import { createClient } from 'redis';
+import {
+  Agent,
+  AgentRunner,
+  ConcurrencyConfig,
+  RateLimitedError,
+  RedisLaneStore,
+  ScriptedProvider,
+  ToolRegistry,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolContext,
+} from '../../lib/index.js';
+
+/** How the runs of a scenario are kept within the partner's rate. */
+export type PartnerLimiter = 'none' | 'concurrency' | 'bottleneck' | 'rate' | 'adaptive' | 'budget';
+
+export interface PartnerScenario {
+  readonly limiter: PartnerLimiter;
+  readonly url: string;
+  /** This scenario's keys in Redis: its lanes, and Bottleneck's id. */
+  readonly prefix: string;
+  /** R, the partner's requests per second: told to Bottleneck and the rate lane only. */
+  readonly rate: number;
+  /** The fleet-wide lane on the partner's tool, for 'concurrency'. */
+  readonly perTool?: number;
+  /** The fleet-wide lane of each tenant, for 'budget'. */
+  readonly perTenant?: number;
+  /** A token budget for one tenant, for 'budget'. */
+  readonly budget?: { readonly tenant: string; readonly tokens: number; readonly perSeconds: number };
+  readonly tenants: readonly string[];
+  /** Runs of each tenant in flight at once in this process. */
+  readonly runsPerTenant: number;
+  /** Epoch milliseconds: when the runs start, and when the ones still going are cancelled. */
+  readonly startAt: number;
+  readonly endAt: number;
+}
+
+export type PartnerCommand = { readonly type: 'run'; readonly scenario: PartnerScenario } | { readonly type: 'close' };
+
+export interface PartnerWorkerResult {
+  /** Tokens the model spent per tenant: each answered turn's usage. */
+  readonly tokens: Record<string, number>;
+  readonly runs: { completed: number; failed: number; cancelled: number; interrupted: number };
+  /** Runs refused by a budget. */
+  readonly budgetRefusals: number;
+  /** A failed run's first error that no scenario expects (a bench fault), if any. */
+  readonly unexpected?: string;
+}
+
+export type PartnerWorkerMessage = { readonly type: 'ready' } | { readonly type: 'done'; readonly result: PartnerWorkerResult };
+
+/** Tool turns in each run before the model answers in text. */
+export const TOOL_TURNS = 3;
+/** Calls in each tool turn. */
+export const CALLS_PER_TURN = 4;
+/** What each model turn spends. */
+export const TURN_USAGE = { inputTokens: 100, outputTokens: 20 } as const;
+const MODEL_MS = 20;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const tell = (message: PartnerWorkerMessage): void => {
+  process.send?.(message);
+};
+
+const redis = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
+redis.on('error', () => undefined);
+await redis.connect();
+
+/** The model: CALLS_PER_TURN calls to the partner per turn, TOOL_TURNS times, then a text answer. */
+function modelFor(tokens: Record<string, number>): ScriptedProvider {
+  let provider: ScriptedProvider;
+  const step = async (request: ModelRequest): Promise<ModelResponse> => {
+    // The provider keeps every request; a run of thousands of turns needs none of them.
+    provider.requests.length = 0;
+    await sleep(MODEL_MS);
+    tokens[request.agent] = (tokens[request.agent] ?? 0) + TURN_USAGE.inputTokens + TURN_USAGE.outputTokens;
+    const turn = request.messages.filter((message) => message.role === 'assistant').length;
+    if (turn >= TOOL_TURNS) return { text: 'done', usage: TURN_USAGE };
+    const toolCalls = Array.from({ length: CALLS_PER_TURN }, (_, i) => ({ id: `t${turn}c${i}`, name: 'partner', arguments: {} }));
+    return { toolCalls, usage: TURN_USAGE };
+  };
+  // Every step is the same function of the request, so the script only has to be long enough.
+  provider = new ScriptedProvider(Array.from({ length: 500_000 }, () => step));
+  return provider;
+}
+
+// node:http with kept connections: on a busy two-core machine it sends several times what fetch does.
+const connections = new HttpAgent({ keepAlive: true });
+
+/** One request to the partner; a 429 is the partner's own slow down, or a plain Error for Bottleneck's side. */
+function callPartner(url: string, tenant: string, signal: AbortSignal | undefined, limited: (retryAfterSeconds: number) => Error): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = get(`${url}?tenant=${encodeURIComponent(tenant)}`, { agent: connections, ...(signal ? { signal } : {}) }, (response) => {
+      response.resume();
+      response.on('error', reject);
+      response.on('end', () => {
+        const { statusCode = 0, headers } = response;
+        if (statusCode === 429) {
+          const ms = Number(headers['retry-after-ms']);
+          reject(limited(Number.isFinite(ms) && ms >= 0 ? ms / 1000 : Number(headers['retry-after'] ?? 0)));
+        } else if (statusCode !== 200) reject(new Error(`the partner answered ${statusCode}`));
+        else resolve('ok');
+      });
+    });
+    request.on('error', reject);
+  });
+}
+
+const asRateLimited = (retryAfterSeconds: number): Error => new RateLimitedError('the partner answered 429', retryAfterSeconds);
+
+/** The lanes a scenario's runner is made with. */
+function concurrencyFor(scenario: PartnerScenario): ConcurrencyConfig | undefined {
+  switch (scenario.limiter) {
+    case 'concurrency':
+      return new ConcurrencyConfig({ perTool: { partner: scenario.perTool ?? 1 } });
+    case 'budget':
+      return new ConcurrencyConfig({ perTenant: scenario.perTenant ?? 1 });
+    default:
+      return undefined;
+  }
+}
+
+/** A Bottleneck limiter clustered through Redis: the partner's R as a reservoir refilled each second. */
+function bottleneckFor(scenario: PartnerScenario): Bottleneck {
+  const limiter = new Bottleneck({
+    id: `${scenario.prefix}bottleneck`,
+    datastore: 'ioredis',
+    Redis,
+    clientOptions: { host: '127.0.0.1', port: 6379 },
+    clearDatastore: false,
+    reservoir: scenario.rate,
+    reservoirRefreshAmount: scenario.rate,
+    reservoirRefreshInterval: 1000,
+    // Clustered, Bottleneck refreshes a reservoir on its heartbeat, every 5 s unless told otherwise.
+    heartbeatInterval: 250,
+  });
+  limiter.on('error', () => undefined);
+  return limiter;
+}
+
+async function run(scenario: PartnerScenario): Promise<PartnerWorkerResult> {
+  const tokens: Record<string, number> = {};
+  const runs = { completed: 0, failed: 0, cancelled: 0, interrupted: 0 };
+  let budgetRefusals = 0;
+  let unexpected: string | undefined;
+  const store = new RedisLaneStore({ client: redis, prefix: scenario.prefix, leaseSeconds: 10 });
+  const limiter = scenario.limiter === 'bottleneck' ? bottleneckFor(scenario) : undefined;
+  const body =
+    limiter === undefined
+      ? (_args: unknown, ctx: ToolContext) => callPartner(scenario.url, ctx.tenant, ctx.signal, asRateLimited)
+      : (_args: unknown, ctx: ToolContext) => limiter.schedule(() => callPartner(scenario.url, ctx.tenant, ctx.signal, () => new Error('the partner answered 429')));
+  const tools = new ToolRegistry().register({ name: 'partner', idempotent: true }, body);
+  const concurrency = concurrencyFor(scenario);
+  const runner = new AgentRunner({ provider: modelFor(tokens), tools, lanes: store, ...(concurrency ? { concurrency } : {}) });
+  const stop = new AbortController();
+  // Every run of the scenario listens to it.
+  setMaxListeners(0, stop.signal);
+  const loop = async (tenant: string): Promise<void> => {
+    const agent = new Agent({ name: tenant, instructions: '', model: 'scripted' });
+    while (Date.now() < scenario.endAt) {
+      const result = await runner.run(agent, 'go', { tenant, signal: stop.signal });
+      runs[result.status]++;
+      if (result.status !== 'failed') continue;
+      if (result.error?.name === 'BudgetExceededError') {
+        budgetRefusals++;
+        // A caller told its budget is spent asks again later, not at once.
+        await sleep(250);
+      } else unexpected ??= `${result.error?.name}: ${result.error?.message}`;
+    }
+  };
+  await sleep(Math.max(0, scenario.startAt - Date.now()));
+  const ending = setTimeout(() => stop.abort(new Error('the scenario ended')), Math.max(0, scenario.endAt - Date.now()));
+  await Promise.all(scenario.tenants.flatMap((tenant) => Array.from({ length: scenario.runsPerTenant }, () => loop(tenant))));
+  clearTimeout(ending);
+  // Jobs still queued in Bottleneck belong to cancelled runs.
+  await limiter?.stop({ dropWaitingJobs: true });
+  await limiter?.disconnect();
+  await store.close();
+  return { tokens, runs, budgetRefusals, ...(unexpected === undefined ? {} : { unexpected }) };
+}
+
+tell({ type: 'ready' });
+process.on('message', (raw) => {
+  const command = raw as PartnerCommand;
+  if (command.type === 'close') {
+    connections.destroy();
+    void redis.close().then(() => process.disconnect?.());
+    return;
+  }
+  void run(command.scenario).then(
+    (result) => tell({ type: 'done', result }),
+    (error: unknown) => tell({ type: 'done', result: { tokens: {}, runs: { completed: 0, failed: 0, cancelled: 0, interrupted: 0 }, budgetRefusals: 0, unexpected: String(error) } }),
+  );
+});
