@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { deleteKeys, redisAnswers } from '../redis.js';
 import { startPartner, type Partner, type PartnerSecond } from './server.js';
-import { type PartnerCommand, type PartnerLimiter, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './worker.js';
+import type { PartnerCommand, PartnerLimiter, PartnerScenario, PartnerWorkerMessage, PartnerWorkerResult } from './worker.js';
 
 export interface PartnerRow {
   readonly workload: string;
