@@ -8,7 +8,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { deleteKeys, redisAnswers } from '../redis.js';
-import { startPartner, type Partner, type PartnerSecond } from './server.js';
+import { startPartner, type Partner } from './server.js';
+import type { PartnerSecond } from './windows.js';
 import type { PartnerCommand, PartnerLimiter, PartnerScenario, PartnerWorkerMessage, PartnerWorkerResult } from './worker.js';
 
 export interface PartnerRow {
