@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { deleteKeys, redisAnswers } from '../redis.js';
 import { startPartner, type Partner } from './server.js';
 import type { PartnerSecond } from './windows.js';
-import type { PartnerCommand, PartnerLimiter, PartnerScenario, PartnerWorkerMessage, PartnerWorkerResult } from './worker.js';
+import type { PartnerCommand, PartnerLimiter, PartnerScenario, PartnerWorkerMessage, PartnerWorkerResult } from './scenario.js';
 
 export interface PartnerRow {
   readonly workload: string;
@@ -140,10 +140,10 @@ function unavailable(row: (r: PartnerRow) => void, label: string): void {
   row({ workload, figure: label, value: 0, unit: '', note: 'not available in this build' });
 }
 
-const plain: Plan = { label: 'no limit', limiter: 'none', seconds: 4 };
-const lanes8: Plan = { label: 'concurrency lane perTool 8', limiter: 'concurrency', perTool: 8, seconds: 4 };
-const lanes16: Plan = { label: 'concurrency lane perTool 16', limiter: 'concurrency', perTool: 16, seconds: 4 };
-const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter: 'bottleneck', seconds: 12 };
+const plain: Plan = { label: 'no limit', limiter: 'none', seconds: 3 };
+const lanes8: Plan = { label: 'concurrency lane perTool 8', limiter: 'concurrency', perTool: 8, seconds: 3 };
+const lanes16: Plan = { label: 'concurrency lane perTool 16', limiter: 'concurrency', perTool: 16, seconds: 3 };
+const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter: 'bottleneck', seconds: 13 };
 
 /** The partner workload: every scenario against one partner, or one row saying why there are none. */
 export async function partner(row: (r: PartnerRow) => void): Promise<void> {
