@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { deleteKeys, redisAnswers } from '../redis.js';
 import { startPartner, type Partner } from './server.js';
 import type { PartnerSecond } from './windows.js';
-import type { PartnerCommand, PartnerLimiter, PartnerScenario, PartnerWorkerMessage, PartnerWorkerResult } from './scenario.js';
+import { ADAPTIVE, TURN_USAGE, type PartnerCommand, type PartnerLimiter, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
 
 export interface PartnerRow {
   readonly workload: string;
@@ -65,6 +65,7 @@ interface Plan {
   readonly seconds: number;
   readonly tenants?: readonly string[];
   readonly perTool?: number;
+  readonly burst?: number;
   readonly perTenant?: number;
   readonly budget?: PartnerScenario['budget'];
 }
@@ -91,6 +92,7 @@ async function measure(partner: Partner, processes: readonly RunnerProcess[], pl
     startAt,
     endAt: startAt + plan.seconds * 1000,
     ...(plan.perTool === undefined ? {} : { perTool: plan.perTool }),
+    ...(plan.burst === undefined ? {} : { burst: plan.burst }),
     ...(plan.perTenant === undefined ? {} : { perTenant: plan.perTenant }),
     ...(plan.budget === undefined ? {} : { budget: plan.budget }),
   };
@@ -136,14 +138,43 @@ function rateRows(row: (r: PartnerRow) => void, plan: Plan, m: Measured): void {
   });
 }
 
-function unavailable(row: (r: PartnerRow) => void, label: string): void {
-  row({ workload, figure: label, value: 0, unit: '', note: 'not available in this build' });
-}
-
 const plain: Plan = { label: 'no limit', limiter: 'none', seconds: 3 };
-const lanes8: Plan = { label: 'concurrency lane perTool 8', limiter: 'concurrency', perTool: 8, seconds: 3 };
 const lanes16: Plan = { label: 'concurrency lane perTool 16', limiter: 'concurrency', perTool: 16, seconds: 3 };
-const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter: 'bottleneck', seconds: 13 };
+const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter: 'bottleneck', seconds: 12 };
+
+const rated: Plan = { label: 'perToolRate at R (burst: its default, R)', limiter: 'rate', seconds: 4 };
+const evenly: Plan = { label: 'perToolRate at R, burst 1', limiter: 'rate', burst: 1, seconds: 4 };
+const adaptive: Plan = { label: `perToolAdaptive ${ADAPTIVE.min}..${ADAPTIVE.max}, R unknown`, limiter: 'adaptive', seconds: 12 };
+// The budget scenario: each tenant in a fleet-wide lane of its own (the partner's R is not what
+// binds), so another tenant's budget running out shows in their throughput only if it holds them
+// up. Ten turns' worth, spent in the first second, which the throughput figures leave out.
+const BUDGET = { tenant: 'd', tokens: 1200, perSeconds: 3600 } as const;
+const others = TENANTS.filter((tenant) => tenant !== BUDGET.tenant);
+const alone: Plan = { label: 'perTenantBudget, d absent', limiter: 'budget', perTenant: 2, tenants: others, seconds: 4 };
+const beside: Plan = { label: 'perTenantBudget, d budgeted', limiter: 'budget', perTenant: 2, budget: BUDGET, seconds: 4 };
+
+function budgetRows(row: (r: PartnerRow) => void, without: Measured, budgeted: Measured): void {
+  const turn = TURN_USAGE.inputTokens + TURN_USAGE.outputTokens;
+  const spent = sum(budgeted.results.map((r) => r.tokens[BUDGET.tenant] ?? 0));
+  const refused = sum(budgeted.results.map((r) => r.budgetRefusals));
+  row({
+    workload,
+    figure: `perTenantBudget: tenant ${BUDGET.tenant} tokens spent`,
+    value: spent,
+    unit: 'tokens',
+    note: `budget ${BUDGET.tokens} per ${BUDGET.perSeconds} s, + one turn (${turn}) = ${BUDGET.tokens + turn}; ${refused} runs refused`,
+  });
+  const before = achieved(without, others);
+  const after = achieved(budgeted, others);
+  row({ workload, figure: `perTenantBudget: ${others.join(', ')} with ${BUDGET.tenant} absent`, value: before, unit: 'req/s', note: `each tenant in a fleet-wide lane of ${alone.perTenant}` });
+  row({
+    workload,
+    figure: `perTenantBudget: ${others.join(', ')} beside budgeted ${BUDGET.tenant}`,
+    value: after,
+    unit: 'req/s',
+    note: `${(100 * (after / before - 1)).toFixed(1)} % against ${BUDGET.tenant} absent; ${BUDGET.tenant} itself ${achieved(budgeted, [BUDGET.tenant]).toFixed(0)} req/s`,
+  });
+}
 
 /** The partner workload: every scenario against one partner, or one row saying why there are none. */
 export async function partner(row: (r: PartnerRow) => void): Promise<void> {
@@ -156,10 +187,9 @@ export async function partner(row: (r: PartnerRow) => void): Promise<void> {
   try {
     await Promise.all(processes.map((p) => p.next()));
     let index = 0;
-    for (const plan of [plain, lanes8, lanes16, bottleneck]) rateRows(row, plan, await measure(server, processes, plan, index++));
-    unavailable(row, 'perToolRate at R');
-    unavailable(row, 'perToolAdaptive, R unknown');
-    unavailable(row, 'perTenantBudget on one tenant');
+    for (const plan of [plain, lanes16, bottleneck]) rateRows(row, plan, await measure(server, processes, plan, index++));
+    for (const plan of [rated, evenly, adaptive]) rateRows(row, plan, await measure(server, processes, plan, index++));
+    budgetRows(row, await measure(server, processes, alone, index++), await measure(server, processes, beside, index++));
   } finally {
     const close: PartnerCommand = { type: 'close' };
     await Promise.all(

@@ -12,6 +12,8 @@ export interface PartnerScenario {
   readonly prefix: string;
   /** R, the partner's requests per second: told to Bottleneck and the rate lane only. */
   readonly rate: number;
+  /** The rate lane's burst, for 'rate' (absent: the lane's default, its limit). */
+  readonly burst?: number;
   /** The fleet-wide lane on the partner's tool, for 'concurrency'. */
   readonly perTool?: number;
   /** The fleet-wide lane of each tenant, for 'budget'. */
@@ -46,3 +48,6 @@ export const TOOL_TURNS = 3;
 export const CALLS_PER_TURN = 4;
 /** What each model turn spends. */
 export const TURN_USAGE = { inputTokens: 100, outputTokens: 20 } as const;
+
+/** The adaptive lane's bounds: R is not told; the limit starts at its max and learns. */
+export const ADAPTIVE = { min: 1, max: 64 } as const;

@@ -21,7 +21,7 @@ import {
   type ModelResponse,
   type ToolContext,
 } from '../../lib/index.js';
-import { CALLS_PER_TURN, TOOL_TURNS, TURN_USAGE, type PartnerCommand, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
+import { ADAPTIVE, CALLS_PER_TURN, TOOL_TURNS, TURN_USAGE, type PartnerCommand, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
 
 const MODEL_MS = 20;
 
@@ -55,7 +55,7 @@ function modelFor(tokens: Record<string, number>): ScriptedProvider {
 // node:http with kept connections: on a busy two-core machine it sends several times what fetch does.
 const connections = new HttpAgent({ keepAlive: true });
 
-/** One request to the partner; a 429 is the partner's own slow down, or a plain Error for Bottleneck's side. */
+/** One request to the partner; a 429 is thrown as `limited` makes it. */
 function callPartner(url: string, tenant: string, signal: AbortSignal | undefined, limited: (retryAfterSeconds: number) => Error): Promise<string> {
   return new Promise((resolve, reject) => {
     const request = get(`${url}?tenant=${encodeURIComponent(tenant)}`, { agent: connections, ...(signal ? { signal } : {}) }, (response) => {
@@ -75,14 +75,23 @@ function callPartner(url: string, tenant: string, signal: AbortSignal | undefine
 }
 
 const asRateLimited = (retryAfterSeconds: number): Error => new RateLimitedError('the partner answered 429', retryAfterSeconds);
+const asFailure = (): Error => new Error('the partner answered 429');
 
-/** The lanes a scenario's runner is made with. */
-function concurrencyFor(scenario: PartnerScenario): ConcurrencyConfig | undefined {
+/** The lanes a scenario's runner is made with; `budgeted`: the runner of the tenant given a budget. */
+function concurrencyFor(scenario: PartnerScenario, budgeted: boolean): ConcurrencyConfig | undefined {
   switch (scenario.limiter) {
     case 'concurrency':
       return new ConcurrencyConfig({ perTool: { partner: scenario.perTool ?? 1 } });
-    case 'budget':
-      return new ConcurrencyConfig({ perTenant: scenario.perTenant ?? 1 });
+    case 'rate':
+      return new ConcurrencyConfig({ perToolRate: { partner: { limit: scenario.rate, perSeconds: 1, ...(scenario.burst === undefined ? {} : { burst: scenario.burst }) } } });
+    case 'adaptive':
+      return new ConcurrencyConfig({ perToolAdaptive: { partner: ADAPTIVE } });
+    case 'budget': {
+      const { budget } = scenario;
+      const perTenant = scenario.perTenant ?? 1;
+      if (!budgeted || budget === undefined) return new ConcurrencyConfig({ perTenant });
+      return new ConcurrencyConfig({ perTenant, perTenantBudget: { tokens: budget.tokens, perSeconds: budget.perSeconds } });
+    }
     default:
       return undefined;
   }
@@ -113,20 +122,28 @@ async function run(scenario: PartnerScenario): Promise<PartnerWorkerResult> {
   let unexpected: string | undefined;
   const store = new RedisLaneStore({ client: redis, prefix: scenario.prefix, leaseSeconds: 10 });
   const limiter = scenario.limiter === 'bottleneck' ? bottleneckFor(scenario) : undefined;
+  // The runner is told of a 429 (RateLimitedError, which pauses the tool's lane) only where the
+  // scenario measures what it does with it; elsewhere a 429 is a plain failure of the call.
+  const limited = scenario.limiter === 'rate' || scenario.limiter === 'adaptive' || scenario.limiter === 'budget' ? asRateLimited : asFailure;
   const body =
     limiter === undefined
-      ? (_args: unknown, ctx: ToolContext) => callPartner(scenario.url, ctx.tenant, ctx.signal, asRateLimited)
-      : (_args: unknown, ctx: ToolContext) => limiter.schedule(() => callPartner(scenario.url, ctx.tenant, ctx.signal, () => new Error('the partner answered 429')));
+      ? (_args: unknown, ctx: ToolContext) => callPartner(scenario.url, ctx.tenant, ctx.signal, limited)
+      : (_args: unknown, ctx: ToolContext) => limiter.schedule(() => callPartner(scenario.url, ctx.tenant, ctx.signal, limited));
   const tools = new ToolRegistry().register({ name: 'partner', idempotent: true }, body);
-  const concurrency = concurrencyFor(scenario);
-  const runner = new AgentRunner({ provider: modelFor(tokens), tools, lanes: store, ...(concurrency ? { concurrency } : {}) });
+  const runnerOf = (budgeted: boolean): AgentRunner => {
+    const concurrency = concurrencyFor(scenario, budgeted);
+    return new AgentRunner({ provider: modelFor(tokens), tools, lanes: store, ...(concurrency ? { concurrency } : {}) });
+  };
+  // The tenant given a budget runs on a runner of its own, beside the same store.
+  const runner = runnerOf(false);
+  const budgeted = scenario.budget === undefined ? runner : runnerOf(true);
   const stop = new AbortController();
   // Every run of the scenario listens to it.
   setMaxListeners(0, stop.signal);
   const loop = async (tenant: string): Promise<void> => {
     const agent = new Agent({ name: tenant, instructions: '', model: 'scripted' });
     while (Date.now() < scenario.endAt) {
-      const result = await runner.run(agent, 'go', { tenant, signal: stop.signal });
+      const result = await (tenant === scenario.budget?.tenant ? budgeted : runner).run(agent, 'go', { tenant, signal: stop.signal });
       runs[result.status]++;
       if (result.status !== 'failed') continue;
       if (result.error?.name === 'BudgetExceededError') {
