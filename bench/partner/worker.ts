@@ -2,8 +2,9 @@
 // live in a RedisLaneStore shared with three other such processes, running many concurrent runs
 // of several tenants against the simulated partner (bench/partner/server.ts). Each run is a
 // scripted model asking for turns of tool calls; the tool's body is one HTTP request to the
-// partner, and a 429 is thrown as RateLimitedError. Told a scenario, the process runs it from
-// `startAt` to `endAt` and sends back what its model spent; the partner counts the requests.
+// partner, and a 429 is thrown as RateLimitedError where the scenario has the runner act on it.
+// Told a scenario, the process runs it from `startAt` to `endAt` and sends back what its model
+// spent; the partner counts the requests.
 import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent, get } from 'node:http';
 import { Redis } from 'ioredis';
