@@ -91,7 +91,8 @@ function concurrencyFor(scenario: PartnerScenario, budgeted: boolean): Concurren
       const { budget } = scenario;
       const perTenant = scenario.perTenant ?? 1;
       if (!budgeted || budget === undefined) return new ConcurrencyConfig({ perTenant });
-      return new ConcurrencyConfig({ perTenant, perTenantBudget: { tokens: budget.tokens, perSeconds: budget.perSeconds } });
+      // Each turn reserves what a turn reports (the scripted model's usage), so runs in flight together cannot overspend.
+      return new ConcurrencyConfig({ perTenant, perTenantBudget: { tokens: budget.tokens, perSeconds: budget.perSeconds, turnTokens: TURN_USAGE.inputTokens + TURN_USAGE.outputTokens } });
     }
     default:
       return undefined;

@@ -28,10 +28,17 @@ export interface BudgetOptions {
   readonly tokens?: number | undefined;
   readonly cost?: number | undefined;
   readonly perSeconds: number;
+  /**
+   * The tokens a model turn reserves from `tokens` before it is asked (its usage is not known until
+   * it answers; it is then charged what it reported instead). Without it a turn needs only
+   * something left, and every run of the tenant in flight may overspend by one turn; with it, the
+   * budget is overspent only by what turns report beyond their reservation.
+   */
+  readonly turnTokens?: number | undefined;
 }
 
 const Adaptive = t.intersection([t.type({ min: PositiveInt, max: PositiveInt }), t.partial({ initial: PositiveInt })]);
-const Budget = t.intersection([t.type({ perSeconds: PositiveSeconds }), t.partial({ tokens: PositiveInt, cost: PositiveAmount })]);
+const Budget = t.intersection([t.type({ perSeconds: PositiveSeconds }), t.partial({ tokens: PositiveInt, cost: PositiveAmount, turnTokens: PositiveInt })]);
 
 /** The codecs of the fields, for ConcurrencyConfig's own. */
 export const laneKindFields = {
@@ -40,7 +47,7 @@ export const laneKindFields = {
 };
 
 const adaptiveKeys = ['min', 'max', 'initial'];
-const budgetKeys = ['tokens', 'cost', 'perSeconds'];
+const budgetKeys = ['tokens', 'cost', 'perSeconds', 'turnTokens'];
 
 /**
  * The checks the codecs cannot make, on decoded fields: no unknown keys, `min <= max`,
@@ -65,6 +72,12 @@ export function checkLaneKinds(input: { readonly perToolAdaptive?: unknown; read
     refuseUnknownFields(budget, budgetKeys, 'perTenantBudget', { field: 'perTenantBudget' });
     if (budget.tokens === undefined && budget.cost === undefined) {
       throw new ConfigError('perTenantBudget', 'perTenantBudget must bound tokens, cost or both, got neither');
+    }
+    if (budget.turnTokens !== undefined && (budget.tokens === undefined || budget.turnTokens > budget.tokens)) {
+      throw new ConfigError(
+        'perTenantBudget.turnTokens',
+        `perTenantBudget.turnTokens reserves part of the token budget for each turn: it needs tokens, at least as many; got turnTokens ${budget.turnTokens} and tokens ${String(budget.tokens)}`,
+      );
     }
   }
 }
@@ -104,9 +117,12 @@ export function narrowerBudget(a: BudgetOptions | undefined, b: BudgetOptions | 
   if (b === undefined) return a;
   const tokens = tighter(a.tokens, b.tokens);
   const cost = tighter(a.cost, b.cost);
+  // A larger reservation per turn is the narrower one: it lets fewer turns start.
+  const turnTokens = a.turnTokens === undefined ? b.turnTokens : b.turnTokens === undefined ? a.turnTokens : Math.max(a.turnTokens, b.turnTokens);
   return {
     ...(tokens === undefined ? {} : { tokens }),
     ...(cost === undefined ? {} : { cost }),
+    ...(turnTokens === undefined ? {} : { turnTokens: tokens === undefined ? turnTokens : Math.min(turnTokens, tokens) }),
     perSeconds: Math.max(a.perSeconds, b.perSeconds),
   };
 }

@@ -1,6 +1,7 @@
 // A turn's place in its tenant's token budget (docs/concurrency.md, budget lanes): before the
-// model is asked, the budget must have something left (a turn's tokens are not known in
-// advance); once the provider reports its usage, the turn's tokens are spent. A turn the budget
+// model is asked, the budget must cover the turn's reservation (`turnTokens`), or, without one,
+// have something left (a turn's tokens are not known in advance); once the provider reports its
+// usage, the turn is charged its tokens in place of the reservation. A turn the budget
 // cannot cover is not started: the run ends RUN_FAILED with the BudgetExceededError.
 import type { BudgetSpec, OnGrant, Permit } from '../lanes/index.js';
 import type { Usage } from './model.js';
@@ -18,7 +19,8 @@ export function tokenBudgetOf(parts: RunnerParts): BudgetSpec | undefined {
  * or refused (`turn.lost` is told a BudgetExceededError).
  */
 export function askTokenBudget(parts: RunnerParts, spec: BudgetSpec, tenant: string, turn: OnGrant): Permit {
-  return parts.shared.lanes.enterBudget!(`budget:tokens:${tenant}`, spec, 0, turn, tenant);
+  const reserved = parts.shared.concurrency.perTenantBudget?.turnTokens ?? 0;
+  return parts.shared.lanes.enterBudget!(`budget:tokens:${tenant}`, spec, reserved, turn, tenant);
 }
 
 /** A turn's tokens, as its provider reported them. */

@@ -23,7 +23,9 @@ describe('ConcurrencyConfig adaptive and budget lanes', () => {
     { title: 'a budget of neither tokens nor cost', options: { perTenantBudget: { perSeconds: 60 } }, field: 'perTenantBudget', message: 'perTenantBudget must bound tokens, cost or both, got neither' },
     { title: 'fractional tokens', options: { perTenantBudget: { tokens: 1.5, perSeconds: 60 } }, field: 'perTenantBudget.tokens', message: 'perTenantBudget.tokens must be a positive integer, got 1.5' },
     { title: 'a negative cost', options: { perTenantBudget: { cost: -1, perSeconds: 60 } }, field: 'perTenantBudget.cost', message: 'perTenantBudget.cost must be a positive finite number, got -1' },
-    { title: 'a misspelt budget field', options: { perTenantBudget: { token: 5, cost: 1, perSeconds: 60 } }, field: 'perTenantBudget.token', message: 'perTenantBudget has no field token; its fields are tokens, cost, perSeconds' },
+    { title: 'a misspelt budget field', options: { perTenantBudget: { token: 5, cost: 1, perSeconds: 60 } }, field: 'perTenantBudget.token', message: 'perTenantBudget has no field token; its fields are tokens, cost, perSeconds, turnTokens' },
+    { title: 'turnTokens without tokens', options: { perTenantBudget: { cost: 5, turnTokens: 10, perSeconds: 60 } }, field: 'perTenantBudget.turnTokens', message: 'perTenantBudget.turnTokens reserves part of the token budget for each turn: it needs tokens, at least as many; got turnTokens 10 and tokens undefined' },
+    { title: 'turnTokens above tokens', options: { perTenantBudget: { tokens: 50, turnTokens: 80, perSeconds: 60 } }, field: 'perTenantBudget.turnTokens', message: 'perTenantBudget.turnTokens reserves part of the token budget for each turn: it needs tokens, at least as many; got turnTokens 80 and tokens 50' },
   ];
   for (const c of invalid) {
     it(`refuses ${c.title}, naming the field`, () => {

@@ -60,6 +60,37 @@ describe('token budgets', () => {
     });
   });
 
+  it('with turnTokens, reserves each turn before it is asked, so runs in flight together cannot overspend it', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const tools = new ToolRegistry().register({ name: 'lookup' }, () => cold('10ms a|', { a: 'A' }));
+      // Five runs of one tenant start together; each turn reports 40 tokens. 100 tokens, 40 a turn
+      // reserved: two first turns start, the other three runs are refused before the model is
+      // asked, and so are the two runs' second turns (80 spent, 40 more would pass 100).
+      const provider = new ScriptedProvider(Array.from({ length: 5 }, () => lookingUp(1)));
+      const runner = new AgentRunner({ provider, tools, concurrency: { perTenantBudget: { tokens: 100, perSeconds: 60, turnTokens: 40 } } });
+      const run = () => runner.run$(agent, 'go', { tenant: 'acme' }).pipe(map((event) => (event.type === 'RUN_FAILED' ? event.error.name : letters[event.type])));
+      expectObservable(run()).toBe('(sm) 6ms (rf|)', { s: 's', m: 'm', r: 'r', f: 'BudgetExceededError' });
+      expectObservable(run()).toBe('(sm) 6ms (rf|)', { s: 's', m: 'm', r: 'r', f: 'BudgetExceededError' });
+      for (let i = 0; i < 3; i += 1) expectObservable(run()).toBe('(sf|)', { s: 's', f: 'BudgetExceededError' });
+      testScheduler.flush();
+      // Two turns asked, 80 tokens spent: never more than the budget.
+      expect(provider.requests).to.have.length(2);
+      expect(runner.lanes.budgets!()[0]).to.include({ spent: 80, limit: 100 });
+    });
+  });
+
+  it('without turnTokens, lets every run in flight start a turn while something is left (one turn each over)', () => {
+    testScheduler.run(({ cold }) => {
+      const tools = new ToolRegistry().register({ name: 'lookup' }, () => cold('10ms a|', { a: 'A' }));
+      const provider = new ScriptedProvider(Array.from({ length: 5 }, () => lookingUp(1)));
+      const runner = new AgentRunner({ provider, tools, concurrency: { perTenantBudget: { tokens: 100, perSeconds: 60 } } });
+      for (let i = 0; i < 5; i += 1) runner.run$(agent, 'go', { tenant: 'acme' }).subscribe();
+      testScheduler.flush();
+      expect(provider.requests.length).to.be.greaterThan(2);
+      expect(runner.lanes.budgets!()[0]!.spent).to.be.greaterThan(100);
+    });
+  });
+
   it("leaves another tenant's runs as they were", () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const tools = new ToolRegistry().register({ name: 'lookup' }, () => cold('10ms a|', { a: 'A' }));
