@@ -18,7 +18,7 @@ import { Collector } from './collector.js';
 import { resumeOptions, resumePointFor } from './resume.js';
 import { resumedCalls, type ResumePoint } from './resumePoint.js';
 import type { Approvals, RunSnapshot } from './snapshot.js';
-import { runEvents } from './run.js';
+import { runEvents } from './runEvents.js';
 import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
 import type { RecoverableRun, RunJournal } from './runJournal.js';

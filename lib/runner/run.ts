@@ -7,14 +7,14 @@
 // A turn is in turn.ts, a streamed one in streamedTurn.ts: this file is the run they share.
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
+import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import { keepShape } from '../shapes.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import { turnByTurn, type TurnSource } from './turnByTurn.js';
+import type { TurnSource } from './turnByTurn.js';
 import { RunJournaling } from './journaling.js';
 import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
 import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turnCalls.js';
@@ -364,45 +364,6 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     const { activity, scheduler } = this.parts;
     if (activity.observed) activity.next({ type: 'text-delta', runId: this.runId, turn, delta, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
   }
-}
-
-/**
- * One run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE
- * and one TOOL_RESULT / TOOL_ERROR / TOOL_INDETERMINATE per call in call order, then the final
- * event. Unsubscribing ends the run where it stands (the request aborted, the batch's calls
- * stopped, permits back). Anything unforeseen thrown along the way ends the run with RUN_FAILED,
- * never the process.
- */
-export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEvent> {
-  return new Observable<RunEvent>((subscriber) => {
-    const { activity, scheduler, tracing } = parts;
-    // Traced, the run is made with the trace's parts (its provider's answers traced) and followed by it.
-    const trace = tracing?.open(parts, plan);
-    const run = new Run(trace === undefined ? parts : trace.parts, plan, trace);
-    trace?.begin(run.runId);
-    if (activity.observed) {
-      activity.next({ type: 'run-started', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, ...(run.parent ? { parent: run.parent } : {}), at: scheduler.now() });
-    }
-    if (trace === undefined) return play(run, subscriber);
-    return trace.follow(new Observable<RunEvent>((followed) => play(run, followed))).subscribe(subscriber);
-  });
-}
-
-// The run's transcript to `subscriber`: RUN_STARTED, then its turns one after another. Whatever
-// ends it (its final event, a failure, the subscriber leaving), its stop's sources end with it.
-function play(run: Run, subscriber: Subscriber<RunEvent>): void {
-  const { plan } = run;
-  const { history } = plan;
-  // A resumed run goes on with the transcript it was left with: it starts no second time (nor in its journal).
-  if (plan.resume === undefined) run.journal?.started(plan, run.state);
-  if (plan.resume === undefined) subscriber.next(
-    history.length === 0
-      ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
-      : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
-  );
-  turnByTurn(run).subscribe(subscriber);
-  // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
-  subscriber.add(run);
 }
 
 keepShape(() => new Run({ deadline: {}, shared: { concurrency: {}, lanes: {} } } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)
