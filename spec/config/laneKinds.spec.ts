@@ -1,16 +1,6 @@
 import { expect } from 'chai';
 import { ConcurrencyConfig } from '../../lib/config/index.js';
-import { ConfigError } from '../../lib/errors.js';
-
-function configErrorOf(make: () => unknown): ConfigError {
-  try {
-    make();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error('expected a ConfigError, but nothing was thrown');
-}
+import { configErrorOf } from './configError.js';
 
 describe('ConcurrencyConfig adaptive and budget lanes', () => {
   const invalid: Array<{ title: string; options: unknown; field: string; message: string }> = [
