@@ -9,13 +9,14 @@
 // scripts reach Redis, and are sent again after a failed attempt, in transport.ts; what their
 // replies do in replies.ts; the wake-ups in wakeUps.ts; the heartbeat in heartbeat.ts; Redis
 // unreachable, and probed, in outage.ts; the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
-// explains a lost lease in epoch.ts; the metrics in metrics.ts.
+// explains a lost lease in epoch.ts; the metrics in metrics.ts; the rate, adaptive and budget lanes
+// in laneKinds.ts.
 import { randomBytes } from 'node:crypto';
 import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
-import type { LanePauseNotice, LaneStore, LaneStoreNotice, Permit } from '../LaneTable.js';
+import type { LanePauseNotice, LaneStore, LaneStoreNotice, LaneTable, Permit } from '../LaneTable.js';
 import type { Rate } from '../RateLane.js';
 import type { RedisConnection } from './connection.js';
 import { ScriptReplies } from './replies.js';
@@ -29,13 +30,11 @@ import { Outage } from './outage.js';
 import { ACQUIRE, FleetLane, FleetPermit, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
-import { FleetRates } from './rate.js';
 import { ScriptTransport } from './transport.js';
 import { WakeUps } from './wakeUps.js';
 import type { AdaptiveBounds } from '../AdaptiveLimit.js';
 import type { BudgetSpec } from '../BudgetLane.js';
-import { adaptiveKeyOf, FleetAdaptiveLanes, FleetAdaptivePermit } from './adaptive.js';
-import { FleetBudgets } from './budget.js';
+import { FleetLaneKinds } from './laneKinds.js';
 
 export type { RedisLaneStoreOptions } from './options.js';
 export type { FleetLaneOccupancy } from './snapshot.js';
@@ -93,12 +92,8 @@ export class RedisLaneStore implements LaneStore {
   private pauses: Subject<LanePauseNotice> | undefined = undefined;
   private closed = false;
   private closing: Promise<void> | undefined = undefined;
-  // The rate lanes (rate.ts), made when first used.
-  private rates: FleetRates | undefined = undefined;
-  // Adaptive and budget lanes (adaptive.ts, budget.ts), and the keys of the adaptive lanes.
-  private readonly adaptive: FleetAdaptiveLanes;
-  private readonly budgetLanes: FleetBudgets;
-  private readonly adaptiveKeys = new Map<string, AdaptiveBounds>();
+  // The rate, adaptive and budget lanes (laneKinds.ts).
+  private readonly kinds: FleetLaneKinds;
 
   /** What the store says of itself: Redis unreachable, the fall back to in-process lanes, Redis back. */
   readonly notices$: Observable<LaneStoreNotice> = this.notices.asObservable();
@@ -170,16 +165,17 @@ export class RedisLaneStore implements LaneStore {
       sendLeave: (permit) => this.sendLeave(permit),
     });
     this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, replies);
-    // Adaptive and budget lanes.
-    const ask = (script: Script, keys: readonly string[], args: readonly string[]) => this.transport.ask(script, keys, args);
-    this.adaptive = new FleetAdaptiveLanes({
+    this.kinds = new FleetLaneKinds({
       prefix: this.prefix,
+      processId: this.processId,
+      connection: this.connection,
       keepText: this.keepText,
-      ask,
+      ask: (script, keys, args) => this.transport.ask(script, keys, args),
+      notice: (notice) => this.pauses?.next(notice),
       sharded: () => this.wakeUps.sharded,
       lane: (key) => this.lanes.get(key),
+      enter: (key, limit, onGrant, party) => this.enter(key, limit, onGrant, party),
     });
-    this.budgetLanes = new FleetBudgets(this.prefix, ask);
   }
 
   /**
@@ -187,15 +183,12 @@ export class RedisLaneStore implements LaneStore {
    * moved within `bounds` by what every process's holders report (adaptive.ts).
    */
   enterAdaptive(key: string, bounds: AdaptiveBounds, onGrant: OnGrant, party = ''): Permit {
-    this.adaptiveKeys.set(key, bounds);
-    const permit = new FleetAdaptivePermit(this.adaptive, key, bounds, onGrant);
-    permit.inner = this.enter(key, this.adaptive.limitOf(key, bounds), permit, party);
-    return permit;
+    return this.kinds.enterAdaptive(key, bounds, onGrant, party);
   }
 
   /** The adaptive lanes this process has asked, each with the limit Redis last answered with. */
   limits(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
-    return this.adaptive.list(this.adaptiveKeys);
+    return this.kinds.limits();
   }
 
   /**
@@ -204,13 +197,10 @@ export class RedisLaneStore implements LaneStore {
    * LaneLostError, or asked of the in-process lanes when whenUnreachable is 'in-process'.
    */
   enterBudget(key: string, spec: BudgetSpec, amount: number, onGrant: OnGrant, party = ''): Permit {
-    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `budget ${key} cannot be asked: its RedisLaneStore was closed`));
-    const { down } = this.outage;
-    if (down !== undefined) {
-      if (this.whenUnreachable === 'in-process') return this.fallback.lanes().enterBudget(key, spec, amount, onGrant, party);
-      return lostAtOnce(onGrant, new LaneLostError(key, this.outage.why(key, down)));
-    }
-    return this.budgetLanes.enter(key, spec, amount, onGrant, party);
+    return (
+      this.unavailable('budget', key, onGrant, (lanes) => lanes.enterBudget(key, spec, amount, onGrant, party)) ??
+      this.kinds.enterBudget(key, spec, amount, onGrant, party)
+    );
   }
 
   /** Every queue, grant, release, withdrawal and loss of this process's requests, as it happens. */
@@ -227,12 +217,8 @@ export class RedisLaneStore implements LaneStore {
     if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
     if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
     if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
-    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `lane ${key} cannot be asked: its RedisLaneStore was closed`));
-    const { down } = this.outage;
-    if (down !== undefined) {
-      if (this.whenUnreachable === 'in-process') return this.fallback.lanes().enter(key, limit, onGrant, party);
-      return lostAtOnce(onGrant, new LaneLostError(key, this.outage.why(key, down)));
-    }
+    const unavailable = this.unavailable('lane', key, onGrant, (lanes) => lanes.enter(key, limit, onGrant, party));
+    if (unavailable !== undefined) return unavailable;
     this.epoch.firstContact();
     const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
     const now = performance.now();
@@ -252,34 +238,34 @@ export class RedisLaneStore implements LaneStore {
    */
   enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
     if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `rate lane ${key} cannot be asked: its RedisLaneStore was closed`));
-    return this.fleetRates().enterRate(key, rate, onGrant, party, scheduler);
+    return this.kinds.enterRate(key, rate, onGrant, party, scheduler);
   }
 
   /** Lane `key` admits nothing new for `seconds`, in this process at once and across the fleet (Redis, and a message every process hears). */
   pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
-    if (!this.closed) this.fleetRates().pause(key, seconds, reason, scheduler);
+    if (!this.closed) this.kinds.pause(key, seconds, reason, scheduler);
   }
 
   /** True while rate lane `key` is paused, as this process knows (its own pauses and those the fleet published). */
   paused(key: string): boolean {
-    return this.closed ? false : this.fleetRates().paused(key);
+    return this.closed ? false : this.kinds.paused(key);
   }
 
-  private fleetRates(): FleetRates {
-    return (this.rates ??= new FleetRates({
-      prefix: this.prefix,
-      processId: this.processId,
-      connection: this.connection,
-      ask: (script, keys, args) => this.transport.ask(script, keys, args),
-      notice: (notice) => this.pauses?.next(notice),
-    }));
+  // A request the store cannot send now: lost at once when it is closed; Redis unreachable, asked
+  // of the in-process lanes (whenUnreachable: 'in-process') or lost. Undefined: send it.
+  private unavailable(what: string, key: string, onGrant: OnGrant, inProcess: (lanes: LaneTable) => Permit): Permit | undefined {
+    if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `${what} ${key} cannot be asked: its RedisLaneStore was closed`));
+    const { down } = this.outage;
+    if (down === undefined) return undefined;
+    if (this.whenUnreachable === 'in-process') return inProcess(this.fallback.lanes());
+    return lostAtOnce(onGrant, new LaneLostError(key, this.outage.why(key, down)));
   }
 
   /** This process's lanes (busy or waited on), with its own holders and waiters, then its rate lanes that matter. */
   occupancy(): LaneOccupancy[] {
     const lanes = [...this.lanes.values()].map((lane): LaneOccupancy => ({ key: lane.key, limit: lane.limit, holders: lane.holders, waiters: lane.waiters }));
     const all = this.fallback.occupancy(lanes);
-    return this.rates === undefined ? all : all.concat(this.rates.table.occupancy());
+    return this.kinds.occupancy(all);
   }
 
   /**
@@ -311,7 +297,7 @@ export class RedisLaneStore implements LaneStore {
     this.outage.close();
     this.metrics.close();
     this.closing = this.idle().then(async () => {
-      await this.rates?.close();
+      await this.kinds.close();
       await this.wakeUps.close();
       this.notices.complete();
       this.pauses?.complete();
@@ -322,7 +308,7 @@ export class RedisLaneStore implements LaneStore {
 
   /** @internal Resolves once every script sent to Redis has its reply (or timed out). */
   async idle(): Promise<void> {
-    await Promise.all([this.transport.idle(), this.adaptive.idle(), this.budgetLanes.idle()]);
+    await Promise.all([this.transport.idle(), this.kinds.idle()]);
   }
 
   /** @internal use `permit.leave()` */
@@ -358,7 +344,8 @@ export class RedisLaneStore implements LaneStore {
   private laneFor(key: string, limit: number): FleetLane {
     const base = laneBase(this.prefix, key);
     // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
-    const keys = this.adaptiveKeys.has(key) ? [...keysOf(base), adaptiveKeyOf(this.prefix, key)] : keysOf(base);
+    const extra = this.kinds.extraKeyOf(key);
+    const keys = extra === undefined ? keysOf(base) : [...keysOf(base), extra];
     const lane = new FleetLane(key, limit, keys, `${base}:g`);
     this.lanes.set(key, lane);
     this.byChannel.set(lane.channel, lane);
