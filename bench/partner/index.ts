@@ -105,6 +105,7 @@ async function measure(partner: Partner, processes: readonly RunnerProcess[], pl
   const counted = partner.seconds();
   const first = startAt / 1000;
   const seconds = Array.from({ length: plan.seconds }, (_, i) => counted.get(first + i) ?? { accepted: 0, limited: 0, byTenant: {} });
+  if (perSecond) console.error(`${plan.label}: ${seconds.map((s) => `${s.accepted}/${s.limited}`).join(' ')}`);
   let limitedAfter = 0;
   for (const [second, seen] of counted) if (second >= first + plan.seconds) limitedAfter += seen.limited;
   return { seconds, limitedAfter, results };
@@ -144,7 +145,7 @@ const bottleneck: Plan = { label: 'Bottleneck reservoir R/s (ioredis)', limiter:
 
 const rated: Plan = { label: 'perToolRate at R (burst: its default, R)', limiter: 'rate', seconds: 4 };
 const evenly: Plan = { label: 'perToolRate at R, burst 1', limiter: 'rate', burst: 1, seconds: 4 };
-const adaptive: Plan = { label: `perToolAdaptive ${ADAPTIVE.min}..${ADAPTIVE.max}, R unknown`, limiter: 'adaptive', seconds: 12 };
+const adaptive: Plan = { label: `perToolAdaptive ${ADAPTIVE.min}..${ADAPTIVE.max}, R unknown`, limiter: 'adaptive', seconds: 20 };
 // The budget scenario: each tenant in a fleet-wide lane of its own (the partner's R is not what
 // binds), so another tenant's budget running out shows in their throughput only if it holds them
 // up. Ten turns' worth, spent in the first second, which the throughput figures leave out.
@@ -176,6 +177,12 @@ function budgetRows(row: (r: PartnerRow) => void, without: Measured, budgeted: M
   });
 }
 
+// `npm run bench -- --only partner --scenarios=rate,adaptive`: only the scenarios of those limiters.
+const chosen = process.argv.find((arg) => arg.startsWith('--scenarios='))?.slice('--scenarios='.length).split(',');
+const picked = (plan: Plan): boolean => chosen === undefined || chosen.includes(plan.limiter);
+// PARTNER_SECONDS=1: each scenario's seconds as the partner counted them, on stderr.
+const perSecond = process.env['PARTNER_SECONDS'] === '1';
+
 /** The partner workload: every scenario against one partner, or one row saying why there are none. */
 export async function partner(row: (r: PartnerRow) => void): Promise<void> {
   if (!(await redisAnswers())) {
@@ -187,9 +194,8 @@ export async function partner(row: (r: PartnerRow) => void): Promise<void> {
   try {
     await Promise.all(processes.map((p) => p.next()));
     let index = 0;
-    for (const plan of [plain, lanes16, bottleneck]) rateRows(row, plan, await measure(server, processes, plan, index++));
-    for (const plan of [rated, evenly, adaptive]) rateRows(row, plan, await measure(server, processes, plan, index++));
-    budgetRows(row, await measure(server, processes, alone, index++), await measure(server, processes, beside, index++));
+    for (const plan of [plain, lanes16, bottleneck, rated, evenly, adaptive].filter(picked)) rateRows(row, plan, await measure(server, processes, plan, index++));
+    if (picked(beside)) budgetRows(row, await measure(server, processes, alone, index++), await measure(server, processes, beside, index++));
   } finally {
     const close: PartnerCommand = { type: 'close' };
     await Promise.all(

@@ -31,6 +31,13 @@ export interface LaneSource {
   readonly lent: ReadonlyMap<string, Loan>;
   /** Grace for an overrunning body, in seconds. */
   readonly abandonAfterSeconds: number | undefined;
+  /**
+   * Every lane of `steps` granted `record`, the last to make it wait being step `waitedAt` (-1:
+   * none did). When its tool's rate lane is paused now and the record did not just pass that lane
+   * (a partner said "slow down" while the record waited in a later lane, or its steps were worked
+   * out before the pause): the record's lanes worked out again, the paused one first. Else undefined.
+   */
+  pausedSteps?(record: CallRecord, steps: readonly LaneStep[], waitedAt: number): readonly LaneStep[] | undefined;
 }
 
 const noSteps: readonly LaneStep[] = [];
@@ -96,7 +103,7 @@ export class CallLanes implements LaneGrantTarget {
 
   /** A lane granted the permit this call asked for: a grant that came later carries on from the next lane. */
   granted(): void {
-    if (this.taken > this.asking) this.take(this.asking + 1);
+    if (this.taken > this.asking) this.take(this.asking + 1, this.asking);
   }
 
   /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
@@ -119,8 +126,8 @@ export class CallLanes implements LaneGrantTarget {
     chargeLanes(this.permits, this.taken, total);
   }
 
-  // Takes the lanes from `first` on, in order.
-  private take(first: number): void {
+  // Takes the lanes from `first` on, in order; `waitedAt`: the last lane that made the call wait (-1: none yet).
+  private take(first: number, waitedAt = -1): void {
     const { steps, record } = this;
     const { batch } = record;
     for (let i = first; i < steps.length; i++) {
@@ -157,6 +164,13 @@ export class CallLanes implements LaneGrantTarget {
         if (batch.watched) batch.report({ type: 'queued', callId: record.call.callId, tool: record.call.tool, index: record.index, lane: key, at: batch.scheduler.now() });
         return;
       }
+    }
+    // A partner said "slow down" while the call waited behind its tool's rate lane (or before its
+    // steps knew of the pause): it waits out the pause holding nothing, as a new call would.
+    const again = this.source?.pausedSteps?.(record, steps, waitedAt);
+    if (again !== undefined) {
+      this.enterAgain(again);
+      return;
     }
     record.start();
   }

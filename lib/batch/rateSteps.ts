@@ -8,9 +8,17 @@ import type { LaneStep } from './callLanes.js';
 import type { ErrorInfo } from '../errors.js';
 import type { Outcome } from './types.js';
 
+// Tool names are few: each key is made once, as a call start asks for it.
+const rateKeys = new Map<string, string>();
+
 /** The key of tool `tool`'s rate lane, the one a partner's "slow down" pauses. */
 export function toolRateKey(tool: string): string {
-  return `rate:tool:${tool}`;
+  let key = rateKeys.get(tool);
+  if (key === undefined) {
+    key = `rate:tool:${tool}`;
+    if (rateKeys.size < 4096) rateKeys.set(tool, key);
+  }
+  return key;
 }
 
 /** A store's rate lanes at each rate, made once per rate (and per store) for a fan-out. */

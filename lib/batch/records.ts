@@ -33,6 +33,8 @@ export interface LaneEntry extends LaneSource {
   readonly closing: boolean;
   /** The record's body is starting: its body goes on to the ceilings. */
   started(body: CallBody): void;
+  /** The record's outcome is decided, before its permits are left (a partner's "slow down" pauses its tool first). */
+  ending?(record: CallRecord): void;
   /** The record's outcome is decided: it goes on to the reorder. */
   ended(record: CallRecord): void;
   /** The record is done with its bookkeeping (its permits left or kept by its body): its phase may end. */
@@ -285,6 +287,7 @@ export class CallRecord implements WriteAheadWaiter {
     batch.hold();
     try {
       this.conclude(outcome);
+      entry?.ending?.(this);
       // The permits are left before the outcome travels on, so the next waiter starts without
       // waiting for what the outcome sets off downstream (the settle steps, the transcript, a
       // run's next turn). Not a failure under FAIL_RUN: it stops the batch on its way, before any

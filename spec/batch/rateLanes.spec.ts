@@ -104,6 +104,36 @@ describe('rate lanes in a batch (virtual time)', () => {
     });
   });
 
+  it('holds a call already waiting in a later lane when its tool is paused: it starts after the pause, not when the permit frees', () => {
+    const table = new LaneTable();
+    // No rate declared; one search at a time. b waits in the tool lane behind a, which says "slow down" at 2.
+    const one = new ConcurrencyConfig({ perTool: { search: 1 } });
+    testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const later = cold('-(b|)');
+      const calls: BatchCall[] = [call('a', () => timer(2).pipe(mergeMap(() => throwError(() => new RateLimitedError('slow down', 0.03)))), { tool: 'search' }), call('b', later, { tool: 'search' })];
+      const batch = runBatch(calls, { shared: { lanes: table, concurrency: one }, scheduler: testScheduler });
+      // Without the hold, b would start at 2, as a's permit came back; the pause runs 2..32.
+      expectObservable(batch.pipe(briefly)).toBe('--a 29ms -(b|)', { a: 'a!RateLimitedError', b: 'b=b' });
+      expectSubscriptions(later.subscriptions).toBe('32ms ^!');
+      testScheduler.schedule(() => expect(table.occupancy()).to.deep.equal([]), 40);
+    });
+  });
+
+  it('holds a later call of the same streamed turn whose lanes were worked out before the pause', () => {
+    const table = new LaneTable();
+    const plain = new ConcurrencyConfig();
+    testScheduler.run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+      const later = cold('(b|)');
+      // One phase, written as the model streams it: a's lanes (none) are worked out, and kept for
+      // the tool, before a says "slow down" at 1 (a pause of 20); b arrives at 5, in the same phase.
+      const a = call('a', () => timer(1).pipe(mergeMap(() => throwError(() => new RateLimitedError('slow down', 0.02)))), { tool: 'fetch' });
+      const calls$ = hot<BatchCall>('a----b|', { a, b: call('b', later, { tool: 'fetch' }) });
+      const batch = runBatch(calls$, { shared: { lanes: table, concurrency: plain }, scheduler: testScheduler });
+      expectObservable(batch.pipe(briefly)).toBe('-a 19ms (b|)', { a: 'a!RateLimitedError', b: 'b=b' });
+      expectSubscriptions(later.subscriptions).toBe('21ms (^!)');
+    });
+  });
+
   it('an agent that narrows a rate bounds its own turn with it, never widening the shared one', () => {
     const table = new LaneTable();
     const runner = new ConcurrencyConfig({ perToolRate: { search: { limit: 10, perSeconds: 0.01 } } });

@@ -13,7 +13,7 @@ import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import type { CallBody } from '../callBody.js';
 import type { LaneStep } from '../callLanes.js';
-import { addRateSteps, pauseTool, RateViews, slowDown, type RateHost } from '../rateSteps.js';
+import { addRateSteps, pauseTool, RateViews, slowDown, toolRateKey, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
@@ -96,9 +96,12 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     this.out.next(body);
   }
 
-  ended(record: CallRecord): void {
-    // A partner's "slow down" pauses the tool's rate lane before anyone else may start.
+  ending(record: CallRecord): void {
+    // A partner's "slow down" pauses the tool's rate lane before its permits go back, so no call waiting for them starts.
     if (record.outcome?.kind === 'error' && this.shared !== undefined) slowDown(this.shared.lanes, record.outcome, record.batch.scheduler);
+  }
+
+  ended(record: CallRecord): void {
     this.out.next(record);
   }
 
@@ -181,19 +184,36 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     return exact;
   }
 
+  pausedSteps(record: CallRecord, steps: readonly LaneStep[], waitedAt: number): readonly LaneStep[] | undefined {
+    const lanes = this.shared?.lanes;
+    if (lanes?.paused === undefined) return undefined;
+    const { tool } = record.call;
+    const key = toolRateKey(tool);
+    if (!lanes.paused(key)) return undefined;
+    // Just admitted by the paused lane itself, nothing after it waited: that lane decided (a fleet's server, say).
+    const at = steps.findIndex((step) => step.key === key);
+    if (at !== -1 && waitedAt <= at) return undefined;
+    this.forget(tool);
+    return this.lanesOf(record);
+  }
+
   /** An idempotent call refused with "slow down" enters its lanes again once when the turn's config says `retryRateLimited`, after the pause. */
   takeAgain(record: CallRecord, error: ErrorInfo): boolean {
     const { shared } = this;
     if (this.turn.retryRateLimited !== true || shared === undefined) return false;
     const { tool } = record.call;
     if (!pauseTool(shared.lanes, tool, error, record.batch.scheduler)) return false;
-    // The tool's lanes change (its rate lane is paused): worked out again on the next ask.
+    this.forget(tool);
+    return true;
+  }
+
+  // The tool's lanes change (its rate lane is paused): worked out again on the next ask.
+  private forget(tool: string): void {
     if (this.firstTool === tool) {
       this.firstTool = undefined;
       this.firstSteps = noSteps;
     }
     this.stepsByTool?.delete(tool);
-    return true;
   }
 
   get sharedConfig(): ConcurrencyConfig {
