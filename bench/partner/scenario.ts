@@ -12,7 +12,7 @@ export interface PartnerScenario {
   readonly prefix: string;
   /** R, the partner's requests per second: told to Bottleneck and the rate lane only. */
   readonly rate: number;
-  /** The rate lane's burst, for 'rate' (absent: the lane's default, its limit). */
+  /** The rate lane's burst, for 'rate' (absent: the lane's default, 1). */
   readonly burst?: number;
   /** The fleet-wide lane on the partner's tool, for 'concurrency'. */
   readonly perTool?: number;

@@ -4,7 +4,10 @@
 import * as t from 'io-ts';
 import { own, PositiveInt, PositiveSeconds, refuseUnknownFields } from './limits.js';
 
-/** A rate: `limit` calls per `perSeconds` seconds, up to `burst` (default `limit`) at once. */
+/**
+ * A rate: `limit` calls per `perSeconds` seconds, up to `burst` at once. `burst` defaults to 1: calls
+ * evenly spaced, never more than `limit` in any window of `perSeconds`, as a partner counts them.
+ */
 export interface RateOptions {
   readonly limit: number;
   readonly perSeconds: number;
@@ -37,9 +40,9 @@ export function frozenRates(record: Readonly<Record<string, RateOptions>> | unde
   return Object.freeze(copy);
 }
 
-/** How many calls a rate lets go at once. */
+/** How many calls a rate lets go at once (1 unless it says more). */
 export function burstOf(rate: RateOptions): number {
-  return rate.burst ?? rate.limit;
+  return rate.burst ?? 1;
 }
 
 /**
@@ -51,8 +54,8 @@ export function slowerRate(a: RateOptions | undefined, b: RateOptions | undefine
   if (b === undefined) return a;
   const slower = b.limit / b.perSeconds < a.limit / a.perSeconds ? b : a;
   const burst = Math.min(burstOf(a), burstOf(b));
-  // The burst a rate gives itself (its limit) is left implicit.
-  return burst === slower.limit ? { limit: slower.limit, perSeconds: slower.perSeconds } : { limit: slower.limit, perSeconds: slower.perSeconds, burst };
+  // The default burst (1) is left implicit.
+  return burst === 1 ? { limit: slower.limit, perSeconds: slower.perSeconds } : { limit: slower.limit, perSeconds: slower.perSeconds, burst };
 }
 
 /** Key by key, the narrower of two rates records. */

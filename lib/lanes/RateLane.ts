@@ -8,7 +8,7 @@
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
 
-/** A rate: `limit` admissions per `perSeconds` seconds, up to `burst` (default `limit`) at once. */
+/** A rate: `limit` admissions per `perSeconds` seconds, up to `burst` (default 1) at once. */
 export interface Rate {
   readonly limit: number;
   readonly perSeconds: number;
@@ -68,7 +68,9 @@ export class RatePermit {
  * Who decides admissions when it is not the lane's own clock: a store shared by a fleet asks its
  * server. `ask` is called with the lane whose head wants to go; it answers, now or later, with
  * `lane.decided(waitMs)` (0: admitted, the admission recorded where the fleet sees it; more: ask
- * again after that long), or `lane.failed(error)`. One question at a time per lane.
+ * again after that long), `lane.reserved(waitMs)` (an admission recorded for `waitMs` from now:
+ * the lane lets its head go then, without asking again), or `lane.failed(error)`. One question
+ * at a time per lane.
  */
 export interface RateDecider {
   ask(lane: RateLane): void;
@@ -91,6 +93,12 @@ export class RateLane {
   // The head, waiting for its time, and the timer that admits it.
   private head: RatePermit | undefined = undefined;
   private timer: Subscription | undefined = undefined;
+  // The time (scheduler ms) the timer was armed for, when it waits on the lane's own clock (NaN
+  // otherwise): an admission it makes counts from then, not from when a late timer ran, so timer
+  // lag never thins the steady rate.
+  private armedFor = Number.NaN;
+  // The timer lets the head go without asking (a fleet's server reserved the admission).
+  private reservation = false;
   // The rate, kept for reports.
   private current: Rate | undefined = undefined;
   // Who decides, when it is not this lane's clock (a fleet's server), and whether a question is out.
@@ -123,7 +131,7 @@ export class RateLane {
     this.current = rate;
     this.decider = decider;
     this.interval = (rate.perSeconds * 1000) / rate.limit;
-    this.tolerance = ((rate.burst ?? rate.limit) - 1) * this.interval;
+    this.tolerance = ((rate.burst ?? 1) - 1) * this.interval;
     // A pause that came first still holds, and still ends at the steady rate.
     if (this.pausedUntil > Number.NEGATIVE_INFINITY) this.tat = Math.max(this.tat, this.pausedUntil + this.tolerance);
   }
@@ -154,7 +162,7 @@ export class RateLane {
       key: this.key,
       limit: rate?.limit ?? 0,
       perSeconds: rate?.perSeconds ?? 0,
-      burst: rate === undefined ? 0 : (rate.burst ?? rate.limit),
+      burst: rate === undefined ? 0 : (rate.burst ?? 1),
       holders: 0,
       waiters: this.waiters,
       ...(paused ? { pausedUntil: this.pausedUntil } : {}),
@@ -173,12 +181,16 @@ export class RateLane {
     return permit;
   }
 
-  /** Admits nothing for `ms` from now (a partner said to slow down); after it, the steady rate, no burst. */
+  /**
+   * Admits nothing for `ms` from now (a partner said to slow down); after it, the steady rate, no
+   * burst. An admission a fleet's server reserved for the head is given up (it asks again).
+   */
   pause(ms: number): void {
     const until = this.scheduler.now() + ms;
     if (until <= this.pausedUntil) return;
     this.pausedUntil = until;
     this.tat = Math.max(this.tat, until + this.tolerance);
+    this.reservation = false;
     this.admitHead();
   }
 
@@ -201,7 +213,8 @@ export class RateLane {
     permit.state = 'left';
     if (state === 'head') {
       this.head = undefined;
-      this.disarm();
+      // A reserved admission passes to the next in the queue; with nobody there it goes unused.
+      if (!this.reservation || this.turnstile.waiters === 0) this.disarm();
     }
     this.onChange?.(this, 'withdrawn', permit.party);
     permit.turn?.leave();
@@ -213,12 +226,15 @@ export class RateLane {
   }
 
   // Asks whether the head may go: the lane's own clock answers at once, a decider maybe later.
-  private admitHead(): void {
+  // `armed`: the time the timer that calls it was armed for (NaN when no timer called it).
+  private admitHead(armed = Number.NaN): void {
+    // A reserved admission is on its way: the head goes when it comes.
+    if (this.reservation && this.timer !== undefined) return;
     this.disarm();
     if (this.head === undefined) return;
     const { decider } = this;
     if (decider === undefined) {
-      this.decided(this.localWait());
+      this.decided(this.localWait(armed));
       return;
     }
     // One question at a time: its answer is for whoever is the head when it comes.
@@ -228,11 +244,13 @@ export class RateLane {
   }
 
   // By the lane's own clock: 0 (and the admission recorded) when the head may go now, else how long to wait.
-  private localWait(): number {
+  private localWait(armed: number): number {
     const now = this.scheduler.now();
     const at = this.tat - this.tolerance;
     if (at > now) return at - now;
-    this.tat = Math.max(this.tat, now) + this.interval;
+    // Admitted by the timer armed for its time: it counts from that time (never before `at`).
+    const from = armed >= at && armed < now ? armed : now;
+    this.tat = Math.max(this.tat, from) + this.interval;
     return 0;
   }
 
@@ -244,9 +262,31 @@ export class RateLane {
     // Withdrawn while the question was out: a fleet's admission then goes unused (never more calls, only fewer).
     if (head === undefined) return;
     if (waitMs > 0) {
+      if (this.decider === undefined) this.armedFor = this.scheduler.now() + waitMs;
       this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
       return;
     }
+    this.admit(head);
+  }
+
+  /**
+   * @internal The answer to `ask`: an admission recorded for `waitMs` from now. The head then
+   * goes without asking again; if it left meanwhile, the next in the queue goes in its place
+   * (with nobody there, the admission goes unused: never more calls, only fewer).
+   */
+  reserved(waitMs: number): void {
+    this.asking = false;
+    this.disarm();
+    if (this.head === undefined) return;
+    if (!(waitMs > 0)) {
+      this.admit(this.head);
+      return;
+    }
+    this.reservation = true;
+    this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
+  }
+
+  private admit(head: RatePermit): void {
     this.head = undefined;
     head.state = 'admitted';
     this.onChange?.(this, 'granted', head.party);
@@ -272,12 +312,19 @@ export class RateLane {
   private disarm(): void {
     this.timer?.unsubscribe();
     this.timer = undefined;
+    this.armedFor = Number.NaN;
+    this.reservation = false;
   }
 
   // The timer came due: a function of the lane, so arming it makes no closure.
   private static due(this: unknown, lane: RateLane | undefined): void {
     if (lane === undefined) return;
     lane.timer = undefined;
-    lane.admitHead();
+    if (lane.reservation) {
+      lane.reservation = false;
+      if (lane.head !== undefined) lane.admit(lane.head);
+      return;
+    }
+    lane.admitHead(lane.armedFor);
   }
 }

@@ -32,7 +32,7 @@ describe('ConcurrencyConfig rate lanes (perToolRate, perTenantRate)', () => {
   });
 
   it('narrows key by key to the slower steady rate and the smaller burst, keeping keys one side names', () => {
-    const runner = new ConcurrencyConfig({ perToolRate: { search: { limit: 10, perSeconds: 1 }, fetch: { limit: 5, perSeconds: 1 } } });
+    const runner = new ConcurrencyConfig({ perToolRate: { search: { limit: 10, perSeconds: 1, burst: 10 }, fetch: { limit: 5, perSeconds: 1 } } });
     const narrowed = runner.narrowedTo({ perToolRate: { search: { limit: 30, perSeconds: 60, burst: 20 }, mail: { limit: 1, perSeconds: 1 } } });
     expect(narrowed.perToolRate).to.deep.equal({
       search: { limit: 30, perSeconds: 60, burst: 10 },

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { defer, merge, mergeMap, of, timer, type Observable } from 'rxjs';
+import { defer, merge, mergeMap, of, timer, type Observable, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Rate } from '../../lib/lanes/index.js';
+import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Rate, type RateDecider } from '../../lib/lanes/index.js';
 
 // One admission every 10 frames (virtual ms), no burst.
 const tenPerTenth: Rate = { limit: 1, perSeconds: 0.01 };
@@ -30,6 +30,48 @@ describe('RateLane (virtual time)', () => {
     });
   });
 
+  it('counts an admission from the time its timer was set for: a timer that runs late does not thin the rate', () => {
+    // Every timer of this clock runs 3 frames late, as a busy process's do.
+    const late: SchedulerLike = { now: () => testScheduler.now(), schedule: (work, delay, state) => testScheduler.schedule(work as never, (delay ?? 0) + 3, state) };
+    const lane = new RateLane('rate:tool:search', tenPerTenth, late);
+    const at: number[] = [];
+    testScheduler.run(() => {
+      for (let i = 0; i < 4; i++) lane.enter(() => at.push(testScheduler.now()));
+    });
+    // Each admission's slot is 10 after the last one's slot (0, 10, 20, 30), whenever its timer ran:
+    // counted from when the timer ran, they would drift to 0, 13, 26, 39.
+    expect(at).to.deep.equal([0, 13, 23, 33]);
+  });
+
+  it('lets the head go at a time a fleet\'s server reserved, without asking again; one that left hands it on', () => {
+    const asked: number[] = [];
+    const decider: RateDecider = { ask: (lane) => (asked.push(testScheduler.now()), lane.reserved(10)) };
+    const lane = new RateLane('rate:tool:search', tenPerTenth, testScheduler, undefined, decider);
+    const at: Array<[string, number]> = [];
+    testScheduler.run(() => {
+      const a = lane.enter(() => at.push(['a', testScheduler.now()]));
+      lane.enter(() => at.push(['b', testScheduler.now()]));
+      // a leaves before its reserved admission comes: b, next in the queue, goes in its place at 10.
+      testScheduler.schedule(() => a.leave(), 4);
+    });
+    expect(at).to.deep.equal([['b', 10]]);
+    // Asked once for b's admission (made for a) and once more for nobody: the queue was empty after b.
+    expect(asked).to.deep.equal([0]);
+  });
+
+  it('gives up a reserved admission when the head leaves with nobody behind it, its timer cleared', () => {
+    const decider: RateDecider = { ask: (lane) => lane.reserved(10) };
+    const lane = new RateLane('rate:tool:search', tenPerTenth, testScheduler, undefined, decider);
+    let granted = 0;
+    testScheduler.run(() => {
+      const a = lane.enter(() => granted++);
+      testScheduler.schedule(() => a.leave(), 4);
+      testScheduler.schedule(() => expect(testScheduler.actions.length).to.equal(0), 5);
+    });
+    expect(granted).to.equal(0);
+    expect(lane.waiters).to.equal(0);
+  });
+
   it('admits up to its burst at once, then at the steady rate', () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const table = new LaneTable();
@@ -40,10 +82,20 @@ describe('RateLane (virtual time)', () => {
     });
   });
 
+  it('spaces calls evenly by default (burst 1): never more than limit in any window of perSeconds', () => {
+    testScheduler.run(({ cold, expectObservable }) => {
+      const table = new LaneTable();
+      // Three a frame-window of 30: one every 10 frames, the first at once, even after a quiet start.
+      const rate: Rate = { limit: 3, perSeconds: 0.03 };
+      const all = merge(...['a', 'b', 'c', 'd'].map((id) => admitted(table, rate, 'acme', cold(`(${id}|)`))));
+      expectObservable(timer(5).pipe(mergeMap(() => all))).toBe('5ms a 9ms b 9ms c 9ms (d|)');
+    });
+  });
+
   it('refills while nobody asks: after a quiet spell a full burst goes at once again', () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const table = new LaneTable();
-      const rate: Rate = { limit: 2, perSeconds: 0.02 };
+      const rate: Rate = { limit: 2, perSeconds: 0.02, burst: 2 };
       const early = merge(admitted(table, rate, 'acme', cold('(a|)')), admitted(table, rate, 'acme', cold('(b|)')));
       const late = merge(admitted(table, rate, 'acme', cold('(c|)')), admitted(table, rate, 'acme', cold('(d|)')));
       expectObservable(merge(early, timer(50).pipe(mergeMap(() => late)))).toBe('(ab) 46ms (cd|)');

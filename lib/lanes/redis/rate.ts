@@ -16,11 +16,14 @@ import { script, type Script } from './scripts.js';
 import { messageOf } from './transport.js';
 
 // One hash per rate lane: `tat` (when the bucket is empty until, Redis ms) and `paused` (until when).
-// ARGV: the ms between admissions, how many ms early the burst lets one come. Replies the ms to
-// wait as text ('0': admitted), since Redis would cut a Lua number to an integer.
+// ARGV: the ms between admissions, how many ms early the burst lets one come, and the horizon:
+// an admission due within that many ms is reserved now ('r' and the ms until it: the asker lets
+// its head go then, without asking again), so the slots of the steady rate are kept by Redis's
+// clock and a late timer or a round trip never thins them. Replies as text ('0': admitted now; a
+// number: ask again after that many ms), since Redis would cut a Lua number to an integer.
 const admitScript: Script = script(String.raw`
 local K = KEYS[1]
-local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local interval, tolerance, horizon = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 local tat = tonumber(redis.call('HGET', K, 'tat') or '0')
@@ -33,8 +36,14 @@ if paused > 0 then
 end
 local at = tat - tolerance
 if at > now then
+  if at - now <= horizon then
+    tat = tat + interval
+    redis.call('HSET', K, 'tat', string.format('%.3f', tat))
+    redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
+    return 'r' .. string.format('%.3f', at - now)
+  end
   redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
-  return string.format('%.3f', at - now)
+  return string.format('%.3f', at - now - horizon)
 end
 tat = math.max(tat, now) + interval
 redis.call('HSET', K, 'tat', string.format('%.3f', tat))
@@ -55,6 +64,17 @@ if ttl < math.ceil(untilMs - now) + 1000 then redis.call('PEXPIRE', K, math.ceil
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 `);
+
+/**
+ * How far ahead (ms) a process may hold an admission at a steady `interval`: two slots, at least
+ * 20 ms (a busy process's timer lag and a round trip), so the next slot is held by someone while
+ * the current one is used; at most a second, where lag no longer matters. An admission held by a
+ * process whose head left, with nobody behind it, goes unused: at most one per process and lane,
+ * never an extra call.
+ */
+export function reservationHorizon(interval: number): number {
+  return Math.min(Math.max(2 * interval, 20), 1000);
+}
 
 /** What the fleet's rate lanes need of their store. */
 export interface FleetRateHost {
@@ -137,10 +157,13 @@ export class FleetRates implements RateDecider {
       return;
     }
     const { interval, tolerance } = lane.spacing;
-    this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], [interval.toFixed(3), tolerance.toFixed(3)])).then(
+    const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3)];
+    this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], args)).then(
       (reply) => {
-        const wait = Number(reply);
-        if (typeof reply !== 'string' || !Number.isFinite(wait) || wait < 0) lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
+        const reserved = typeof reply === 'string' && reply.startsWith('r');
+        const wait = typeof reply === 'string' ? Number(reserved ? reply.slice(1) : reply) : Number.NaN;
+        if (!Number.isFinite(wait) || wait < 0) lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
+        else if (reserved) lane.reserved(wait);
         else lane.decided(wait);
       },
       (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
