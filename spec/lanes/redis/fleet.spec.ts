@@ -1,7 +1,9 @@
 // A fleet of runner processes on one Redis: forked workers (worker.ts) hammer one tool lane of
 // limit N, their bodies counting themselves in Redis; one process takes every permit and is
 // killed with SIGKILL while holding them. The most bodies at once, fleet-wide, never exceeds N,
-// and the dead process's permits come back within one lease.
+// and the dead process's permits come back within one lease. The same for an adaptive lane; an
+// adaptive lane whose bodies are told "slow down" by the partner's side, and a cost budget, are
+// bounded as the bodies count themselves.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
@@ -18,26 +20,22 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
   const leaseSeconds = 1;
   const children: ChildProcess[] = [];
   let client: NodeRedis;
-  let view: RedisLaneStore;
 
   before(async () => {
     await requireRedis();
     client = await nodeRedis();
-    // Only for snapshots: the long lease gives its reads a timeout a loaded machine keeps to.
-    view = new RedisLaneStore({ client, prefix, leaseSeconds: 10 });
   });
 
   after(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await view?.close();
     if (client !== undefined) {
       await clearPrefix(client, prefix);
       await client.close();
     }
   });
 
-  function start(role: WorkerConfig['role'], runs: number, calls: number, heard: (message: WorkerMessage) => void): ChildProcess {
-    const config: WorkerConfig = { role, prefix, limit, leaseSeconds, runs, calls };
+  function start(role: WorkerConfig['role'], runs: number, calls: number, heard: (message: WorkerMessage) => void, more: Partial<WorkerConfig> = {}): ChildProcess {
+    const config: WorkerConfig = { role, prefix, limit, leaseSeconds, runs, calls, ...more };
     const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     child.on('message', (message) => heard(message as WorkerMessage));
     children.push(child);
@@ -47,7 +45,18 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
   const exited = (child: ChildProcess): Promise<number | null> =>
     child.exitCode !== null || child.signalCode !== null ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 
-  it(`never runs more than ${limit} bodies at once across 4 processes, and gives a SIGKILLed holder's permits back within one lease`, async () => {
+  // A victim takes every permit of the tool lane (`kind`) and is killed holding them, while three hammers wait.
+  async function killWhileHolding(kind: 'fixed' | 'adaptive', prefix: string): Promise<void> {
+    // Only for snapshots: the long lease gives its reads a timeout a loaded machine keeps to.
+    const view = new RedisLaneStore({ client, prefix, leaseSeconds: 10 });
+    try {
+      await killedHolder(kind, prefix, view);
+    } finally {
+      await view.close();
+    }
+  }
+
+  async function killedHolder(kind: 'fixed' | 'adaptive', prefix: string, view: RedisLaneStore): Promise<void> {
     let ready = 0;
     let held = 0;
     const startedAt: number[] = [];
@@ -56,13 +65,13 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
     const victim = start('victim', 1, limit, (m) => {
       if (m.type === 'ready') ready++;
       if (m.type === 'started') held++;
-    });
+    }, { kind, prefix });
     const hammers = Array.from({ length: 3 }, () =>
       start('hammer', 8, 5, (m) => {
         if (m.type === 'ready') ready++;
         if (m.type === 'started') startedAt.push(m.at);
         if (m.type === 'done') done.push(m);
-      }),
+      }, { kind, prefix }),
     );
     await until(() => ready === 4, 'every process started', 60_000);
     victim.send('go');
@@ -88,5 +97,66 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
     // with room for a loaded machine to schedule the waiter's timer.
     expect(reclaimedAfter, `ms from the kill to the first permit reclaimed (lease ${leaseSeconds * 1000} ms)`).to.be.at.most(leaseSeconds * 1000 + 500);
     expect(await view.snapshot(['tool:work'])).to.deep.equal([]);
+  }
+
+  it(`never runs more than ${limit} bodies at once across 4 processes, and gives a SIGKILLed holder's permits back within one lease`, () => killWhileHolding('fixed', `${prefix}fixed:`));
+
+  it(`keeps an adaptive lane's max (${limit}) across 4 processes, and gives a SIGKILLed holder's permits back within one lease`, () => killWhileHolding('adaptive', `${prefix}adaptive:`));
+
+  it('bounds an adaptive lane from the partner\'s side: told "slow down" above 2 at once, the fleet\'s limit falls and few calls are refused', async () => {
+    const own = `${prefix}slow:`;
+    const max = 8;
+    let ready = 0;
+    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
+    const hammers = Array.from({ length: 3 }, () =>
+      start('hammer', 6, 5, (m) => {
+        if (m.type === 'ready') ready++;
+        if (m.type === 'done') done.push(m);
+      }, { kind: 'adaptive', prefix: own, limit: max, slowAbove: 2 }),
+    );
+    await until(() => ready === 3, 'every process started', 60_000);
+    for (const hammer of hammers) hammer.send('go');
+    await until(() => done.length === 3, 'every hammer done', 60_000);
+    await Promise.all(hammers.map(exited));
+    const calls = 3 * 6 * 5;
+    const limited = Number((await client.get(`${own}limited`)) ?? '0');
+    const others = done.flatMap((d) => d.others.map((event) => (JSON.parse(event) as { error?: { name?: string } }).error?.name));
+    // The only failures are the partner's own refusals, each a call of its own.
+    expect(others.filter((name) => name !== 'RateLimitedError'), 'failures other than the partner\'s slow down').to.deep.equal([]);
+    expect(others).to.have.length(limited);
+    expect(done.reduce((sum, d) => sum + d.results, 0)).to.equal(calls - limited);
+    expect(Number(await client.get(`${own}most`)), 'most bodies at once, fleet-wide').to.be.at.most(max);
+    // Each refusal halves the fleet's limit (once per burst) and pauses the tool; growing back by
+    // one, the limit probes 3 now and then and is refused again (AIMD's price): about a quarter
+    // of the calls. A lane of 8 that learned nothing would be refused on most of them.
+    expect(limited, 'calls the partner refused').to.be.below(calls / 2);
+    const learned = Number(await client.hGet(`${own}{tool:work}:a`, 'limit'));
+    expect(learned, "the fleet's adaptive limit after the runs").to.be.within(1, 4);
+  });
+
+  it('spends one cost budget across 3 processes: no more bodies run than it covers, the rest never dispatched', async () => {
+    const own = `${prefix}budget:`;
+    const budget = 10;
+    let ready = 0;
+    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
+    const hammers = Array.from({ length: 3 }, () =>
+      start('hammer', 3, 4, (m) => {
+        if (m.type === 'ready') ready++;
+        if (m.type === 'done') done.push(m);
+      }, { kind: 'budget', prefix: own, budget }),
+    );
+    await until(() => ready === 3, 'every process started', 60_000);
+    for (const hammer of hammers) hammer.send('go');
+    await until(() => done.length === 3, 'every hammer done', 60_000);
+    await Promise.all(hammers.map(exited));
+    const refused = done.flatMap((d) => d.others.map((event) => JSON.parse(event) as { error?: { name?: string; message?: string } }));
+    expect(done.reduce((sum, d) => sum + d.results, 0), 'calls that ran and succeeded').to.equal(budget);
+    expect(refused).to.have.length(3 * 3 * 4 - budget);
+    for (const event of refused) {
+      expect(event.error?.name).to.equal('BudgetExceededError');
+      expect(event.error?.message).to.match(/^never dispatched: the tenant's budget is spent until /);
+    }
+    // The partner's side: every body that ran counted itself; none ran past the budget.
+    expect(Number(await client.get(`${own}most`)), 'most bodies at once').to.be.at.most(limit);
   });
 });
