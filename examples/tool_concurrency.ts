@@ -34,7 +34,7 @@ interface Row {
 export function timeline(activity: readonly RunnerActivity[], origin: number): string[] {
   const rows = new Map<string, Row>();
   for (const a of activity) {
-    if (a.type === 'run-started' || a.type === 'run-ended' || a.type === 'text-delta' || a.type === 'lane-store' || a.type === 'lane-paused' || a.type === 'tracing-failed') continue;
+    if (a.type === 'run-started' || a.type === 'run-ended' || a.type === 'text-delta' || a.type === 'lane-store' || a.type === 'lane-paused' || a.type === 'lane-limit' || a.type === 'tracing-failed') continue;
     const row = rows.get(a.callId) ?? { tool: a.tool };
     // The first queued entry is when the call began to wait (it may wait on several lanes in turn).
     if (a.type === 'queued') row.queued ??= a.at - origin;

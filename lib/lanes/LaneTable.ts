@@ -7,7 +7,7 @@ import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type LanePermit, type OnGrant } from './Lane.js';
 import { RateLane, type Rate, type RateDecider } from './RateLane.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
-import type { AdaptiveBounds, LaneSignal } from './AdaptiveLimit.js';
+import type { AdaptiveBounds, LaneSignal, LimitCause } from './AdaptiveLimit.js';
 import { AdaptiveLimits, AdaptivePermit } from './adaptiveLanes.js';
 import { BudgetLanes, type BudgetOccupancy, type BudgetSpec } from './BudgetLane.js';
 
@@ -59,8 +59,23 @@ export interface LanePauseNotice {
   readonly at: number;
 }
 
+/**
+ * An adaptive lane's limit moved in another process of the fleet (its holders' reports), as this
+ * process heard it through the store: on the runner's `activity$` beside this process's own
+ * `limit-changed` events, which name the call whose outcome moved it.
+ */
+export interface LaneLimitNotice {
+  readonly type: 'lane-limit';
+  readonly key: string;
+  readonly limit: number;
+  readonly previous: number;
+  readonly cause: LimitCause;
+  /** When this process heard it (ms since the epoch). */
+  readonly at: number;
+}
+
 /** What a store says of itself or of its lanes, beside their occupancy, as the runner's `activity$` carries it. */
-export type LaneNotice = LaneStoreNotice | LanePauseNotice;
+export type LaneNotice = LaneStoreNotice | LanePauseNotice | LaneLimitNotice;
 
 /**
  * The small interface the batch needs of a store of lanes: enter (ask for a permit), leave
@@ -83,6 +98,8 @@ export interface LaneStore {
   readonly notices$?: Observable<LaneStoreNotice>;
   /** Its lanes paused (a partner's "slow down"); the runner forwards them to `activity$`. */
   readonly pauses$?: Observable<LanePauseNotice>;
+  /** Its adaptive lanes' limits moved by another process of a fleet; the runner forwards them to `activity$`. */
+  readonly limits$?: Observable<LaneLimitNotice>;
   /**
    * Asks rate lane `key` for an admission: `rate.limit` per `rate.perSeconds`, up to `rate.burst`
    * at once, timed on `scheduler` (a fleet store times it by its server's clock and waits on

@@ -1,5 +1,5 @@
 export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneGrantTarget, type LaneOccupancy, type OnGrant } from './Lane.js';
-export { LaneTable, type LaneNotice, type LanePauseNotice, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
+export { LaneTable, type LaneLimitNotice, type LaneNotice, type LanePauseNotice, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
 export { RatedStore } from './RatedStore.js';
 export { checkRate, RateLane, RatePermit, type Rate, type RateDecider, type RateOccupancy } from './RateLane.js';
 export { inLane, type InLaneOptions } from './inLane.js';

@@ -180,8 +180,8 @@ export class AgentRunner {
     this.lanes = options.lanes ?? new LaneTable({ now: () => scheduler.now() });
     // A store's news of itself reaches whoever watches activity$, for as long as they watch: the
     // runner holds no subscription of its own to a store that may outlive it.
-    const { notices$, pauses$ } = this.lanes;
-    const news = [notices$, pauses$].filter((news$) => news$ !== undefined);
+    const { notices$, pauses$, limits$ } = this.lanes;
+    const news = [notices$, pauses$, limits$].filter((news$) => news$ !== undefined);
     this.activity$ = news.length === 0 ? this.activity.asObservable() : merge(this.activity, ...news);
     this.parts = {
       provider: this.provider,

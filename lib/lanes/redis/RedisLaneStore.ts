@@ -16,7 +16,7 @@ import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { describeValue } from '../../config/index.js';
 import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
-import type { LanePauseNotice, LaneStore, LaneStoreNotice, LaneTable, Permit } from '../LaneTable.js';
+import type { LaneLimitNotice, LanePauseNotice, LaneStore, LaneStoreNotice, LaneTable, Permit } from '../LaneTable.js';
 import type { Rate } from '../RateLane.js';
 import type { RedisConnection } from './connection.js';
 import { ScriptReplies } from './replies.js';
@@ -33,7 +33,7 @@ import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
 import { ScriptTransport } from './transport.js';
 import { WakeUps } from './wakeUps.js';
 import type { AdaptiveBounds } from '../AdaptiveLimit.js';
-import type { BudgetSpec } from '../BudgetLane.js';
+import type { BudgetOccupancy, BudgetSpec } from '../BudgetLane.js';
 import { FleetLaneKinds } from './laneKinds.js';
 
 export type { RedisLaneStoreOptions } from './options.js';
@@ -88,8 +88,9 @@ export class RedisLaneStore implements LaneStore {
   private readonly fallback: InProcessFallback;
   private changes: Subject<LaneChange> | undefined = undefined;
   private readonly notices = new Subject<LaneStoreNotice>();
-  // Pauses, this process's and the fleet's (made when first watched).
+  // Pauses, this process's and the fleet's, and the limits other processes moved (made when first watched).
   private pauses: Subject<LanePauseNotice> | undefined = undefined;
+  private limitNews: Subject<LaneLimitNotice> | undefined = undefined;
   private closed = false;
   private closing: Promise<void> | undefined = undefined;
   // The rate, adaptive and budget lanes (laneKinds.ts).
@@ -101,6 +102,11 @@ export class RedisLaneStore implements LaneStore {
   /** Its rate lanes paused, by this process or by another of the fleet. */
   get pauses$(): Observable<LanePauseNotice> {
     return (this.pauses ??= new Subject<LanePauseNotice>()).asObservable();
+  }
+
+  /** Its adaptive lanes' limits, moved by another process of the fleet (this process's own moves are told to the call that made them). */
+  get limits$(): Observable<LaneLimitNotice> {
+    return (this.limitNews ??= new Subject<LaneLimitNotice>()).asObservable();
   }
 
   constructor(options: RedisLaneStoreOptions) {
@@ -172,6 +178,8 @@ export class RedisLaneStore implements LaneStore {
       keepText: this.keepText,
       ask: (script, keys, args) => this.transport.ask(script, keys, args),
       notice: (notice) => this.pauses?.next(notice),
+      limitNotice: (notice) => this.limitNews?.next(notice),
+      down: () => this.outage.down !== undefined,
       sharded: () => this.wakeUps.sharded,
       lane: (key) => this.lanes.get(key),
       enter: (key, limit, onGrant, party) => this.enter(key, limit, onGrant, party),
@@ -189,6 +197,11 @@ export class RedisLaneStore implements LaneStore {
   /** The adaptive lanes this process has asked, each with the limit Redis last answered with. */
   limits(): Array<{ readonly key: string; readonly limit: number; readonly min: number; readonly max: number }> {
     return this.kinds.limits();
+  }
+
+  /** The budgets this process has asked whose window is open, with what it had spent at Redis's last answer. */
+  budgets(): BudgetOccupancy[] {
+    return this.kinds.budgetList();
   }
 
   /**

@@ -2,11 +2,12 @@
 // credit, usual time, generation) beside the lane's keys and under its hash tag, changed by one
 // Lua script with the in-process rule (AdaptiveLimit.ts), step for step. The script also writes
 // the lane's own limit and grants the waiters a larger one lets in, publishing the grants as
-// every change does, so every process of the fleet sees one limit.
+// every change does, so every process of the fleet sees one limit; a change is also published
+// on the fleet's news (news.ts), so every process's lanes and activity$ hear of it.
 import { randomBytes } from 'node:crypto';
 import { DECREASE_FACTOR, initialLimit, LATENCY_TOLERANCE, LATENCY_WEIGHT, type AdaptiveBounds, type LaneSignal, type LimitCause, type LimitChange } from '../AdaptiveLimit.js';
 import { grant, type OnGrant } from '../Lane.js';
-import type { Permit } from '../LaneTable.js';
+import type { LaneLimitNotice, Permit } from '../LaneTable.js';
 import { Pending, type AskRedis } from './budget.js';
 import { keysOf, laneBase } from './keys.js';
 import { change } from './scripts.js';
@@ -20,7 +21,8 @@ export function adaptiveKeyOf(prefix: string, key: string): string {
 /**
  * What a holder told, applied to the limit. argv (after the request id and how long its answer
  * is kept): signal, how long the permit was held (ms), the generation it was granted in, min,
- * max, initial, channel, sharded. Out: the limit, the limit before, the cause ('' for none), the generation.
+ * max, initial, channel, sharded, then the news channel, the lane's key and the process's id
+ * (a change is published there). Out: the limit, the limit before, the cause ('' for none), the generation.
  */
 export const adaptiveScript = change(String.raw`
 local A = KEYS[9]
@@ -55,6 +57,9 @@ end
 limit = math.max(min, math.min(max, limit))
 redis.call('HSET', A, 'limit', limit, 'credit', credit, 'usual', tostring(usual), 'generation', generation)
 if limit ~= previous and redis.call('HGET', M, 'limit') then redis.call('HSET', M, 'limit', limit) end
+if limit ~= previous then
+  redis.call('PUBLISH', argv[9], cjson.encode({ key = argv[10], limit = limit, previous = previous, cause = cause, generation = generation, from = argv[11] }))
+end
 reclaim()
 drain()
 return finish(argv[7], argv[8], 0, { tostring(limit), tostring(previous), cause, tostring(generation) })
@@ -64,7 +69,14 @@ return finish(argv[7], argv[8], 0, { tostring(limit), tostring(previous), cause,
 export interface AdaptiveHost {
   readonly prefix: string;
   readonly keepText: string;
+  readonly processId: string;
   ask: AskRedis;
+  /** Hears `channel` of the fleet's news from now on (news.ts). */
+  listen(channel: string, heard: (text: string) => void): void;
+  /** True while Redis is known to be unreachable: a holder's report is then not sent. */
+  down(): boolean;
+  /** Where a change of a limit made by another process is told (the store's limits$). */
+  limitNotice(notice: LaneLimitNotice): void;
   /** '1' when wake-ups go by sharded pub/sub. */
   sharded(): string;
   /** This process's lane under `key`, if it has one. */
@@ -119,14 +131,50 @@ export class FleetAdaptivePermit implements Permit {
   }
 }
 
-/** The adaptive lanes of a RedisLaneStore: the limit and generation each last answered with. */
+// A change of a limit as published by the adaptive script.
+interface LimitMessage {
+  readonly key: string;
+  readonly limit: number;
+  readonly previous: number;
+  readonly cause: LimitCause;
+  readonly generation: number;
+  readonly from: string;
+}
+
+const causes: ReadonlySet<string> = new Set<LimitCause>(['overload', 'latency', 'success']);
+
+function limitMessageOf(text: string): LimitMessage | undefined {
+  try {
+    const { key, limit, previous, cause, generation, from } = JSON.parse(text) as Partial<LimitMessage>;
+    if (typeof key !== 'string' || typeof from !== 'string' || typeof cause !== 'string' || !causes.has(cause)) return undefined;
+    if (![limit, previous, generation].every((n) => typeof n === 'number' && Number.isInteger(n) && n >= 0)) return undefined;
+    return { key, limit: limit!, previous: previous!, cause, generation: generation!, from };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The adaptive lanes of a RedisLaneStore: the limit and generation each last answered with, or was heard to take. */
 export class FleetAdaptiveLanes {
   private readonly known = new Map<string, { limit: number; generation: number }>();
-  private readonly processId = randomBytes(6).toString('base64url');
+  // Each request's id: this store's id, and a count.
+  private readonly requestPrefix = randomBytes(6).toString('base64url');
   private made = 0;
   private readonly pending = new Pending();
+  private listening = false;
 
   constructor(private readonly host: AdaptiveHost) {}
+
+  private get channel(): string {
+    return `${this.host.prefix}adaptive-limits`;
+  }
+
+  /** Hears the fleet's changes of adaptive limits from now on (the first adaptive lane asked for calls it). */
+  listen(): void {
+    if (this.listening) return;
+    this.listening = true;
+    this.host.listen(this.channel, (text) => this.heard(text));
+  }
 
   /** The limit this process last heard of for lane `key` (its bounds' start before any answer). */
   limitOf(key: string, bounds: AdaptiveBounds): number {
@@ -145,11 +193,13 @@ export class FleetAdaptiveLanes {
   /** @internal Sends what a holder told; a change of the limit is told to its holder. */
   report(permit: FleetAdaptivePermit, signal: LaneSignal, heldMs: number, generation: number): void {
     const { host } = this;
+    // Redis unreachable: what this holder saw is not told (the limit the fleet learned stands).
+    if (host.down()) return;
     const { key, bounds } = permit;
     const base = laneBase(host.prefix, key);
     const keys = [...keysOf(base), adaptiveKeyOf(host.prefix, key)];
     const args = [
-      `${this.processId}:a${(++this.made).toString(36)}`,
+      `${this.requestPrefix}:a${(++this.made).toString(36)}`,
       host.keepText,
       signal,
       String(heldMs),
@@ -159,6 +209,9 @@ export class FleetAdaptiveLanes {
       String(initialLimit(bounds)),
       `${base}:g`,
       host.sharded(),
+      this.channel,
+      key,
+      host.processId,
     ];
     this.pending.track(host.ask(adaptiveScript, keys, args).then((answer) => this.answered(permit, answer)));
   }
@@ -179,5 +232,19 @@ export class FleetAdaptiveLanes {
     const told: LimitChange = { key: permit.key, limit, previous, cause: cause as LimitCause };
     const { limitChanged } = permit.onGrant as { limitChanged?: unknown };
     if (typeof limitChanged === 'function') limitChanged.call(permit.onGrant, told);
+  }
+
+  // Another process moved a limit: this process's lane takes it, and its activity$ hears of it.
+  private heard(text: string): void {
+    const message = limitMessageOf(text);
+    if (message === undefined || message.from === this.host.processId) return;
+    const { key, limit, previous, cause, generation } = message;
+    const known = this.known.get(key);
+    // A generation older than one already known is news overtaken.
+    if (known !== undefined && generation < known.generation) return;
+    this.known.set(key, { limit, generation });
+    const lane = this.host.lane(key);
+    if (lane !== undefined) lane.limit = limit;
+    this.host.limitNotice({ type: 'lane-limit', key, limit, previous, cause, at: Date.now() });
   }
 }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { LaneLostError } from '../../errors.js';
 import { reportUnhandled } from '../../unhandled.js';
 import type { LaneSignal } from '../AdaptiveLimit.js';
-import { refusal, type BudgetSpec } from '../BudgetLane.js';
+import { refusal, type BudgetOccupancy, type BudgetSpec } from '../BudgetLane.js';
 import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
 import { laneBase } from './keys.js';
@@ -143,6 +143,8 @@ export class Pending {
 /** The budgets of a RedisLaneStore. */
 export class FleetBudgets {
   private readonly pending = new Pending();
+  // What Redis last answered for each budget this process asked (what its window spent, until when), for `list`.
+  private readonly known = new Map<string, BudgetOccupancy>();
 
   constructor(
     private readonly prefix: string,
@@ -155,6 +157,7 @@ export class FleetBudgets {
       this.ask(budgetScript, [this.keyOf(key)], [String(spec.limit), String(spec.perSeconds * 1000), String(amount)]).then(
         (answer) => {
           const [covered, spent, until] = parts(answer, 3);
+          this.heard(key, spec, Number(spent), Number(until));
           if (covered === '1') permit.covered(amount, Number(until));
           else tellLost(onGrant, refusal(party, spec, amount, Number(spent), Number(until)));
         },
@@ -168,7 +171,32 @@ export class FleetBudgets {
   charge(permit: FleetBudgetPermit, amount: number, spentIn: number): void {
     const args = [String(amount), String(permit.spec.perSeconds * 1000), String(spentIn)];
     // A charge that cannot reach Redis is lost with its reason reported: the call's outcome stands.
-    this.pending.track(this.ask(chargeScript, [this.keyOf(permit.key)], args).then(() => undefined));
+    this.pending.track(
+      this.ask(chargeScript, [this.keyOf(permit.key)], args).then((answer) => {
+        const [spent, until] = parts(answer, 2);
+        this.heard(permit.key, permit.spec, Number(spent), Number(until));
+      }),
+    );
+  }
+
+  /**
+   * The budgets this process has asked whose window was open at Redis's last answer and has not
+   * closed since (by this machine's clock): what that window had spent then. Other processes'
+   * spending since is in Redis, not here (`snapshot` on the store reads the fleet).
+   */
+  list(now = Date.now()): BudgetOccupancy[] {
+    const open: BudgetOccupancy[] = [];
+    for (const [key, budget] of this.known) {
+      if (budget.until > now) open.push(budget);
+      else this.known.delete(key);
+    }
+    return open;
+  }
+
+  // Redis's answer for budget `key`: what its window spent, and when it closes (0, or now: none open).
+  private heard(key: string, spec: BudgetSpec, spent: number, until: number): void {
+    if (until > 0 && Number.isFinite(spent)) this.known.set(key, { key, measure: spec.measure, limit: spec.limit, spent, until });
+    else this.known.delete(key);
   }
 
   /** Resolves once every script sent has its answer. */

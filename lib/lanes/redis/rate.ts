@@ -10,7 +10,6 @@ import { LaneLostError } from '../../errors.js';
 import type { OnGrant } from '../Lane.js';
 import { LaneTable, type LanePauseNotice, type Permit } from '../LaneTable.js';
 import type { Rate, RateDecider, RateLane } from '../RateLane.js';
-import type { RedisConnection, RedisSubscriber } from './connection.js';
 import { laneBase } from './keys.js';
 import { script, type Script } from './scripts.js';
 import { messageOf } from './transport.js';
@@ -80,7 +79,8 @@ export function reservationHorizon(interval: number): number {
 export interface FleetRateHost {
   readonly prefix: string;
   readonly processId: string;
-  readonly connection: RedisConnection;
+  /** Hears `channel` of the fleet's news from now on (news.ts). */
+  listen(channel: string, heard: (text: string) => void): void;
   /** Runs a script, bounded by the store's timeout. */
   ask(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /** Where pauses are told (the store's pauses$). */
@@ -109,8 +109,7 @@ function pauseMessageOf(text: string): PauseMessage | undefined {
 export class FleetRates implements RateDecider {
   // This process's queues, whose rated lanes ask Redis (this object decides for them).
   readonly table: LaneTable;
-  // The pause channel's subscriber, made when the lanes are first used (once: `listening`).
-  private subscriber: RedisSubscriber | undefined = undefined;
+  // Listening to the fleet's pauses, from the lanes' first use.
   private listening = false;
   // The clock pauses heard from the fleet are kept on: the last one a caller gave (asyncScheduler before any).
   private scheduler: SchedulerLike | undefined = undefined;
@@ -176,13 +175,10 @@ export class FleetRates implements RateDecider {
     return new Promise((resolve) => this.idlers.push(resolve));
   }
 
-  /** No more questions; the pause subscription ends. */
+  /** No more questions, and no pause heard (the store closes the news connection). */
   async close(): Promise<void> {
     this.closed = true;
     await this.idle();
-    const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    await subscriber?.close();
   }
 
   private keyOf(key: string): string {
@@ -207,12 +203,7 @@ export class FleetRates implements RateDecider {
     if (scheduler !== undefined) this.scheduler = scheduler;
     if (this.listening || this.closed) return;
     this.listening = true;
-    try {
-      const subscriber = (this.subscriber = this.host.connection.subscriber(() => undefined));
-      subscriber.subscribe(this.channel, false, (text) => this.heard(text)).catch(() => undefined);
-    } catch {
-      // A connection that cannot subscribe: this process keeps to its own pauses.
-    }
+    this.host.listen(this.channel, (text) => this.heard(text));
   }
 
   private heard(text: string): void {

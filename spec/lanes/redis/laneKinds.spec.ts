@@ -2,7 +2,7 @@
 // of a fleet) sharing one Redis see one adaptive limit and spend from one budget window.
 import { expect } from 'chai';
 import { BudgetExceededError } from '../../../lib/errors.js';
-import { RedisLaneStore, type BudgetSpec, type LimitChange, type Permit } from '../../../lib/lanes/index.js';
+import { RedisLaneStore, type BudgetSpec, type LaneLimitNotice, type LimitChange, type Permit } from '../../../lib/lanes/index.js';
 import { clearPrefix, keysUnder, nodeRedis, requireRedis, until, type NodeRedis } from './server.js';
 import { uniquePrefix } from './server.js';
 
@@ -69,15 +69,24 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     const bounds = { min: 1, max: 2, initial: 1 };
     const first = caller();
     const second = caller();
+    const heard: LaneLimitNotice[] = [];
+    const told = b.limits$.subscribe((notice) => heard.push(notice));
     const p1 = a.enterAdaptive('tool:grow', bounds, first.onGrant);
     await until(() => first.seen.granted === 1, 'the first grant');
     const p2 = b.enterAdaptive('tool:grow', bounds, second.onGrant);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(second.seen.granted).to.equal(0);
+    // b hears the fleet's changes of limits from its first adaptive lane on.
+    await until(async () => Number(((await client.sendCommand(['PUBSUB', 'NUMSUB', `${prefix}adaptive-limits`])) as [string, number])[1]) >= 2, 'both stores listening');
     // One success at a limit of one grows it to two: the waiter in the other process is granted while p1 still holds.
     p1.report!('ok');
     await until(() => second.seen.granted === 1, 'the waiter granted by the growth');
     expect(first.seen.changes).to.deep.equal([{ key: 'tool:grow', limit: 2, previous: 1, cause: 'success' }]);
+    // The other process hears of the change it did not make: on its limits$ (the runner's activity$), and in its limits().
+    await until(() => heard.length === 1, 'the other store hearing of the change');
+    expect(heard[0]).to.include({ type: 'lane-limit', key: 'tool:grow', limit: 2, previous: 1, cause: 'success' });
+    expect(b.limits()).to.deep.equal([{ key: 'tool:grow', limit: 2, min: 1, max: 2 }]);
+    told.unsubscribe();
     p1.leave();
     p2.leave();
     await Promise.all([a.idle(), b.idle()]);
@@ -96,6 +105,9 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     expect(error).to.be.instanceOf(BudgetExceededError);
     expect(error).to.include({ tenant: 'acme', measure: 'cost', needed: 4, left: 3 });
     expect(error.until).to.be.within(Date.now() + 55_000, Date.now() + 61_000);
+    // Each store lists the budgets it asked, as Redis last answered: b heard the 7 that a spent.
+    expect(a.budgets()).to.deep.equal([{ key: 'budget:cost:acme', measure: 'cost', limit: 10, spent: 7, until: error.until }]);
+    expect(b.budgets()).to.deep.equal([{ key: 'budget:cost:acme', measure: 'cost', limit: 10, spent: 7, until: error.until }]);
     // Another tenant's budget is its own.
     const other = caller();
     b.enterBudget('budget:cost:globex', spec, 10, other.onGrant, 'globex');
@@ -108,6 +120,10 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     await until(() => later.seen.granted === 1, 'the spend after the give back');
     expect(await client.hGet(`${prefix}{budget:cost:acme}:budget`, 'spent')).to.equal('9');
     await Promise.all([a.idle(), b.idle()]);
+    expect(b.budgets().map(({ key, spent }) => [key, spent])).to.have.deep.members([
+      ['budget:cost:acme', 9],
+      ['budget:cost:globex', 10],
+    ]);
   });
 
   it('lets a turn not known in advance through while something is left, and charges what it used', async () => {
