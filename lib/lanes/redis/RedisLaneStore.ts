@@ -13,7 +13,6 @@
 // in laneKinds.ts.
 import { randomBytes } from 'node:crypto';
 import { Subject, type Observable, type SchedulerLike } from 'rxjs';
-import { describeValue } from '../../config/index.js';
 import { LaneLostError } from '../../errors.js';
 import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import type { LaneLimitNotice, LanePauseNotice, LaneStore, LaneStoreNotice, LaneTable, Permit } from '../LaneTable.js';
@@ -23,11 +22,10 @@ import { ScriptReplies } from './replies.js';
 import { RedisEpoch } from './epoch.js';
 import { InProcessFallback } from './fallback.js';
 import { Heartbeat } from './heartbeat.js';
-import { keysOf, laneBase } from './keys.js';
 import { LaneMetrics, type LaneLossReason } from './metrics.js';
-import { storeSettings, type RedisLaneStoreOptions } from './options.js';
+import { checkEntry, storeSettings, type RedisLaneStoreOptions } from './options.js';
 import { Outage } from './outage.js';
-import { ACQUIRE, FleetLane, FleetPermit, HOLDING, LEAVE, LEFT, LOCAL, LOST, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
+import { ACQUIRE, FleetLane, FleetLanes, FleetPermit, HOLDING, LEAVE, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
 import { ScriptTransport } from './transport.js';
@@ -73,9 +71,9 @@ export class RedisLaneStore implements LaneStore {
   // This process's name in request ids, and how many requests it made.
   private readonly processId = randomBytes(6).toString('base64url');
   private made = 0;
-  // Lanes with requests of this process, by key, and by wake-up channel.
-  private readonly lanes = new Map<string, FleetLane>();
-  private readonly byChannel = new Map<string, FleetLane>();
+  // Lanes with requests of this process, by key, and by wake-up channel (requests.ts).
+  private readonly registry: FleetLanes;
+  private readonly lanes: Map<string, FleetLane>;
   private readonly wakeUps: WakeUps;
   // How scripts reach Redis, and how many were ever sent.
   private readonly transport: ScriptTransport;
@@ -121,6 +119,9 @@ export class RedisLaneStore implements LaneStore {
     this.keepText = settings.keepText;
     this.epoch = new RedisEpoch(settings.prefix, (script, keys, args) => this.transport.ask(script, keys, args));
     this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
+    // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
+    this.registry = new FleetLanes(settings.prefix, (key) => this.kinds.extraKeyOf(key));
+    this.lanes = this.registry.byKey;
     const send = (kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']) => this.send(kind, script, lane, args, subject);
     const closed = () => this.closed;
     this.heartbeat = new Heartbeat(settings.beatMs, settings.leaseText, {
@@ -148,7 +149,7 @@ export class RedisLaneStore implements LaneStore {
       dropIfIdle: (lane) => this.dropIfIdle(lane),
     });
     this.wakeUps = new WakeUps(this.connection, {
-      laneOn: (channel) => this.byChannel.get(channel),
+      laneOn: (channel) => this.registry.onChannel(channel),
       lanes: () => this.lanes.values(),
       sent: () => this.sent,
       closed,
@@ -227,13 +228,15 @@ export class RedisLaneStore implements LaneStore {
    * `granted()`) is told then, and an object's `lost(error)` if the request is lost instead.
    */
   enter(key: string, limit: number, onGrant: OnGrant, party = ''): Permit {
-    if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
-    if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
-    if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
+    checkEntry(key, limit, party);
     const unavailable = this.unavailable('lane', key, onGrant, (lanes) => lanes.enter(key, limit, onGrant, party));
     if (unavailable !== undefined) return unavailable;
     this.epoch.firstContact();
-    const lane = this.lanes.get(key) ?? this.laneFor(key, limit);
+    let lane = this.lanes.get(key);
+    if (lane === undefined) {
+      lane = this.registry.make(key, limit);
+      this.heartbeat.start();
+    }
     const now = performance.now();
     const permit = new FleetPermit(this, lane, `${this.processId}:${(++this.made).toString(36)}`, party, onGrant, now, now + this.leaseMs);
     lane.permits.set(permit.id, permit);
@@ -247,7 +250,8 @@ export class RedisLaneStore implements LaneStore {
   /**
    * Asks rate lane `key` for an admission at `rate`, decided across the fleet by one script on
    * Redis's clock; this process's waiters queue here (FIFO within a party, parties round-robin)
-   * and its head asks Redis. Nothing is reserved: a process that dies holds nothing back.
+   * and its head asks Redis, which may reserve it an admission due shortly (rate.ts): a process
+   * that dies holds back at most that one, never a permit.
    */
   enterRate(key: string, rate: Rate | undefined, onGrant: OnGrant, party: string, scheduler: SchedulerLike): Permit {
     if (this.closed) return lostAtOnce(onGrant, new LaneLostError(key, `rate lane ${key} cannot be asked: its RedisLaneStore was closed`));
@@ -301,12 +305,10 @@ export class RedisLaneStore implements LaneStore {
     this.heartbeat.stop();
     this.outage.stopProbing();
     this.transport.close();
-    for (const lane of [...this.lanes.values()]) {
-      for (const permit of [...lane.permits.values()]) {
-        const what = permit.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
-        this.lose(permit, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true, 'closed');
-      }
-    }
+    this.eachRequest((permit, lane) => {
+      const what = permit.state === HOLDING ? `its lease on ${lane.key}` : `its place in the queue of ${lane.key}`;
+      this.lose(permit, new LaneLostError(lane.key, `${what} was lost (the RedisLaneStore was closed)`), true, 'closed');
+    });
     this.outage.close();
     this.metrics.close();
     this.closing = this.idle().then(async () => {
@@ -327,52 +329,16 @@ export class RedisLaneStore implements LaneStore {
   /** @internal use `permit.leave()` */
   leave(permit: FleetPermit): void {
     const { lane } = permit;
-    switch (permit.state) {
-      case HOLDING:
-        lane.holders--;
-        permit.state = LEFT;
-        this.changed(lane, 'released', permit.party);
-        break;
-      case PENDING:
-      case WAITING:
-        lane.waiters--;
-        permit.state = LEFT;
-        this.changed(lane, 'withdrawn', permit.party);
-        break;
-      case LOCAL:
-        permit.state = LEFT;
-        // Left inside its in-process grant, before the permit was stored: the fall back's move gives it back (fallback.ts).
-        permit.local?.leave();
-        return;
-      default:
-        return;
-    }
-    lane.permits.delete(permit.id);
+    const change = permit.quit();
+    if (change === undefined) return;
+    this.changed(lane, change, permit.party);
     // Not yet answered: the leave goes once Redis answers, so it never overtakes the request.
     if (permit.confirmed) this.sendLeave(permit);
     this.dropIfIdle(lane);
   }
 
-  // A lane of this process's own, made on its first request.
-  private laneFor(key: string, limit: number): FleetLane {
-    const base = laneBase(this.prefix, key);
-    // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
-    const extra = this.kinds.extraKeyOf(key);
-    const keys = extra === undefined ? keysOf(base) : [...keysOf(base), extra];
-    const lane = new FleetLane(key, limit, keys, `${base}:g`);
-    this.lanes.set(key, lane);
-    this.byChannel.set(lane.channel, lane);
-    this.heartbeat.start();
-    return lane;
-  }
-
   private dropIfIdle(lane: FleetLane): void {
-    if (lane.permits.size > 0 || this.lanes.get(lane.key) !== lane) return;
-    this.lanes.delete(lane.key);
-    this.byChannel.delete(lane.channel);
-    if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
-    lane.reclaimTimer = undefined;
-    // Its subscription, if any, ends at the next heartbeat, unless the lane is back by then.
+    this.registry.dropIfIdle(lane);
   }
 
   private changed(lane: FleetLane, change: LaneChange['change'], party: string): void {
@@ -391,12 +357,8 @@ export class RedisLaneStore implements LaneStore {
   }
 
   private grant(permit: FleetPermit, fence: string): void {
-    if (permit.state !== PENDING && permit.state !== WAITING) return;
+    if (!permit.take(fence)) return;
     const { lane } = permit;
-    permit.state = HOLDING;
-    permit.fence = fence;
-    lane.waiters--;
-    lane.holders++;
     this.changed(lane, 'granted', permit.party);
     this.metrics.granted(lane.key, performance.now() - permit.askedAt);
     tell(permit.onGrant);
@@ -405,12 +367,8 @@ export class RedisLaneStore implements LaneStore {
   // A request that is no more: its caller is told (a waiting call fails, never started; a
   // running one learns its lease is gone), and what Redis may still hold for it goes back.
   private lose(permit: FleetPermit, error: LaneLostError, handBack: boolean, reason: LaneLossReason): void {
-    const { lane, state } = permit;
-    if (state === HOLDING) lane.holders--;
-    else if (state === PENDING || state === WAITING) lane.waiters--;
-    else return;
-    permit.state = LOST;
-    lane.permits.delete(permit.id);
+    if (!permit.drop()) return;
+    const { lane } = permit;
     this.changed(lane, 'lost', permit.party);
     this.metrics.lost(lane.key, reason);
     if (handBack && permit.confirmed) this.sendLeave(permit);
@@ -425,12 +383,15 @@ export class RedisLaneStore implements LaneStore {
   // Redis unreachable: requests not yet granted go no further in Redis: they fail, or move to the
   // in-process lanes.
   private sendAway(why: string): void {
-    for (const lane of [...this.lanes.values()]) {
-      for (const permit of [...lane.permits.values()]) {
-        if (permit.state !== PENDING && permit.state !== WAITING) continue;
-        if (this.whenUnreachable === 'in-process') this.fallback.move(permit);
-        else this.lose(permit, new LaneLostError(lane.key, this.outage.why(lane.key, why)), true, 'unreachable');
-      }
-    }
+    this.eachRequest((permit, lane) => {
+      if (permit.state !== PENDING && permit.state !== WAITING) return;
+      if (this.whenUnreachable === 'in-process') this.fallback.move(permit);
+      else this.lose(permit, new LaneLostError(lane.key, this.outage.why(lane.key, why)), true, 'unreachable');
+    });
+  }
+
+  // Every request of this process, lane by lane (the maps copied first: a loss changes them).
+  private eachRequest(visit: (permit: FleetPermit, lane: FleetLane) => void): void {
+    for (const lane of [...this.lanes.values()]) for (const permit of [...lane.permits.values()]) visit(permit, lane);
   }
 }

@@ -93,3 +93,10 @@ export function storeSettings(options: RedisLaneStoreOptions): StoreSettings {
     beatMs: Math.max(1, Math.floor(leaseMs / 3)),
   };
 }
+
+/** Refuses a request `RedisLaneStore.enter` cannot take, with a TypeError naming the argument. */
+export function checkEntry(key: unknown, limit: number, party: unknown): void {
+  if (typeof key !== 'string' || key === '') throw new TypeError(`RedisLaneStore.enter: key must be a non-empty string, got ${describeValue(key)}`);
+  if (!(limit >= 1)) throw new TypeError(`Expected a lane limit from 1 up, got ${limit}`);
+  if (typeof party !== 'string') throw new TypeError(`RedisLaneStore.enter: party must be a string, got ${describeValue(party)}`);
+}

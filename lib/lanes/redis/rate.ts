@@ -1,8 +1,9 @@
 // Rate lanes across a fleet (RedisLaneStore.enterRate and pause). Each process queues its own
 // waiters in an in-process rate lane (FIFO within a tenant, tenants round-robin); the head of
 // the queue asks Redis, and one Lua script decides: admitted now (the admission recorded, GCRA,
-// by Redis's own clock, TIME), or how many ms to wait before asking again. Nothing is reserved,
-// so a process that dies holds nothing back. A pause is written beside the lane's bucket (the
+// by Redis's own clock, TIME), admitted for a time shortly ahead (reserved: the process lets its
+// head go then), or how many ms to wait before asking again. A process that dies holds back at
+// most its one reserved admission, never a permit. A pause is written beside the lane's bucket (the
 // script honours it) and published, so every process of the fleet pauses its in-process lane too
 // (a tool with no rate declared is paused only in process, as there is nothing in Redis to ask).
 import { asyncScheduler, type SchedulerLike } from 'rxjs';

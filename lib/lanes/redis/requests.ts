@@ -7,6 +7,7 @@ import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
 import type { RedisLaneStore } from './RedisLaneStore.js';
 import type { Script } from './scripts.js';
+import { keysOf, laneBase } from './keys.js';
 
 // Where a request stands. PENDING: sent, Redis has not answered (it counts as waiting).
 export const PENDING = 0;
@@ -64,6 +65,49 @@ export class FleetPermit implements Permit {
     this.localGranted = true;
     tell(this.onGrant);
   }
+
+  /** @internal Redis granted it with `fence`: its lane counts it a holder. False if it no longer waits. */
+  take(fence: string): boolean {
+    if (this.state !== PENDING && this.state !== WAITING) return false;
+    const { lane } = this;
+    this.state = HOLDING;
+    this.fence = fence;
+    lane.waiters--;
+    lane.holders++;
+    return true;
+  }
+
+  /**
+   * @internal Its caller left it: its lane counts it no more and forgets it. What that was (a
+   * permit given back, a request withdrawn), or undefined when there is nothing more to do here
+   * (it was over already, or lives in the in-process lanes, which give it back themselves).
+   */
+  quit(): 'released' | 'withdrawn' | undefined {
+    const { lane, state } = this;
+    if (state === LOCAL) {
+      this.state = LEFT;
+      // Left inside its in-process grant, before the permit was stored: the fall back's move gives it back (fallback.ts).
+      this.local?.leave();
+      return undefined;
+    }
+    if (state === HOLDING) lane.holders--;
+    else if (state === PENDING || state === WAITING) lane.waiters--;
+    else return undefined;
+    this.state = LEFT;
+    lane.permits.delete(this.id);
+    return state === HOLDING ? 'released' : 'withdrawn';
+  }
+
+  /** @internal It is lost: its lane counts it no more and forgets it. False if it was over already. */
+  drop(): boolean {
+    const { lane, state } = this;
+    if (state === HOLDING) lane.holders--;
+    else if (state === PENDING || state === WAITING) lane.waiters--;
+    else return false;
+    this.state = LOST;
+    lane.permits.delete(this.id);
+    return true;
+  }
 }
 
 /** A lane this process has requests on: its keys, its requests, its wake-ups. */
@@ -86,6 +130,42 @@ export class FleetLane {
     readonly keys: readonly string[],
     readonly channel: string,
   ) {}
+}
+
+/** The lanes a process has requests on, by key and by wake-up channel: made on a first request, dropped once idle. */
+export class FleetLanes {
+  readonly byKey = new Map<string, FleetLane>();
+  private readonly byChannel = new Map<string, FleetLane>();
+
+  /** `extraKeyOf`: a ninth key the lane's acquire reads (an adaptive lane's learned limit), if any. */
+  constructor(
+    private readonly prefix: string,
+    private readonly extraKeyOf: (key: string) => string | undefined,
+  ) {}
+
+  onChannel(channel: string): FleetLane | undefined {
+    return this.byChannel.get(channel);
+  }
+
+  /** Lane `key` of this process, made now with `limit`. */
+  make(key: string, limit: number): FleetLane {
+    const base = laneBase(this.prefix, key);
+    const extra = this.extraKeyOf(key);
+    const keys = extra === undefined ? keysOf(base) : [...keysOf(base), extra];
+    const lane = new FleetLane(key, limit, keys, `${base}:g`);
+    this.byKey.set(key, lane);
+    this.byChannel.set(lane.channel, lane);
+    return lane;
+  }
+
+  /** Forgets `lane` once it has no request of this process; its subscription, if any, ends at the next heartbeat unless the lane is back by then. */
+  dropIfIdle(lane: FleetLane): void {
+    if (lane.permits.size > 0 || this.byKey.get(lane.key) !== lane) return;
+    this.byKey.delete(lane.key);
+    this.byChannel.delete(lane.channel);
+    if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
+    lane.reclaimTimer = undefined;
+  }
 }
 
 /**
