@@ -1,7 +1,8 @@
 // Fleet-wide rate lanes on a real Redis: three runner processes (rateWorker.ts) call one tool
 // under perToolRate, their bodies stamping their starts by Redis's clock; the stamps, read as a
 // counter of admitted calls, never exceed the rate in any window. Two stores in this process
-// share a pause through Redis. Rate lanes reserve nothing, so a killed process holds nothing back.
+// share a pause through Redis. A rate lane holds no permit (at most one reserved admission per
+// process), so a killed process holds nothing back.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
