@@ -99,6 +99,23 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
     expect(await view.snapshot(['tool:work'])).to.deep.equal([]);
   }
 
+  // Three hammers of `runs` runs of `calls` calls each, started together, run to their end: what each told.
+  async function hammered(runs: number, calls: number, more: Partial<WorkerConfig>): Promise<Array<Extract<WorkerMessage, { type: 'done' }>>> {
+    let ready = 0;
+    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
+    const hammers = Array.from({ length: 3 }, () =>
+      start('hammer', runs, calls, (m) => {
+        if (m.type === 'ready') ready++;
+        if (m.type === 'done') done.push(m);
+      }, more),
+    );
+    await until(() => ready === 3, 'every process started', 60_000);
+    for (const hammer of hammers) hammer.send('go');
+    await until(() => done.length === 3, 'every hammer done', 60_000);
+    await Promise.all(hammers.map(exited));
+    return done;
+  }
+
   it(`never runs more than ${limit} bodies at once across 4 processes, and gives a SIGKILLed holder's permits back within one lease`, () => killWhileHolding('fixed', `${prefix}fixed:`));
 
   it(`keeps an adaptive lane's max (${limit}) across 4 processes, and gives a SIGKILLed holder's permits back within one lease`, () => killWhileHolding('adaptive', `${prefix}adaptive:`));
@@ -106,18 +123,7 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
   it('bounds an adaptive lane from the partner\'s side: told "slow down" above 2 at once, the fleet\'s limit falls and few calls are refused', async () => {
     const own = `${prefix}slow:`;
     const max = 8;
-    let ready = 0;
-    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
-    const hammers = Array.from({ length: 3 }, () =>
-      start('hammer', 6, 5, (m) => {
-        if (m.type === 'ready') ready++;
-        if (m.type === 'done') done.push(m);
-      }, { kind: 'adaptive', prefix: own, limit: max, slowAbove: 2 }),
-    );
-    await until(() => ready === 3, 'every process started', 60_000);
-    for (const hammer of hammers) hammer.send('go');
-    await until(() => done.length === 3, 'every hammer done', 60_000);
-    await Promise.all(hammers.map(exited));
+    const done = await hammered(6, 5, { kind: 'adaptive', prefix: own, limit: max, slowAbove: 2 });
     const calls = 3 * 6 * 5;
     const limited = Number((await client.get(`${own}limited`)) ?? '0');
     const others = done.flatMap((d) => d.others.map((event) => (JSON.parse(event) as { error?: { name?: string } }).error?.name));
@@ -137,18 +143,7 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
   it('spends one cost budget across 3 processes: no more bodies run than it covers, the rest never dispatched', async () => {
     const own = `${prefix}budget:`;
     const budget = 10;
-    let ready = 0;
-    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
-    const hammers = Array.from({ length: 3 }, () =>
-      start('hammer', 3, 4, (m) => {
-        if (m.type === 'ready') ready++;
-        if (m.type === 'done') done.push(m);
-      }, { kind: 'budget', prefix: own, budget }),
-    );
-    await until(() => ready === 3, 'every process started', 60_000);
-    for (const hammer of hammers) hammer.send('go');
-    await until(() => done.length === 3, 'every hammer done', 60_000);
-    await Promise.all(hammers.map(exited));
+    const done = await hammered(3, 4, { kind: 'budget', prefix: own, budget });
     const refused = done.flatMap((d) => d.others.map((event) => JSON.parse(event) as { error?: { name?: string; message?: string } }));
     expect(done.reduce((sum, d) => sum + d.results, 0), 'calls that ran and succeeded').to.equal(budget);
     expect(refused).to.have.length(3 * 3 * 4 - budget);
