@@ -3,8 +3,7 @@
 import { expect } from 'chai';
 import { BudgetExceededError } from '../../../lib/errors.js';
 import { RedisLaneStore, type BudgetSpec, type LaneLimitNotice, type LimitChange, type Permit } from '../../../lib/lanes/index.js';
-import { clearPrefix, keysUnder, nodeRedis, requireRedis, until, type NodeRedis } from './server.js';
-import { uniquePrefix } from './server.js';
+import { keysUnder, redisFixture, until } from './server.js';
 
 // A caller that records its grant, its loss and the limit changes it was told of.
 function caller() {
@@ -17,27 +16,9 @@ function caller() {
 
 describe('RedisLaneStore adaptive and budget lanes', function () {
   this.timeout(30_000);
-  let client: NodeRedis;
-  const prefix = uniquePrefix('kinds');
-  const stores: RedisLaneStore[] = [];
-  const store = (): RedisLaneStore => {
-    const made = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
-    stores.push(made);
-    return made;
-  };
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-  });
+  const redis = redisFixture('kinds');
+  const { prefix } = redis;
+  const store = (): RedisLaneStore => redis.store();
 
   it('keeps one adaptive limit for the fleet: a fall reported by one process bounds the other', async () => {
     const [a, b] = [store(), store()];
@@ -49,7 +30,7 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     held[0]!.report!('overload');
     await until(() => first.seen.changes.length === 1, 'the fall');
     expect(first.seen.changes[0]).to.deep.equal({ key: 'tool:partner', limit: 2, previous: 4, cause: 'overload' });
-    expect(await client.hGet(`${prefix}{tool:partner}:a`, 'limit')).to.equal('2');
+    expect(await redis.client.hGet(`${prefix}{tool:partner}:a`, 'limit')).to.equal('2');
     // The other process: one permit is held, the limit is two, so one more is granted and a third waits.
     const others = [caller(), caller()];
     held.push(b.enterAdaptive('tool:partner', bounds, others[0]!.onGrant, 'acme'));
@@ -77,7 +58,7 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(second.seen.granted).to.equal(0);
     // b hears the fleet's changes of limits from its first adaptive lane on.
-    await until(async () => Number(((await client.sendCommand(['PUBSUB', 'NUMSUB', `${prefix}adaptive-limits`])) as [string, number])[1]) >= 2, 'both stores listening');
+    await until(async () => Number(((await redis.client.sendCommand(['PUBSUB', 'NUMSUB', `${prefix}adaptive-limits`])) as [string, number])[1]) >= 2, 'both stores listening');
     // One success at a limit of one grows it to two: the waiter in the other process is granted while p1 still holds.
     p1.report!('ok');
     await until(() => second.seen.granted === 1, 'the waiter granted by the growth');
@@ -118,7 +99,7 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     const later = caller();
     b.enterBudget('budget:cost:acme', spec, 9, later.onGrant, 'acme');
     await until(() => later.seen.granted === 1, 'the spend after the give back');
-    expect(await client.hGet(`${prefix}{budget:cost:acme}:budget`, 'spent')).to.equal('9');
+    expect(await redis.client.hGet(`${prefix}{budget:cost:acme}:budget`, 'spent')).to.equal('9');
     await Promise.all([a.idle(), b.idle()]);
     expect(b.budgets().map(({ key, spent }) => [key, spent])).to.have.deep.members([
       ['budget:cost:acme', 9],
@@ -138,8 +119,8 @@ describe('RedisLaneStore adaptive and budget lanes', function () {
     b.enterBudget('budget:tokens:acme', spec, 0, next.onGrant, 'acme');
     await until(() => next.seen.lost.length === 1, 'the refusal of the next turn');
     expect(next.seen.lost[0]).to.include({ needed: 1, left: 0 });
-    const ttl = await client.pTTL(`${prefix}{budget:tokens:acme}:budget`);
+    const ttl = await redis.client.pTTL(`${prefix}{budget:tokens:acme}:budget`);
     expect(ttl).to.be.within(50_000, 60_000);
-    expect(await keysUnder(client, `${prefix}{budget:tokens:acme}`)).to.deep.equal([`${prefix}{budget:tokens:acme}:budget`]);
+    expect(await keysUnder(redis.client, `${prefix}{budget:tokens:acme}`)).to.deep.equal([`${prefix}{budget:tokens:acme}:budget`]);
   });
 });

@@ -7,7 +7,7 @@ import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, Periodic
 import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, ToolRegistry } from '../../../lib/index.js';
 import { LaneTable, RedisLaneStore, type LaneStoreNotice } from '../../../lib/lanes/index.js';
 import { LaneMetricNames, type LaneMeter } from '../../../lib/lanes/redis/metrics.js';
-import { clearPrefix, nodeRedis, REDIS_HOST, RedisProxy, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { REDIS_HOST, RedisProxy, redisFixture, sleep, until } from './server.js';
 import { createClient } from 'redis';
 
 // A meter of the real SDK, read on demand.
@@ -42,34 +42,14 @@ const lane = (key: string) => ({ [LaneMetricNames.KEY]: key });
 
 describe('RedisLaneStore metrics', function () {
   this.timeout(30_000);
-  const prefix = uniquePrefix('metrics');
-  let client: NodeRedis;
-  const stores: RedisLaneStore[] = [];
-  const providers: MeterProvider[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-  const store = (meter: LaneMeter | undefined, options: Partial<ConstructorParameters<typeof RedisLaneStore>[0]> = {}) => {
-    const made = new RedisLaneStore({ client, prefix, leaseSeconds: 3, meter, ...options });
-    stores.push(made);
-    return made;
-  };
+  const redis = redisFixture('metrics');
+  const { prefix, closers } = redis;
+  const store = (meter: LaneMeter | undefined, options: Partial<ConstructorParameters<typeof RedisLaneStore>[0]> = {}) => redis.store({ meter, ...options });
   const pipeline = () => {
     const made = sdkMeter();
-    providers.push(made.provider);
+    closers.push(() => made.provider.shutdown());
     return made;
   };
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    await Promise.all(closers.map((close) => close()));
-    await Promise.all(providers.map((p) => p.shutdown()));
-    await clearPrefix(client, prefix);
-    await client.close();
-  });
 
   it('records the wait of each grant (seconds), grants, and holders and waiters per lane, under the documented names and units', async () => {
     const { meter, collect } = pipeline();
@@ -110,7 +90,7 @@ describe('RedisLaneStore metrics', function () {
     const lost: Error[] = [];
     lanes.enter('tool:lapsed', 1, { granted: () => undefined, lost: (error: Error) => lost.push(error) });
     await lanes.idle();
-    await client.del(`${prefix}{tool:lapsed}:h`);
+    await redis.client.del(`${prefix}{tool:lapsed}:h`);
     await until(() => lost.length === 1, 'the lease to be reported lost');
     const closing = store(meter);
     closing.enter('tool:closing', 1, () => undefined);

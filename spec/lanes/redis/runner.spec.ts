@@ -7,7 +7,7 @@ import { createClient } from 'redis';
 import { Agent, AgentRunner, ConcurrencyConfig, LaneTable, ScriptedProvider, ToolRegistry, type RunEvent, type RunnerActivity, type ToolCall } from '../../../lib/index.js';
 import { RedisLaneStore, type LaneStore } from '../../../lib/lanes/index.js';
 import { leaveScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, closedPort, nodeRedis, requestArgs, REDIS_HOST, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { closedPort, nodeRedis, redisFixture, requestArgs, REDIS_HOST, sleep, until } from './server.js';
 
 const agent = new Agent({ name: 'fleet', instructions: 'work', model: 'scripted' });
 const ask = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ id, name, arguments: args });
@@ -25,24 +25,8 @@ function outcomes(events: readonly RunEvent[]): string[] {
 
 describe('AgentRunner on a RedisLaneStore', function () {
   this.timeout(30_000);
-  let client: NodeRedis;
-  const prefix = uniquePrefix('runner');
-  const stores: RedisLaneStore[] = [];
-  const closers: Array<() => Promise<unknown>> = [];
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    await Promise.all(closers.map((close) => close()));
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-  });
+  const redis = redisFixture('runner');
+  const { prefix, stores, closers } = redis;
 
   it('bounds a tool lane across two runners that share a Redis: never more bodies at once than its limit', async () => {
     const second = await nodeRedis();
@@ -55,7 +39,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
       running--;
       return 'ok';
     };
-    const runners = [client, second].map((c) => {
+    const runners = [redis.client, second].map((c) => {
       const lanes = new RedisLaneStore({ client: c, prefix, leaseSeconds: 3 });
       stores.push(lanes);
       const tools = new ToolRegistry().register({ name: 'search' }, body);
@@ -69,7 +53,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
   });
 
   it('ends a call whose lease was lost alone: in flight, its signal aborted and indeterminate (or safe to call again if idempotent); queued, never dispatched', async () => {
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 0.6 });
+    const lanes = new RedisLaneStore({ client: redis.client, prefix, leaseSeconds: 0.6 });
     stores.push(lanes);
     const aborted: string[] = [];
     const fences: Array<string | undefined> = [];
@@ -99,8 +83,8 @@ describe('AgentRunner on a RedisLaneStore', function () {
     for (const tool of ['book', 'look']) {
       const base = `${prefix}{tool:${tool}}`;
       const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${base}:${k}`);
-      const ids = [...(await client.zRange(`${base}:w`, 0, -1)), ...(await client.zRange(`${base}:h`, 0, -1))];
-      for (const id of ids) await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
+      const ids = [...(await redis.client.zRange(`${base}:w`, 0, -1)), ...(await redis.client.zRange(`${base}:h`, 0, -1))];
+      for (const id of ids) await redis.client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
     }
     const done = await result;
     expect(done.status).to.equal('completed');
@@ -118,7 +102,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
   });
 
   it('reports a lost lease through a store that wraps a RedisLaneStore and hands the callback on', async () => {
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 0.6 });
+    const lanes = new RedisLaneStore({ client: redis.client, prefix, leaseSeconds: 0.6 });
     stores.push(lanes);
     const wrapped: LaneStore = { enter: (key, limit, onGrant, party) => lanes.enter(key, limit, onGrant, party), occupancy: () => lanes.occupancy(), changes$: lanes.changes$ };
     let started = false;
@@ -132,7 +116,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
     await until(() => started, 'c1 running');
     const base = `${prefix}{tool:wrapped}`;
     const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${base}:${k}`);
-    for (const id of await client.zRange(`${base}:h`, 0, -1)) await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
+    for (const id of await redis.client.zRange(`${base}:h`, 0, -1)) await redis.client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${base}:g`, '1'] });
     const lines = outcomes((await result).events);
     expect(lines).to.have.length(1);
     expect(lines[0]).to.match(/^INDET c1 wrapped was in flight when its lease on tool:wrapped was lost \(.+\)\. The side effect may have landed$/);
@@ -145,7 +129,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
       return 'written';
     });
     const turn = { toolCalls: [ask('c1', 'write', { row: 1 }), ask('c2', 'write', { row: 1 })] };
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
+    const lanes = new RedisLaneStore({ client: redis.client, prefix, leaseSeconds: 3 });
     stores.push(lanes);
     const fleet = new AgentRunner({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools, lanes });
     expect((await fleet.run(agent, 'go')).status).to.equal('completed');
@@ -158,7 +142,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
   });
 
   it("runs a nested agent in its caller's fleet permits (no deadlock on a lane of 1), under its caller's fence", async () => {
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
+    const lanes = new RedisLaneStore({ client: redis.client, prefix, leaseSeconds: 3 });
     stores.push(lanes);
     const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'scripted', tools: ['delegate'] });
     const researcher = new Agent({ name: 'researcher', instructions: 'research', model: 'scripted', tools: ['delegate'] });
@@ -185,7 +169,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
   });
 
   it('close() ends the store: a waiting call fails never dispatched, a running one learns its lease is gone, and the lane is empty in Redis', async () => {
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
+    const lanes = new RedisLaneStore({ client: redis.client, prefix, leaseSeconds: 3 });
     let started = 0;
     const tools = new ToolRegistry().register({ name: 'slow' }, (_args, ctx) => {
       started++;
@@ -202,7 +186,7 @@ describe('AgentRunner on a RedisLaneStore', function () {
       'INDET c1 slow was in flight when its lease on tool:slow was lost (the RedisLaneStore was closed). The side effect may have landed',
       'ERROR c2 LaneLostError: never dispatched: its place in the queue of tool:slow was lost (the RedisLaneStore was closed)',
     ]);
-    expect(await new RedisLaneStore({ client, prefix }).snapshot(['tool:slow'])).to.deep.equal([]);
+    expect(await new RedisLaneStore({ client: redis.client, prefix }).snapshot(['tool:slow'])).to.deep.equal([]);
   });
 
   describe('when Redis cannot be reached', () => {
@@ -257,8 +241,8 @@ describe('AgentRunner on a RedisLaneStore', function () {
       let answer: () => void = () => undefined;
       const late = new Promise<void>((resolve) => (answer = resolve));
       const connection = {
-        evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => late.then(() => client.evalSha(sha1, { keys: [...keys], arguments: [...args] })),
-        eval: (source: string, keys: readonly string[], args: readonly string[]) => client.eval(source, { keys: [...keys], arguments: [...args] }),
+        evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => late.then(() => redis.client.evalSha(sha1, { keys: [...keys], arguments: [...args] })),
+        eval: (source: string, keys: readonly string[], args: readonly string[]) => redis.client.eval(source, { keys: [...keys], arguments: [...args] }),
         subscriber: () => ({ subscribe: async () => undefined, unsubscribe: async () => undefined, close: async () => undefined }),
       };
       const lanes = new RedisLaneStore({ client: connection, prefix, leaseSeconds: 0.6, timeoutSeconds: 0.1 });

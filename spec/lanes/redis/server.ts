@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import type { RedisConnection, RedisSubscriber } from '../../../lib/lanes/index.js';
+import { RedisLaneStore, type RedisConnection, type RedisSubscriber } from '../../../lib/lanes/index.js';
 
 export const REDIS_HOST = '127.0.0.1';
 export const REDIS_PORT = 6379;
@@ -270,4 +270,47 @@ function pings(port: number): Promise<boolean> {
       resolve(data.toString().startsWith('+PONG'));
     });
   });
+}
+
+type StoreOptions = Partial<ConstructorParameters<typeof RedisLaneStore>[0]>;
+
+/**
+ * A spec file's Redis, set up in its `describe`: a connected node-redis `client` (made in a
+ * `before`, once a server answers), a key `prefix` of its own, `store()` for stores on that
+ * prefix (a 3 s lease unless told), `stores` to close any other store a spec makes, and
+ * `closers` for anything else a spec opens. Its `after` closes every store, then the closers,
+ * clears the prefix and closes the client.
+ */
+export function redisFixture(name: string) {
+  const prefix = uniquePrefix(name);
+  const stores: RedisLaneStore[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
+  let connected: NodeRedis | undefined;
+  before(async () => {
+    await requireRedis();
+    connected = await nodeRedis();
+  });
+  after(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await Promise.all(closers.map((close) => close()));
+    if (connected !== undefined) {
+      await clearPrefix(connected, prefix);
+      await connected.close();
+    }
+  });
+  return {
+    prefix,
+    stores,
+    closers,
+    /** The client (only once the file's `before` ran). */
+    get client(): NodeRedis {
+      if (connected === undefined) throw new Error('the Redis fixture is used before its before hook connected it');
+      return connected;
+    },
+    store(options: StoreOptions = {}): RedisLaneStore {
+      const made = new RedisLaneStore({ client: this.client, prefix, leaseSeconds: 3, ...options });
+      stores.push(made);
+      return made;
+    },
+  };
 }

@@ -8,34 +8,14 @@ import { lastValueFrom, NEVER, of } from 'rxjs';
 import { ConfigError, LaneLostError } from '../../../lib/errors.js';
 import { inLane, Lane, nodeRedisConnection, RedisLaneStore, type LaneChange, type Permit } from '../../../lib/lanes/index.js';
 import { acquireScript, leaveScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, CountingConnection, ioredis, keysUnder, nodeRedis, requestArgs, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { CountingConnection, ioredis, keysUnder, nodeRedis, redisFixture, requestArgs, sleep, until } from './server.js';
 
 describe('RedisLaneStore', function () {
   this.timeout(30_000);
-  let client: NodeRedis;
-  const prefix = uniquePrefix('store');
-  const stores: RedisLaneStore[] = [];
-  // Clients made by a spec for a second process, closed at the end.
-  const closers: Array<() => Promise<unknown>> = [];
-  const store = (options: Partial<ConstructorParameters<typeof RedisLaneStore>[0]> = {}): RedisLaneStore => {
-    const made = new RedisLaneStore({ client, prefix, leaseSeconds: 3, ...options });
-    stores.push(made);
-    return made;
-  };
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    await Promise.all(closers.map((close) => close()));
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-  });
+  const redis = redisFixture('store');
+  // Clients made by a spec for a second process are closed at the end (redis.closers).
+  const { prefix, stores, closers } = redis;
+  const store = (options: Partial<ConstructorParameters<typeof RedisLaneStore>[0]> = {}): RedisLaneStore => redis.store(options);
 
   describe('the grant rule', () => {
     // Steps of a random single-process sequence: a request for a party, or a leave of the request
@@ -73,7 +53,7 @@ describe('RedisLaneStore', function () {
         }),
         { numRuns: 60 },
       );
-      expect(await keysUnder(client, `${prefix}{tool:differential`)).to.deep.equal([]);
+      expect(await keysUnder(redis.client, `${prefix}{tool:differential`)).to.deep.equal([]);
     });
 
     it('serves parties round-robin across processes: a small party beside a big one gets every other permit', async () => {
@@ -108,7 +88,7 @@ describe('RedisLaneStore', function () {
   describe('wake-ups', () => {
     it("wakes another process's waiter by pub/sub: the waiter sends nothing until it is granted", async () => {
       const holder = store();
-      const counting = new CountingConnection(nodeRedisConnection(client));
+      const counting = new CountingConnection(nodeRedisConnection(redis.client));
       const waiter = new RedisLaneStore({ client: counting, prefix, leaseSeconds: 30 });
       stores.push(waiter);
       const held = holder.enter('tool:wake', 1, () => undefined);
@@ -130,7 +110,7 @@ describe('RedisLaneStore', function () {
 
     it('catches a wake-up that never came at the next heartbeat', async () => {
       const holder = store();
-      const counting = new CountingConnection(nodeRedisConnection(client));
+      const counting = new CountingConnection(nodeRedisConnection(redis.client));
       counting.dropWakeUps = true;
       const waiter = new RedisLaneStore({ client: counting, prefix, leaseSeconds: 0.6 });
       stores.push(waiter);
@@ -153,7 +133,7 @@ describe('RedisLaneStore', function () {
       // A process that took the permit and died: its lease ends 400 ms after it asked.
       const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:dead}:${k}`);
       const asked = Date.now();
-      await client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'dead:1', '', '1', '400', `${prefix}{tool:dead}:g`, '1', 'tool:dead'] });
+      await redis.client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'dead:1', '', '1', '400', `${prefix}{tool:dead}:g`, '1', 'tool:dead'] });
       // A waiter whose heartbeat comes only every 10 s.
       const waiter = store({ leaseSeconds: 30 });
       let grantedAt = 0;
@@ -178,7 +158,7 @@ describe('RedisLaneStore', function () {
       const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:lease}:${k}`);
       for (const permit of [queued, held]) {
         const { id } = permit as unknown as { id: string };
-        await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${prefix}{tool:lease}:g`, '1'] });
+        await redis.client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id, `${prefix}{tool:lease}:g`, '1'] });
       }
       const other = store();
       let otherGranted = false;
@@ -227,7 +207,7 @@ describe('RedisLaneStore', function () {
         permit.leave();
         await fenced.idle();
       }
-      expect(await keysUnder(client, `${prefix}{tool:fence}`), 'keys of the idle lane').to.deep.equal([]);
+      expect(await keysUnder(redis.client, `${prefix}{tool:fence}`), 'keys of the idle lane').to.deep.equal([]);
       expect(fences[1]! > fences[0]! && fences[2]! > fences[1]!, `fences ${fences.join(', ')}`).to.equal(true);
     });
   });
@@ -240,8 +220,8 @@ describe('RedisLaneStore', function () {
       const failed = lastValueFrom(NEVER.pipe(inLane(lanes, 'tool:operator', 1))).catch((error: Error) => error);
       await until(async () => ((await lanes.snapshot(['tool:operator']))[0]?.holders ?? 0) === 1, 'the permit held');
       const keys = ['h', 'w', 'q', 'p', 'r', 'm', 'd', 'e'].map((k) => `${prefix}{tool:operator}:${k}`);
-      const [id] = await client.zRange(keys[0]!, 0, 0);
-      await client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id!, `${prefix}{tool:operator}:g`, '1'] });
+      const [id] = await redis.client.zRange(keys[0]!, 0, 0);
+      await redis.client.eval(leaveScript.source, { keys, arguments: [...requestArgs(), id!, `${prefix}{tool:operator}:g`, '1'] });
       const error = await failed;
       expect(error).to.be.instanceOf(LaneLostError);
       expect((error as LaneLostError).lane).to.equal('tool:operator');
@@ -255,20 +235,20 @@ describe('RedisLaneStore', function () {
       const permit = tagged.enter(key, 1, () => undefined);
       const waiting = tagged.enter(key, 1, () => undefined);
       await tagged.idle();
-      const keys = await keysUnder(client, `${prefix}{args:book:`);
+      const keys = await keysUnder(redis.client, `${prefix}{args:book:`);
       expect(keys).to.have.length(8);
       const tags = new Set(keys.map((name) => /\{([^}]*)\}/.exec(name)![1]));
       expect([...tags]).to.deep.equal(['args:book:%7B"room":"%7Ba%7D"%7D']);
-      for (const name of keys) expect(await client.pTTL(name), `${name} expires`).to.be.within(1, 3000 * 2);
+      for (const name of keys) expect(await redis.client.pTTL(name), `${name} expires`).to.be.within(1, 3000 * 2);
       permit.leave();
       waiting.leave();
       await tagged.idle();
-      expect(await keysUnder(client, `${prefix}{args:book:`)).to.deep.equal([]);
+      expect(await keysUnder(redis.client, `${prefix}{args:book:`)).to.deep.equal([]);
     });
 
     it('runs its scripts again after Redis forgot them (NOSCRIPT)', async () => {
       const forgetful = store();
-      await client.scriptFlush();
+      await redis.client.scriptFlush();
       const permit = forgetful.enter('tool:flushed', 1, () => undefined);
       await forgetful.idle();
       expect(permit.holding).to.equal(true);
@@ -317,7 +297,7 @@ describe('RedisLaneStore', function () {
       it(`refuses ${c.title}, naming the field`, () => {
         let thrown: unknown;
         try {
-          new RedisLaneStore({ client, ...c.options } as ConstructorParameters<typeof RedisLaneStore>[0]);
+          new RedisLaneStore({ client: redis.client, ...c.options } as ConstructorParameters<typeof RedisLaneStore>[0]);
         } catch (error) {
           thrown = error;
         }
