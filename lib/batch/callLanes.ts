@@ -169,6 +169,8 @@ export class CallLanes implements LaneGrantTarget {
     // steps knew of the pause): it waits out the pause holding nothing, as a new call would.
     const again = this.source?.pausedSteps?.(record, steps, waitedAt);
     if (again !== undefined) {
+      // Never started: a budget gives back what it took, a learning rate lane does not count it.
+      this.tell('unstarted');
       this.enterAgain(again);
       return;
     }

@@ -46,13 +46,16 @@ export interface RateHost {
   readonly turnConfig: ConcurrencyConfig;
   /** The shared store's rate lanes at `rate` (`turn`: the batch's own table's), made once per fan-out. */
   rateView(turn: boolean, rate: RateOptions | undefined): LaneStore;
+  /** Has the shared store's rate lane `key` learn its pace (an adaptive tool's `pace: true`); false if the store cannot. */
+  learnRate(key: string): boolean;
 }
 
 /**
  * Adds a call's rate lanes to `steps`, in the fixed order: its tenant's, its tool's, then the
  * turn's own where the agent narrowed them (in the batch's table, so they bound this turn only).
- * A tool with no rate declared takes its rate lane only while the store says it is paused: a
- * call with no rate lane pays nothing.
+ * A tool with no rate declared takes its rate lane only while the store says it is paused, or
+ * always when it is adaptive with `pace: true` (the lane learns the partner's pace): a call with
+ * no rate lane pays nothing.
  */
 export function addRateSteps(steps: LaneStep[], host: RateHost, tool: string, tenant: string): void {
   const { sharedConfig, turnConfig, sharedLanes } = host;
@@ -60,7 +63,9 @@ export function addRateSteps(steps: LaneStep[], host: RateHost, tool: string, te
   if (tenantRateOf !== undefined) steps.push(step(host.rateView(false, tenantRateOf), `rate:tenant:${tenant}`, tenant));
   const toolRate = own(sharedConfig.perToolRate, tool);
   const key = toolRateKey(tool);
-  if (toolRate !== undefined || sharedLanes.paused?.(key) === true) steps.push(step(host.rateView(false, toolRate), key, tenant));
+  // An adaptive tool that learns its partner's pace takes its rate lane always: the lane counts what it admits.
+  const learning = toolRate === undefined && own(sharedConfig.perToolAdaptive, tool)?.pace === true && host.learnRate(key);
+  if (toolRate !== undefined || learning || sharedLanes.paused?.(key) === true) steps.push(step(host.rateView(false, toolRate), key, tenant));
   if (turnConfig === sharedConfig) return;
   const turnTenant = tenantRate(turnConfig.perTenantRate, tenant);
   if (isSlower(turnTenant, tenantRateOf)) steps.push(step(host.rateView(true, turnTenant), `turn-rate:tenant:${tenant}`, ''));

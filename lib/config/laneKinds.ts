@@ -16,11 +16,17 @@ export const PositiveAmount = t.brand(
   'PositiveAmount',
 );
 
-/** One tool's adaptive lane: its limit moves within `min..max`, from `initial` (default `max`). */
+/**
+ * One tool's adaptive lane: its limit moves within `min..max`, from `initial` (default `max`).
+ * `pace: true` also has the tool's rate lane learn the partner's pace from its slow downs (for a
+ * partner that counts requests per window, where no concurrency bounds a rate); a tool with a
+ * `perToolRate` of its own keeps that rate instead.
+ */
 export interface AdaptiveOptions {
   readonly min: number;
   readonly max: number;
   readonly initial?: number | undefined;
+  readonly pace?: boolean | undefined;
 }
 
 /** A tenant's budget over a window of `perSeconds`: model tokens, tools' cost, or both. */
@@ -37,16 +43,16 @@ export interface BudgetOptions {
   readonly turnTokens?: number | undefined;
 }
 
-const Adaptive = t.intersection([t.type({ min: PositiveInt, max: PositiveInt }), t.partial({ initial: PositiveInt })]);
+const Adaptive = t.intersection([t.type({ min: PositiveInt, max: PositiveInt }), t.partial({ initial: PositiveInt, pace: t.boolean })]);
 const Budget = t.intersection([t.type({ perSeconds: PositiveSeconds }), t.partial({ tokens: PositiveInt, cost: PositiveAmount, turnTokens: PositiveInt })]);
 
 /** The codecs of the fields, for ConcurrencyConfig's own. */
 export const laneKindFields = {
-  perToolAdaptive: t.record(t.string, Adaptive, 'an object of tool names to { min, max, initial? }'),
+  perToolAdaptive: t.record(t.string, Adaptive, 'an object of tool names to { min, max, initial?, pace? }'),
   perTenantBudget: Budget,
 };
 
-const adaptiveKeys = ['min', 'max', 'initial'];
+const adaptiveKeys = ['min', 'max', 'initial', 'pace'];
 const budgetKeys = ['tokens', 'cost', 'perSeconds', 'turnTokens'];
 
 /**
@@ -86,7 +92,10 @@ export function checkLaneKinds(input: { readonly perToolAdaptive?: unknown; read
 export function frozenAdaptive(record: Readonly<Record<string, AdaptiveOptions>> | undefined): Readonly<Record<string, AdaptiveOptions>> {
   return Object.freeze(
     Object.fromEntries(
-      Object.entries(record ?? {}).map(([tool, { min, max, initial }]) => [tool, Object.freeze(initial === undefined ? { min, max } : { min, max, initial })]),
+      Object.entries(record ?? {}).map(([tool, { min, max, initial, pace }]) => [
+        tool,
+        Object.freeze({ min, max, ...(initial === undefined ? {} : { initial }), ...(pace === true ? { pace } : {}) }),
+      ]),
     ),
   );
 }
@@ -106,7 +115,9 @@ export function narrowerAdaptive(
       const x = own(a, key);
       const y = own(b, key);
       if (x === undefined || y === undefined) return [key, (x ?? y)!];
-      return [key, { min: Math.min(x.min, y.min), max: Math.min(x.max, y.max), initial: Math.min(x.initial ?? x.max, y.initial ?? y.max) }];
+      // Learning a pace only narrows (it adds a bound): either side asking for it has it.
+      const pace = x.pace === true || y.pace === true ? { pace: true } : {};
+      return [key, { min: Math.min(x.min, y.min), max: Math.min(x.max, y.max), initial: Math.min(x.initial ?? x.max, y.initial ?? y.max), ...pace }];
     }),
   );
 }

@@ -113,6 +113,12 @@ export interface LaneStore {
   /** True while rate lane `key` is paused (known in this process, without asking anyone). */
   paused?(key: string): boolean;
   /**
+   * Has rate lane `key` learn its pace from its pauses (`RateLane.learn`), made now if it is not
+   * yet; a lane with a rate of its own keeps it. Calls then take the lane with `rate` undefined.
+   * A store without this method learns no pace.
+   */
+  learnRate?(key: string, scheduler: SchedulerLike): void;
+  /**
    * Asks adaptive lane `key` for a permit: like `enter`, but the lane's limit is its own, moving
    * within `bounds` with what its holders `report` (docs/concurrency.md, adaptive lanes). A store
    * without adaptive lanes leaves this out, and the lane is taken at `bounds.max`.
@@ -229,6 +235,11 @@ export class LaneTable implements LaneStore {
 
   paused(key: string): boolean {
     return this.rates?.get(key)?.paused === true;
+  }
+
+  learnRate(key: string, scheduler: SchedulerLike): void {
+    const lane = this.rates?.get(key) ?? this.rateLane(key, undefined, scheduler);
+    lane.learn(this.rateDecider);
   }
 
   // A new rate lane. Idle ones (nobody waits, the bucket full again) are swept out whenever the

@@ -27,6 +27,8 @@ export interface RateOccupancy {
   readonly waiters: number;
   /** Until when (scheduler ms) the lane admits nothing, when it was paused and the pause runs. */
   readonly pausedUntil?: number;
+  /** A lane that learns its pace from its pauses (`limit` per second is what it learned so far; 0: nothing yet). */
+  readonly learned?: true;
 }
 
 /** Refuses a rate that is not one, with a TypeError naming the figure. */
@@ -44,6 +46,7 @@ type RateState = 'waiting' | 'head' | 'admitted' | 'left';
 export class RatePermit {
   /** @internal */ state: RateState = 'waiting';
   /** @internal Its place in the turnstile's queue. */ turn: LanePermit | undefined = undefined;
+  /** @internal The learning cycle it was admitted in (a lane learning its pace), or -1. */ cycle = -1;
   constructor(
     private readonly lane: RateLane,
     /** @internal */ readonly onGrant: OnGrant,
@@ -61,6 +64,12 @@ export class RatePermit {
 
   leave(): void {
     this.lane.leave(this);
+  }
+
+  /** How the call it admitted went: one that never started is not counted in a learned pace (it never reached the partner). */
+  report(signal: string): void {
+    if (signal === 'unstarted' && this.cycle >= 0) this.lane.notThrough(this.cycle);
+    this.cycle = -1;
   }
 }
 
@@ -99,6 +108,8 @@ export class RateLane {
   private armedFor = Number.NaN;
   // The timer lets the head go without asking (a fleet's server reserved the admission).
   private reservation = false;
+  // A lane that learns its pace (PaceLearner); undefined for one with a rate of its own, or none.
+  private pace: PaceLearner | undefined = undefined;
   // The rate, kept for reports.
   private current: Rate | undefined = undefined;
   // Who decides, when it is not this lane's clock (a fleet's server), and whether a question is out.
@@ -129,6 +140,8 @@ export class RateLane {
     if (rate === undefined) return;
     checkRate(rate);
     this.current = rate;
+    // A rate given wins over one learned.
+    this.pace = undefined;
     this.decider = decider;
     this.interval = (rate.perSeconds * 1000) / rate.limit;
     this.tolerance = ((rate.burst ?? 1) - 1) * this.interval;
@@ -138,6 +151,26 @@ export class RateLane {
 
   get rate(): Rate | undefined {
     return this.current;
+  }
+
+  /**
+   * From now on the lane admits at a pace it learns from its pauses, not at a rate it is given:
+   * every call at once until a second pause; then, at each new pause, the calls it admitted since
+   * the last one ended over the time from that end to this one's (a partner that counts per
+   * window refuses once each window is full, and says when the next begins: this is its quota),
+   * less the call whose refusal set off the pause,
+   * growing by one call a second for each second without a pause. `decider`: who decides
+   * admissions at that pace (a fleet's server, which learns it there); else the lane's own clock.
+   */
+  learn(decider?: RateDecider): void {
+    if (this.pace !== undefined || this.current !== undefined) return;
+    this.pace = new PaceLearner();
+    this.decider = decider;
+  }
+
+  /** True for a lane that learns its pace (`learn`). */
+  get learning(): boolean {
+    return this.pace !== undefined;
   }
 
   /** True while a pause runs. */
@@ -150,14 +183,18 @@ export class RateLane {
     return (this.head === undefined ? 0 : 1) + this.turnstile.waiters;
   }
 
-  /** Nobody waits and the bucket is full again (no pause runs): the lane may be forgotten. */
+  /** Nobody waits and the bucket is full again (no pause runs), and it has learned nothing to keep: the lane may be forgotten. */
   get idle(): boolean {
-    return this.head === undefined && this.turnstile.idle && this.tat <= this.scheduler.now();
+    return this.head === undefined && this.turnstile.idle && this.tat <= this.scheduler.now() && this.pace === undefined;
   }
 
   occupancy(): RateOccupancy {
     const rate = this.current;
     const paused = this.pausedUntil > this.scheduler.now();
+    const { pace } = this;
+    if (pace !== undefined) {
+      return { key: this.key, limit: Math.floor(pace.perSecond), perSeconds: 1, burst: 1, holders: 0, waiters: this.waiters, learned: true, ...(paused ? { pausedUntil: this.pausedUntil } : {}) };
+    }
     return {
       key: this.key,
       limit: rate?.limit ?? 0,
@@ -186,8 +223,11 @@ export class RateLane {
    * burst. An admission a fleet's server reserved for the head is given up (it asks again).
    */
   pause(ms: number): void {
-    const until = this.scheduler.now() + ms;
+    const now = this.scheduler.now();
+    const until = now + ms;
     if (until <= this.pausedUntil) return;
+    // A new pause, not one more refusal of the same full window: what the lane admitted since the last one says the pace.
+    if (this.pace !== undefined && this.pausedUntil <= now) this.setInterval(this.pace.paused(until));
     this.pausedUntil = until;
     this.tat = Math.max(this.tat, until + this.tolerance);
     this.reservation = false;
@@ -250,8 +290,16 @@ export class RateLane {
     if (at > now) return at - now;
     // Admitted by the timer armed for its time: it counts from that time (never before `at`).
     const from = armed >= at && armed < now ? armed : now;
+    // A learned pace may have grown since the last admission: this one is spaced by it already.
+    if (this.pace !== undefined) this.setInterval(this.pace.admitted(now));
     this.tat = Math.max(this.tat, from) + this.interval;
     return 0;
+  }
+
+  // A learned pace (calls a second; 0: none yet) as the ms between admissions, evenly spaced.
+  private setInterval(perSecond: number): void {
+    this.interval = perSecond > 0 ? 1000 / perSecond : 0;
+    this.tolerance = 0;
   }
 
   /** @internal The answer to `ask`: 0, the head is admitted; more, it asks again after that many ms. */
@@ -286,9 +334,16 @@ export class RateLane {
     this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
   }
 
+  /** @internal A call admitted in learning cycle `cycle` never started: the pace does not count it. */
+  notThrough(cycle: number): void {
+    const { pace } = this;
+    if (pace !== undefined && pace.notThrough(cycle)) this.setInterval(pace.perSecond);
+  }
+
   private admit(head: RatePermit): void {
     this.head = undefined;
     head.state = 'admitted';
+    if (this.pace !== undefined) head.cycle = this.pace.cycle;
     this.onChange?.(this, 'granted', head.party);
     // Told before the turnstile passes on, so admissions go out in queue order.
     grant(head.onGrant);
@@ -326,5 +381,76 @@ export class RateLane {
       return;
     }
     lane.admitHead(lane.armedFor);
+  }
+}
+
+/**
+ * What a learning rate lane knows of its partner's pace (RateLane.learn): the calls admitted since
+ * the last pause ended, and the pace they give at the next pause. Kept as plain numbers so the
+ * fleet's script (redis/rate.ts) applies the same rule.
+ */
+export class PaceLearner {
+  /** Calls a second; 0 until a pause followed another. */
+  perSecond = 0;
+  /** How many pauses it has seen: the calls admitted since the last one are this cycle's. */
+  cycle = 0;
+  private admittedSince = 0;
+  // When the last pause ends (ms; NaN before any), and when the pace last grew.
+  private since = Number.NaN;
+  private grewAt = Number.NaN;
+  // The last cycle's count and length (ms), which calls it admitted that never started take back.
+  private lastThrough = 0;
+  private lastMs = 0;
+  // The pace before the last cycle's: what a cycle with nothing through halves.
+  private before = 0;
+
+  /** A call admitted at `now`: the pace, grown by one for each whole second since it last changed. */
+  admitted(now: number): number {
+    this.admittedSince++;
+    if (this.perSecond > 0 && now - this.grewAt >= 1000) {
+      this.perSecond += Math.floor((now - this.grewAt) / 1000);
+      this.grewAt = now;
+    }
+    return this.perSecond;
+  }
+
+  /**
+   * A new pause, until `until`: the pace is what went through since the last pause ended (what
+   * was admitted, less the call refused, which set off this pause), over the time from then to `until`.
+   */
+  paused(until: number): number {
+    const { since } = this;
+    if (!Number.isNaN(since) && until > since) {
+      this.lastThrough = this.admittedSince - 1;
+      this.lastMs = until - since;
+      this.before = this.perSecond;
+      this.perSecond = this.paceOfLast();
+    }
+    this.since = until;
+    this.grewAt = until;
+    this.admittedSince = 0;
+    this.cycle++;
+    return this.perSecond;
+  }
+
+  /**
+   * A call admitted in `cycle` never started (held by a pause, stopped): it is not counted; a call
+   * of the cycle the last pause ended takes back its part of the pace learned from it (it is
+   * often told only after that pause began). True if the pace changed.
+   */
+  notThrough(cycle: number): boolean {
+    if (cycle === this.cycle) {
+      if (this.admittedSince > 0) this.admittedSince--;
+      return false;
+    }
+    if (cycle !== this.cycle - 1 || this.lastMs === 0) return false;
+    this.lastThrough--;
+    this.perSecond = this.paceOfLast();
+    return true;
+  }
+
+  // The pace the last cycle gives; nothing through in it halves the one before (it was too fast even for what little went).
+  private paceOfLast(): number {
+    return this.lastThrough > 0 ? (this.lastThrough * 1000) / this.lastMs : this.before / 2;
   }
 }

@@ -8,7 +8,8 @@ describe('ConcurrencyConfig adaptive and budget lanes', () => {
     { title: 'a missing max', options: { perToolAdaptive: { search: { min: 1 } } }, field: 'perToolAdaptive.search.max', message: 'perToolAdaptive.search.max must be a positive integer, got undefined' },
     { title: 'max below min', options: { perToolAdaptive: { search: { min: 4, max: 2 } } }, field: 'perToolAdaptive.search.max', message: 'perToolAdaptive.search.max must be at least its min (4), got 2' },
     { title: 'initial outside min..max', options: { perToolAdaptive: { search: { min: 2, max: 4, initial: 5 } } }, field: 'perToolAdaptive.search.initial', message: 'perToolAdaptive.search.initial must be within min..max (2..4), got 5' },
-    { title: 'a misspelt bound', options: { perToolAdaptive: { search: { min: 1, max: 4, inital: 2 } } }, field: 'perToolAdaptive.search.inital', message: 'perToolAdaptive.search has no field inital; its fields are min, max, initial' },
+    { title: 'a misspelt bound', options: { perToolAdaptive: { search: { min: 1, max: 4, inital: 2 } } }, field: 'perToolAdaptive.search.inital', message: 'perToolAdaptive.search has no field inital; its fields are min, max, initial, pace' },
+    { title: 'a pace that is not true or false', options: { perToolAdaptive: { search: { min: 1, max: 4, pace: 'yes' } } }, field: 'perToolAdaptive.search.pace', message: 'perToolAdaptive.search.pace must be boolean, got "yes"' },
     { title: 'a budget without a window', options: { perTenantBudget: { tokens: 100 } }, field: 'perTenantBudget.perSeconds', message: 'perTenantBudget.perSeconds must be a positive finite number of seconds, got undefined' },
     { title: 'a budget of neither tokens nor cost', options: { perTenantBudget: { perSeconds: 60 } }, field: 'perTenantBudget', message: 'perTenantBudget must bound tokens, cost or both, got neither' },
     { title: 'fractional tokens', options: { perTenantBudget: { tokens: 1.5, perSeconds: 60 } }, field: 'perTenantBudget.tokens', message: 'perTenantBudget.tokens must be a positive integer, got 1.5' },
@@ -30,6 +31,12 @@ describe('ConcurrencyConfig adaptive and budget lanes', () => {
     expect(config.perToolAdaptive).to.deep.equal({ search: { min: 1, max: 8, initial: 4 } });
     expect(Object.isFrozen(config.perToolAdaptive.search)).to.equal(true);
     expect(config.toJSON()).to.deep.equal({ perToolAdaptive: { search: { min: 1, max: 8, initial: 4 } }, perTenantBudget: { tokens: 1000, cost: 2.5, perSeconds: 60 } });
+  });
+
+  it('keeps pace: true (and leaves out pace: false), frozen, in toJSON', () => {
+    const config = new ConcurrencyConfig({ perToolAdaptive: { search: { min: 1, max: 8, pace: true }, fetch: { min: 1, max: 2, pace: false } } });
+    expect(config.perToolAdaptive).to.deep.equal({ search: { min: 1, max: 8, pace: true }, fetch: { min: 1, max: 2 } });
+    expect(config.toJSON()).to.deep.equal({ perToolAdaptive: { search: { min: 1, max: 8, pace: true }, fetch: { min: 1, max: 2 } } });
   });
 
   it('lets an agent narrow adaptive bounds and never widen them', () => {

@@ -72,6 +72,41 @@ describe('RateLane (virtual time)', () => {
     expect(lane.waiters).to.equal(0);
   });
 
+  it('learns its pace from its pauses: what it admitted between two over the time between their ends, evenly spaced after', () => {
+    const lane = new RateLane('rate:tool:partner', undefined, testScheduler);
+    lane.learn();
+    const at: Array<[string, number]> = [];
+    const admit = (id: string): void => void lane.enter(() => at.push([id, testScheduler.now()]));
+    testScheduler.run(() => {
+      // Nothing learned yet: every call at once. The first pause (until 10) only starts the count.
+      for (const id of ['a', 'b']) admit(id);
+      lane.pause(10);
+      // Five admitted as the pause ends, one of them refused (it sets off the next pause, at 20 until
+      // 50): 4 calls went through in 40 ms, 100 a second, one every 10 ms.
+      testScheduler.schedule(() => ['c', 'd', 'e', 'f', 'g'].forEach(admit), 10);
+      testScheduler.schedule(() => lane.pause(30), 20);
+      testScheduler.schedule(() => ['h', 'i', 'j'].forEach(admit), 21);
+    });
+    expect(at).to.deep.equal([['a', 0], ['b', 0], ['c', 10], ['d', 10], ['e', 10], ['f', 10], ['g', 10], ['h', 50], ['i', 60], ['j', 70]]);
+    expect(lane.occupancy()).to.include({ key: 'rate:tool:partner', limit: 100, perSeconds: 1, burst: 1, learned: true });
+  });
+
+  it('grows a learned pace by one call a second for each second without a pause, and keeps it while idle', () => {
+    const table = new LaneTable();
+    const at: number[] = [];
+    testScheduler.run(() => {
+      table.learnRate('rate:tool:partner', testScheduler);
+      const admit = (): void => void table.enterRate('rate:tool:partner', undefined, () => at.push(testScheduler.now()), '', testScheduler);
+      table.pause('rate:tool:partner', 0.01, 'slow down', testScheduler);
+      // Three calls between the pauses' ends (10 and 1,010), one refused: 2 a second, one every 500 ms.
+      testScheduler.schedule(() => (admit(), admit(), admit()), 10);
+      testScheduler.schedule(() => table.pause('rate:tool:partner', 0.01, 'slow down', testScheduler), 1000);
+      // A quiet second later (the lane idle, not forgotten), the pace has grown to 3 a second.
+      testScheduler.schedule(() => (admit(), admit(), admit()), 2100);
+    });
+    expect(at.map(Math.round)).to.deep.equal([10, 10, 10, 2100, 2433, 2767]);
+  });
+
   it('admits up to its burst at once, then at the steady rate', () => {
     testScheduler.run(({ cold, expectObservable }) => {
       const table = new LaneTable();

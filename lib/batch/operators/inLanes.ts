@@ -224,6 +224,13 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     return this.turn;
   }
 
+  learnRate(key: string): boolean {
+    const lanes = this.shared!.lanes;
+    if (lanes.learnRate === undefined) return false;
+    lanes.learnRate(key, this.batch!.scheduler);
+    return true;
+  }
+
   rateView(turn: boolean, rate: RateOptions | undefined): LaneStore {
     const batch = this.batch!;
     if (turn) return (this.turnRates ??= new RateViews(batch.turnLanes, batch.scheduler)).of(rate);
