@@ -147,6 +147,7 @@ const rated: Plan = { label: 'perToolRate at R (its default burst, 1)', limiter:
 // A burst lets a turn's calls go together; a partner counting whole seconds may then see R + burst - 1 in one.
 const bursty: Plan = { label: `perToolRate at R, burst ${RATE / 10}`, limiter: 'rate', burst: RATE / 10, seconds: 4 };
 const adaptive: Plan = { label: `perToolAdaptive ${ADAPTIVE.min}..${ADAPTIVE.max}, R unknown`, limiter: 'adaptive', seconds: 20 };
+const paced: Plan = { label: `perToolAdaptive ${ADAPTIVE.min}..${ADAPTIVE.max} with pace: true, R unknown`, limiter: 'paced', seconds: 20 };
 // The budget scenario: each tenant in a fleet-wide lane of its own (the partner's R is not what
 // binds), so another tenant's budget running out shows in their throughput only if it holds them
 // up. Ten turns' worth, spent in the first second, which the throughput figures leave out.
@@ -195,7 +196,7 @@ export async function partner(row: (r: PartnerRow) => void): Promise<void> {
   try {
     await Promise.all(processes.map((p) => p.next()));
     let index = 0;
-    for (const plan of [plain, lanes16, bottleneck, rated, bursty, adaptive].filter(picked)) rateRows(row, plan, await measure(server, processes, plan, index++));
+    for (const plan of [plain, lanes16, bottleneck, rated, bursty, adaptive, paced].filter(picked)) rateRows(row, plan, await measure(server, processes, plan, index++));
     if (picked(beside)) budgetRows(row, await measure(server, processes, alone, index++), await measure(server, processes, beside, index++));
   } finally {
     const close: PartnerCommand = { type: 'close' };

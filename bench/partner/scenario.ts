@@ -3,7 +3,7 @@
 // Only types and constants: the parent must not load the runner process's module.
 
 /** How the runs of a scenario are kept within the partner's rate. */
-export type PartnerLimiter = 'none' | 'concurrency' | 'bottleneck' | 'rate' | 'adaptive' | 'budget';
+export type PartnerLimiter = 'none' | 'concurrency' | 'bottleneck' | 'rate' | 'adaptive' | 'paced' | 'budget';
 
 export interface PartnerScenario {
   readonly limiter: PartnerLimiter;

@@ -87,6 +87,8 @@ function concurrencyFor(scenario: PartnerScenario, budgeted: boolean): Concurren
       return new ConcurrencyConfig({ perToolRate: { partner: { limit: scenario.rate, perSeconds: 1, ...(scenario.burst === undefined ? {} : { burst: scenario.burst }) } } });
     case 'adaptive':
       return new ConcurrencyConfig({ perToolAdaptive: { partner: ADAPTIVE } });
+    case 'paced':
+      return new ConcurrencyConfig({ perToolAdaptive: { partner: { ...ADAPTIVE, pace: true } } });
     case 'budget': {
       const { budget } = scenario;
       const perTenant = scenario.perTenant ?? 1;
@@ -126,7 +128,7 @@ async function run(scenario: PartnerScenario): Promise<PartnerWorkerResult> {
   const limiter = scenario.limiter === 'bottleneck' ? bottleneckFor(scenario) : undefined;
   // The runner is told of a 429 (RateLimitedError, which pauses the tool's lane) only where the
   // scenario measures what it does with it; elsewhere a 429 is a plain failure of the call.
-  const limited = scenario.limiter === 'rate' || scenario.limiter === 'adaptive' || scenario.limiter === 'budget' ? asRateLimited : asFailure;
+  const limited = scenario.limiter === 'rate' || scenario.limiter === 'adaptive' || scenario.limiter === 'paced' || scenario.limiter === 'budget' ? asRateLimited : asFailure;
   const body =
     limiter === undefined
       ? (_args: unknown, ctx: ToolContext) => callPartner(scenario.url, ctx.tenant, ctx.signal, limited)

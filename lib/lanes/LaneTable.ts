@@ -237,6 +237,11 @@ export class LaneTable implements LaneStore {
     return this.rates?.get(key)?.paused === true;
   }
 
+  /** True when rate lane `key` learns its pace. */
+  learning(key: string): boolean {
+    return this.rates?.get(key)?.learning === true;
+  }
+
   learnRate(key: string, scheduler: SchedulerLike): void {
     const lane = this.rates?.get(key) ?? this.rateLane(key, undefined, scheduler);
     lane.learn(this.rateDecider);

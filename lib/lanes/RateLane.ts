@@ -7,6 +7,7 @@
 // back to the lane: leaving only withdraws a request that still waits.
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
+import { PaceLearner } from './PaceLearner.js';
 
 /** A rate: `limit` admissions per `perSeconds` seconds, up to `burst` (default 1) at once. */
 export interface Rate {
@@ -83,6 +84,8 @@ export class RatePermit {
  */
 export interface RateDecider {
   ask(lane: RateLane): void;
+  /** A call a learning lane admitted in `cycle` never started: the server does not count it. */
+  notThrough?(lane: RateLane, cycle: number): void;
 }
 
 /** Told of every admission, wait and withdrawal (for occupancy streams), and of pauses. */
@@ -226,8 +229,9 @@ export class RateLane {
     const now = this.scheduler.now();
     const until = now + ms;
     if (until <= this.pausedUntil) return;
-    // A new pause, not one more refusal of the same full window: what the lane admitted since the last one says the pace.
-    if (this.pace !== undefined && this.pausedUntil <= now) this.setInterval(this.pace.paused(until));
+    // A new pause, not one more refusal of the same full window: what the lane admitted since the
+    // last one says the pace (a fleet's server learns it from its own count).
+    if (this.pace !== undefined && this.pausedUntil <= now && this.decider === undefined) this.setInterval(this.pace.paused(until));
     this.pausedUntil = until;
     this.tat = Math.max(this.tat, until + this.tolerance);
     this.reservation = false;
@@ -336,8 +340,18 @@ export class RateLane {
 
   /** @internal A call admitted in learning cycle `cycle` never started: the pace does not count it. */
   notThrough(cycle: number): void {
+    const { pace, decider } = this;
+    if (pace === undefined) return;
+    if (decider !== undefined) decider.notThrough?.(this, cycle);
+    else if (pace.notThrough(cycle)) this.setInterval(pace.perSecond);
+  }
+
+  /** @internal What a fleet's server answered of a learning lane: the cycle its admissions are counted in, and the pace it learned. */
+  learned(cycle: number, perSecond: number): void {
     const { pace } = this;
-    if (pace !== undefined && pace.notThrough(cycle)) this.setInterval(pace.perSecond);
+    if (pace === undefined) return;
+    pace.cycle = cycle;
+    pace.perSecond = perSecond;
   }
 
   private admit(head: RatePermit): void {
@@ -384,73 +398,3 @@ export class RateLane {
   }
 }
 
-/**
- * What a learning rate lane knows of its partner's pace (RateLane.learn): the calls admitted since
- * the last pause ended, and the pace they give at the next pause. Kept as plain numbers so the
- * fleet's script (redis/rate.ts) applies the same rule.
- */
-export class PaceLearner {
-  /** Calls a second; 0 until a pause followed another. */
-  perSecond = 0;
-  /** How many pauses it has seen: the calls admitted since the last one are this cycle's. */
-  cycle = 0;
-  private admittedSince = 0;
-  // When the last pause ends (ms; NaN before any), and when the pace last grew.
-  private since = Number.NaN;
-  private grewAt = Number.NaN;
-  // The last cycle's count and length (ms), which calls it admitted that never started take back.
-  private lastThrough = 0;
-  private lastMs = 0;
-  // The pace before the last cycle's: what a cycle with nothing through halves.
-  private before = 0;
-
-  /** A call admitted at `now`: the pace, grown by one for each whole second since it last changed. */
-  admitted(now: number): number {
-    this.admittedSince++;
-    if (this.perSecond > 0 && now - this.grewAt >= 1000) {
-      this.perSecond += Math.floor((now - this.grewAt) / 1000);
-      this.grewAt = now;
-    }
-    return this.perSecond;
-  }
-
-  /**
-   * A new pause, until `until`: the pace is what went through since the last pause ended (what
-   * was admitted, less the call refused, which set off this pause), over the time from then to `until`.
-   */
-  paused(until: number): number {
-    const { since } = this;
-    if (!Number.isNaN(since) && until > since) {
-      this.lastThrough = this.admittedSince - 1;
-      this.lastMs = until - since;
-      this.before = this.perSecond;
-      this.perSecond = this.paceOfLast();
-    }
-    this.since = until;
-    this.grewAt = until;
-    this.admittedSince = 0;
-    this.cycle++;
-    return this.perSecond;
-  }
-
-  /**
-   * A call admitted in `cycle` never started (held by a pause, stopped): it is not counted; a call
-   * of the cycle the last pause ended takes back its part of the pace learned from it (it is
-   * often told only after that pause began). True if the pace changed.
-   */
-  notThrough(cycle: number): boolean {
-    if (cycle === this.cycle) {
-      if (this.admittedSince > 0) this.admittedSince--;
-      return false;
-    }
-    if (cycle !== this.cycle - 1 || this.lastMs === 0) return false;
-    this.lastThrough--;
-    this.perSecond = this.paceOfLast();
-    return true;
-  }
-
-  // The pace the last cycle gives; nothing through in it halves the one before (it was too fast even for what little went).
-  private paceOfLast(): number {
-    return this.lastThrough > 0 ? (this.lastThrough * 1000) / this.lastMs : this.before / 2;
-  }
-}

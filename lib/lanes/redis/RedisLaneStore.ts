@@ -146,7 +146,7 @@ export class RedisLaneStore implements LaneStore {
       },
       changed: (lane, change, party) => this.changed(lane, change, party),
       sendLeave: (permit) => this.sendLeave(permit),
-      dropIfIdle: (lane) => this.dropIfIdle(lane),
+      dropIfIdle: (lane) => this.registry.dropIfIdle(lane),
     });
     this.wakeUps = new WakeUps(this.connection, {
       laneOn: (channel) => this.registry.onChannel(channel),
@@ -263,6 +263,11 @@ export class RedisLaneStore implements LaneStore {
     if (!this.closed) this.kinds.pause(key, seconds, reason, scheduler);
   }
 
+  /** Has rate lane `key` learn its pace across the fleet (an adaptive tool's `pace: true`; rate.ts). */
+  learnRate(key: string, scheduler: SchedulerLike): void {
+    if (!this.closed) this.kinds.learnRate(key, scheduler);
+  }
+
   /** True while rate lane `key` is paused, as this process knows (its own pauses and those the fleet published). */
   paused(key: string): boolean {
     return this.closed ? false : this.kinds.paused(key);
@@ -334,10 +339,6 @@ export class RedisLaneStore implements LaneStore {
     this.changed(lane, change, permit.party);
     // Not yet answered: the leave goes once Redis answers, so it never overtakes the request.
     if (permit.confirmed) this.sendLeave(permit);
-    this.dropIfIdle(lane);
-  }
-
-  private dropIfIdle(lane: FleetLane): void {
     this.registry.dropIfIdle(lane);
   }
 
@@ -372,7 +373,7 @@ export class RedisLaneStore implements LaneStore {
     this.changed(lane, 'lost', permit.party);
     this.metrics.lost(lane.key, reason);
     if (handBack && permit.confirmed) this.sendLeave(permit);
-    this.dropIfIdle(lane);
+    this.registry.dropIfIdle(lane);
     tellLost(permit.onGrant, error);
   }
 

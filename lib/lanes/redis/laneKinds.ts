@@ -79,6 +79,10 @@ export class FleetLaneKinds {
     return this.fleetRates().paused(key);
   }
 
+  learnRate(key: string, scheduler: SchedulerLike): void {
+    this.fleetRates().learnRate(key, scheduler);
+  }
+
   /** `lanes`, then the rate lanes that matter (someone waits, a bucket refills, a pause runs). */
   occupancy(lanes: LaneOccupancy[]): LaneOccupancy[] {
     return this.rates === undefined ? lanes : lanes.concat(this.rates.table.occupancy());

@@ -21,11 +21,42 @@ import { messageOf } from './transport.js';
 // its head go then, without asking again), so the slots of the steady rate are kept by Redis's
 // clock and a late timer or a round trip never thins them. Replies as text ('0': admitted now; a
 // number: ask again after that many ms), since Redis would cut a Lua number to an integer.
+// ARGV[4] '1': a lane that learns its pace (the rule of PaceLearner, RateLane.ts): its interval
+// is the pace kept in the hash (`pace`, calls a second; none yet: every call at once), grown by
+// one a second per second since it last changed; each admission is counted (`count`) in the
+// current cycle (`cycle`), and an admission's reply ends with '|<cycle>|<pace>'. Its hash is kept
+// an hour after its last use, so what it learned outlives a quiet spell.
 const admitScript: Script = script(String.raw`
 local K = KEYS[1]
 local interval, tolerance, horizon = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local learn = ARGV[4] == '1'
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local pace = 0
+if learn then
+  pace = tonumber(redis.call('HGET', K, 'pace') or '0')
+  if pace > 0 then
+    local grew = tonumber(redis.call('HGET', K, 'grew') or '0')
+    if now - grew >= 1000 then
+      pace = pace + math.floor((now - grew) / 1000)
+      redis.call('HSET', K, 'pace', string.format('%.3f', pace), 'grew', string.format('%.3f', now))
+    end
+    interval = 1000 / pace
+  else
+    interval = 0
+  end
+  tolerance = 0
+  horizon = math.min(math.max(2 * interval, 20), 1000)
+end
+local function keep(ms)
+  if learn then ms = math.max(ms, 3600000) end
+  redis.call('PEXPIRE', K, ms)
+end
+local function counted(reply)
+  if not learn then return reply end
+  redis.call('HINCRBY', K, 'count', 1)
+  return reply .. '|' .. (redis.call('HGET', K, 'cycle') or '0') .. '|' .. string.format('%.3f', pace)
+end
 local tat = tonumber(redis.call('HGET', K, 'tat') or '0')
 local paused = tonumber(redis.call('HGET', K, 'paused') or '0')
 if paused > 0 then
@@ -39,24 +70,68 @@ if at > now then
   if at - now <= horizon then
     tat = tat + interval
     redis.call('HSET', K, 'tat', string.format('%.3f', tat))
-    redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
-    return 'r' .. string.format('%.3f', at - now)
+    keep(math.ceil(tat - now) + 1000)
+    return counted('r' .. string.format('%.3f', at - now))
   end
-  redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
+  keep(math.ceil(tat - now) + 1000)
   return string.format('%.3f', at - now - horizon)
 end
 tat = math.max(tat, now) + interval
 redis.call('HSET', K, 'tat', string.format('%.3f', tat))
-redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000)
-return '0'
+keep(math.ceil(tat - now) + 1000)
+return counted('0')
 `);
 
-// ARGV: how many ms to pause, the channel, the message. Keeps the later of two pauses.
+// A learning lane's pause (ARGV: the pause's end, Redis ms), when a new one: not one more refusal
+// of the same window (the last pause has ended, 'since' <= now). The pace is what went through
+// since the last pause ended (admitted, less the refused call that set this one off) over the
+// time from then to this one's end; nothing through halves the pace before. A new cycle begins.
+const learnOnPause = String.raw`
+local function learnPace(untilMs, now)
+  local since = tonumber(redis.call('HGET', K, 'since') or '0')
+  if since > now then return end
+  if since > 0 and untilMs > since then
+    local through = tonumber(redis.call('HGET', K, 'count') or '0') - 1
+    local before = tonumber(redis.call('HGET', K, 'pace') or '0')
+    local ms = untilMs - since
+    local pace = before / 2
+    if through > 0 then pace = through * 1000 / ms end
+    redis.call('HSET', K, 'pace', string.format('%.3f', pace), 'through', through, 'ms', string.format('%.3f', ms), 'before', string.format('%.3f', before))
+  end
+  redis.call('HSET', K, 'since', string.format('%.3f', untilMs), 'grew', string.format('%.3f', untilMs), 'count', 0)
+  redis.call('HINCRBY', K, 'cycle', 1)
+end
+`;
+
+// A call a learning lane admitted in cycle ARGV[1] never started: not counted in that cycle, or
+// taken back from the pace the last cycle gave (it is often told after that cycle's pause began).
+const notThroughScript: Script = script(String.raw`
+local K = KEYS[1]
+local cycle = tonumber(redis.call('HGET', K, 'cycle') or '0')
+local of = tonumber(ARGV[1])
+if of == cycle then
+  if tonumber(redis.call('HGET', K, 'count') or '0') > 0 then redis.call('HINCRBY', K, 'count', -1) end
+elseif of == cycle - 1 then
+  local ms = tonumber(redis.call('HGET', K, 'ms') or '0')
+  if ms > 0 then
+    local through = tonumber(redis.call('HGET', K, 'through') or '0') - 1
+    local pace = tonumber(redis.call('HGET', K, 'before') or '0') / 2
+    if through > 0 then pace = through * 1000 / ms end
+    redis.call('HSET', K, 'through', through, 'pace', string.format('%.3f', pace))
+  end
+end
+return 1
+`);
+
+// ARGV: how many ms to pause, the channel, the message, and '1' for a lane that learns its pace
+// (learnOnPause). Keeps the later of two pauses.
 const pauseScript: Script = script(String.raw`
 local K = KEYS[1]
+${learnOnPause}
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 local untilMs = now + tonumber(ARGV[1])
+if ARGV[4] == '1' then learnPace(untilMs, now) end
 local old = tonumber(redis.call('HGET', K, 'paused') or '0')
 if untilMs > old then redis.call('HSET', K, 'paused', string.format('%.3f', untilMs)) end
 local ttl = redis.call('PTTL', K)
@@ -138,13 +213,20 @@ export class FleetRates implements RateDecider {
     return this.table.paused(key);
   }
 
+  /** Has rate lane `key` learn its pace, across the fleet: Redis keeps and applies it (admitScript). */
+  learnRate(key: string, scheduler: SchedulerLike): void {
+    this.listen(scheduler);
+    this.table.learnRate(key, scheduler);
+  }
+
   /** Pauses lane `key` here at once, and across the fleet through Redis. */
   pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
     this.listen(scheduler);
     this.table.pause(key, seconds, reason, scheduler);
     if (this.closed) return;
     const message: PauseMessage = { key, seconds, reason, from: this.host.processId };
-    this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message)])).catch(() => {
+    const learning = this.table.learning(key) ? '1' : '0';
+    this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message), learning])).catch(() => {
       // Not reached: this process is paused all the same, and the fleet's admissions go on being
       // decided by Redis (a pause that could not be written there is this process's alone).
     });
@@ -157,17 +239,31 @@ export class FleetRates implements RateDecider {
       return;
     }
     const { interval, tolerance } = lane.spacing;
-    const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3)];
+    const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0'];
     this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], args)).then(
       (reply) => {
-        const reserved = typeof reply === 'string' && reply.startsWith('r');
-        const wait = typeof reply === 'string' ? Number(reserved ? reply.slice(1) : reply) : Number.NaN;
-        if (!Number.isFinite(wait) || wait < 0) lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
-        else if (reserved) lane.reserved(wait);
+        // '0', 'r<ms>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
+        const [decision = '', cycle, pace] = typeof reply === 'string' ? reply.split('|') : [];
+        const reserved = decision.startsWith('r');
+        const wait = Number(reserved ? decision.slice(1) : decision);
+        if (decision === '' || !Number.isFinite(wait) || wait < 0) {
+          lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
+          return;
+        }
+        if (cycle !== undefined) lane.learned(Number(cycle), Number(pace));
+        if (reserved) lane.reserved(wait);
         else lane.decided(wait);
       },
       (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
     );
+  }
+
+  /** @internal (RateDecider) A call learning lane `lane` admitted in `cycle` never started: Redis does not count it. */
+  notThrough(lane: RateLane, cycle: number): void {
+    if (this.closed) return;
+    this.track(this.host.ask(notThroughScript, [this.keyOf(lane.key)], [String(cycle)])).catch(() => {
+      // Not reached: the pace learned counts one call too many, until the next pause.
+    });
   }
 
   /** Resolves once every question sent to Redis has its answer. */

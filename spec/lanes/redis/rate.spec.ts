@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { asyncScheduler } from 'rxjs';
 import { RedisLaneStore, type LanePauseNotice, type Permit } from '../../../lib/lanes/index.js';
-import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
+import { clearPrefix, nodeRedis, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 import type { RateWorkerConfig, RateWorkerMessage } from './rateWorker.js';
 
 const workerFile = fileURLToPath(new URL('./rateWorker.ts', import.meta.url));
@@ -107,6 +107,45 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       expect(permit?.holding).to.equal(true);
       expect(admittedAt - pausedAt, 'ms from the pause to the next admission in another store').to.be.at.least(550);
       expect(heard.map((n) => n.key)).to.include('rate:tool:plain');
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
+  it("learns a pace across the fleet: what went through between two pauses' ends, kept in Redis, spacing every process's admissions", async () => {
+    const one = new RedisLaneStore({ client, prefix, leaseSeconds: 5 });
+    const two = new RedisLaneStore({ client: other, prefix, leaseSeconds: 5 });
+    const key = 'rate:tool:learned';
+    const hash = `${prefix}{${key}}:rate`;
+    const admit = (store: RedisLaneStore): Promise<{ at: number; permit: Permit }> =>
+      new Promise((resolve) => {
+        const permit: Permit = store.enterRate(key, undefined, () => queueMicrotask(() => resolve({ at: performance.now(), permit })), 'acme', asyncScheduler);
+      });
+    try {
+      one.learnRate(key, asyncScheduler);
+      two.learnRate(key, asyncScheduler);
+      // Nothing learned yet: every call at once. A first pause only starts the count.
+      one.pause(key, 0.05, 'full', asyncScheduler);
+      await until(async () => Number(await client.hGet(hash, 'cycle')) === 1, 'the first pause in Redis');
+      await sleep(80);
+      const first = await Promise.all([admit(one), admit(one), admit(two), admit(two), admit(two)]);
+      expect(Math.max(...first.map((a) => a.at)) - Math.min(...first.map((a) => a.at)), 'ms between the first five admissions').to.be.below(50);
+      // One of the five was refused: the next pause teaches the pace, 4 through over the time between the pauses' ends.
+      two.pause(key, 0.2, 'full', asyncScheduler);
+      await until(async () => Number(await client.hGet(hash, 'cycle')) === 2, 'the second pause in Redis');
+      const [through, ms, pace] = (await client.hmGet(hash, ['through', 'ms', 'pace'])).map(Number);
+      expect(through).to.equal(4);
+      expect(pace).to.be.closeTo((4 * 1000) / ms!, 0.01);
+      // A call of that cycle that never started takes its part back.
+      first[0]!.permit.report!('unstarted');
+      await until(async () => Number(await client.hGet(hash, 'through')) === 3, 'the call not through taken back');
+      const learned = Number(await client.hGet(hash, 'pace'));
+      expect(learned).to.be.closeTo((3 * 1000) / ms!, 0.01);
+      // After the pause, both processes' admissions are spaced at the learned pace.
+      const next = [await admit(one), await admit(two), await admit(one)];
+      const gaps = next.slice(1).map((a, i) => a.at - next[i]!.at);
+      for (const gap of gaps) expect(gap, 'ms between admissions at the learned pace').to.be.at.least(0.8 * (1000 / learned));
     } finally {
       await one.close();
       await two.close();
