@@ -175,6 +175,7 @@ export class RedisLaneStore implements LaneStore {
     this.kinds = new FleetLaneKinds({
       prefix: this.prefix,
       processId: this.processId,
+      rateJitterMs: settings.rateJitterMs,
       connection: this.connection,
       keepText: this.keepText,
       ask: (script, keys, args) => this.transport.ask(script, keys, args),

@@ -155,6 +155,8 @@ export function reservationHorizon(interval: number): number {
 export interface FleetRateHost {
   readonly prefix: string;
   readonly processId: string;
+  /** How late an admitted call may reach its partner (ms): admissions are spaced to leave room for it (options.ts). */
+  readonly rateJitterMs: number;
   /** Hears `channel` of the fleet's news from now on (news.ts). */
   listen(channel: string, heard: (text: string) => void): void;
   /** Runs a script, bounded by the store's timeout. */
@@ -238,7 +240,7 @@ export class FleetRates implements RateDecider {
       lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} cannot be asked: its RedisLaneStore was closed`));
       return;
     }
-    const { interval, tolerance } = lane.spacing;
+    const { interval, tolerance } = this.spacingOf(lane);
     const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0'];
     this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], args)).then(
       (reply) => {
@@ -256,6 +258,16 @@ export class FleetRates implements RateDecider {
       },
       (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
     );
+  }
+
+  // The lane's spacing, widened so a send up to rateJitterMs late cannot put one more call into a
+  // window of perSeconds than its limit (a learned pace measures what went through, jitter and all).
+  private spacingOf(lane: RateLane): { readonly interval: number; readonly tolerance: number } {
+    const { rate } = lane;
+    const jitter = this.host.rateJitterMs;
+    if (rate === undefined || jitter === 0) return lane.spacing;
+    const interval = (rate.perSeconds * 1000 + jitter) / rate.limit;
+    return { interval, tolerance: ((rate.burst ?? 1) - 1) * interval };
   }
 
   /** @internal (RateDecider) A call learning lane `lane` admitted in `cycle` never started: Redis does not count it. */

@@ -151,4 +151,17 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       await two.close();
     }
   });
+
+  it('leaves room for a late send: admissions spaced as if each window were rateJitterMs longer', async () => {
+    const store = new RedisLaneStore({ client, prefix, leaseSeconds: 5, rateJitterMs: 50 });
+    try {
+      // 10 a second, one at a time: 100 ms apart at the rate, 105 with 50 ms of jitter left over a second.
+      const rate = { limit: 10, perSeconds: 1 };
+      const at: number[] = [];
+      await Promise.all(Array.from({ length: 3 }, () => new Promise<void>((resolve) => store.enterRate('rate:tool:jitter', rate, () => (at.push(performance.now()), resolve()), 'acme', asyncScheduler))));
+      for (let i = 1; i < at.length; i++) expect(at[i]! - at[i - 1]!, 'ms between two admissions').to.be.at.least(104);
+    } finally {
+      await store.close();
+    }
+  });
 });

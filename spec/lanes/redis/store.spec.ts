@@ -291,6 +291,7 @@ describe('RedisLaneStore', function () {
       { title: 'a lease of zero', options: { leaseSeconds: 0 }, field: 'leaseSeconds' },
       { title: 'a timeout longer than a third of the lease', options: { leaseSeconds: 3, timeoutSeconds: 2 }, field: 'timeoutSeconds' },
       { title: 'an unknown whenUnreachable', options: { whenUnreachable: 'retry' }, field: 'whenUnreachable' },
+      { title: 'a negative rateJitterMs', options: { rateJitterMs: -1 }, field: 'rateJitterMs' },
       { title: 'an option it does not have', options: { leaseMs: 100 }, field: 'leaseMs' },
     ];
     for (const c of cases) {
