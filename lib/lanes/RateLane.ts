@@ -105,10 +105,6 @@ export class RateLane {
   // The head, waiting for its time, and the timer that admits it.
   private head: RatePermit | undefined = undefined;
   private timer: Subscription | undefined = undefined;
-  // The time (scheduler ms) the timer was armed for, when it waits on the lane's own clock (NaN
-  // otherwise): an admission it makes counts from then, not from when a late timer ran, so timer
-  // lag never thins the steady rate.
-  private armedFor = Number.NaN;
   // The timer lets the head go without asking (a fleet's server reserved the admission).
   private reservation = false;
   // A lane that learns its pace (PaceLearner); undefined for one with a rate of its own, or none.
@@ -270,15 +266,14 @@ export class RateLane {
   }
 
   // Asks whether the head may go: the lane's own clock answers at once, a decider maybe later.
-  // `armed`: the time the timer that calls it was armed for (NaN when no timer called it).
-  private admitHead(armed = Number.NaN): void {
+  private admitHead(): void {
     // A reserved admission is on its way: the head goes when it comes.
     if (this.reservation && this.timer !== undefined) return;
     this.disarm();
     if (this.head === undefined) return;
     const { decider } = this;
     if (decider === undefined) {
-      this.decided(this.localWait(armed));
+      this.decided(this.localWait());
       return;
     }
     // One question at a time: its answer is for whoever is the head when it comes.
@@ -288,15 +283,15 @@ export class RateLane {
   }
 
   // By the lane's own clock: 0 (and the admission recorded) when the head may go now, else how long to wait.
-  private localWait(armed: number): number {
+  private localWait(): number {
     const now = this.scheduler.now();
     const at = this.tat - this.tolerance;
     if (at > now) return at - now;
-    // Admitted by the timer armed for its time: it counts from that time (never before `at`).
-    const from = armed >= at && armed < now ? armed : now;
     // A learned pace may have grown since the last admission: this one is spaced by it already.
     if (this.pace !== undefined) this.setInterval(this.pace.admitted(now));
-    this.tat = Math.max(this.tat, from) + this.interval;
+    // Counted from when it goes, not from when it was due: a call its timer let go late and the
+    // next one on time are never closer than the steady interval, so no window holds one more.
+    this.tat = Math.max(this.tat, now) + this.interval;
     return 0;
   }
 
@@ -314,7 +309,6 @@ export class RateLane {
     // Withdrawn while the question was out: a fleet's admission then goes unused (never more calls, only fewer).
     if (head === undefined) return;
     if (waitMs > 0) {
-      if (this.decider === undefined) this.armedFor = this.scheduler.now() + waitMs;
       this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
       return;
     }
@@ -381,7 +375,6 @@ export class RateLane {
   private disarm(): void {
     this.timer?.unsubscribe();
     this.timer = undefined;
-    this.armedFor = Number.NaN;
     this.reservation = false;
   }
 
@@ -394,7 +387,7 @@ export class RateLane {
       if (lane.head !== undefined) lane.admit(lane.head);
       return;
     }
-    lane.admitHead(lane.armedFor);
+    lane.admitHead();
   }
 }
 

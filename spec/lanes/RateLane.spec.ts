@@ -30,7 +30,7 @@ describe('RateLane (virtual time)', () => {
     });
   });
 
-  it('counts an admission from the time its timer was set for: a timer that runs late does not thin the rate', () => {
+  it('counts an admission from when it goes: after a timer that ran late, the next call still waits a whole interval', () => {
     // Every timer of this clock runs 3 frames late, as a busy process's do.
     const late: SchedulerLike = { now: () => testScheduler.now(), schedule: (work, delay, state) => testScheduler.schedule(work as never, (delay ?? 0) + 3, state) };
     const lane = new RateLane('rate:tool:search', tenPerTenth, late);
@@ -38,9 +38,10 @@ describe('RateLane (virtual time)', () => {
     testScheduler.run(() => {
       for (let i = 0; i < 4; i++) lane.enter(() => at.push(testScheduler.now()));
     });
-    // Each admission's slot is 10 after the last one's slot (0, 10, 20, 30), whenever its timer ran:
-    // counted from when the timer ran, they would drift to 0, 13, 26, 39.
-    expect(at).to.deep.equal([0, 13, 23, 33]);
+    // Counted from their slots (0, 10, 20, 30) the late ones would go at 13, 23, 33: the call at 13
+    // and the one at 23 would then share a window of 10 with one more. Counted from when each
+    // went, no two are closer than 10: the rate thins by the lag instead.
+    expect(at).to.deep.equal([0, 13, 26, 39]);
   });
 
   it('lets the head go at a time a fleet\'s server reserved, without asking again; one that left hands it on', () => {
