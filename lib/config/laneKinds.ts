@@ -20,7 +20,7 @@ export const PositiveAmount = t.brand(
  * One tool's adaptive lane: its limit moves within `min..max`, from `initial` (default `max`).
  * `pace: true` also has the tool's rate lane learn the partner's pace from its slow downs (for a
  * partner that counts requests per window, where no concurrency bounds a rate); a tool with a
- * `perToolRate` of its own keeps that rate instead.
+ * `perToolRate` of its own keeps that rate instead. The runner's to declare: an agent's is left out.
  */
 export interface AdaptiveOptions {
   readonly min: number;
@@ -114,9 +114,11 @@ export function narrowerAdaptive(
     [...keys].map((key) => {
       const x = own(a, key);
       const y = own(b, key);
-      if (x === undefined || y === undefined) return [key, (x ?? y)!];
-      // Learning a pace only narrows (it adds a bound): either side asking for it has it.
-      const pace = x.pace === true || y.pace === true ? { pace: true } : {};
+      // A pace is learned by the shared rate lane: the runner's (`a`) to ask for, never an agent's.
+      if (y === undefined) return [key, x!];
+      const { pace: _agents, ...bounds } = y;
+      if (x === undefined) return [key, bounds];
+      const pace = x.pace === true ? { pace: true } : {};
       return [key, { min: Math.min(x.min, y.min), max: Math.min(x.max, y.max), initial: Math.min(x.initial ?? x.max, y.initial ?? y.max), ...pace }];
     }),
   );

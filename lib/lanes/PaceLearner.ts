@@ -65,8 +65,9 @@ export class PaceLearner {
     return true;
   }
 
-  // The pace the last cycle gives; nothing through in it halves the one before (it was too fast even for what little went).
+  // The pace the last cycle gives; nothing through in it halves the one before (it was too fast
+  // even for what little went), and never below one call a cycle (0 would mean no pace at all).
   private paceOfLast(): number {
-    return this.lastThrough > 0 ? (this.lastThrough * 1000) / this.lastMs : this.before / 2;
+    return this.lastThrough > 0 ? (this.lastThrough * 1000) / this.lastMs : Math.max(this.before / 2, 1000 / this.lastMs);
   }
 }

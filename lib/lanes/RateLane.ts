@@ -8,37 +8,9 @@
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
 import { PaceLearner } from './PaceLearner.js';
+import { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
-/** A rate: `limit` admissions per `perSeconds` seconds, up to `burst` (default 1) at once. */
-export interface Rate {
-  readonly limit: number;
-  readonly perSeconds: number;
-  readonly burst?: number | undefined;
-}
-
-/** What a rate lane reports of itself, beside a concurrency lane's occupancy. */
-export interface RateOccupancy {
-  readonly key: string;
-  /** Admissions per `perSeconds`; 0 for a lane that exists only while it is paused. */
-  readonly limit: number;
-  readonly perSeconds: number;
-  readonly burst: number;
-  /** Admissions hold nothing: always 0. */
-  readonly holders: 0;
-  readonly waiters: number;
-  /** Until when (scheduler ms) the lane admits nothing, when it was paused and the pause runs. */
-  readonly pausedUntil?: number;
-  /** A lane that learns its pace from its pauses (`limit` per second is what it learned so far; 0: nothing yet). */
-  readonly learned?: true;
-}
-
-/** Refuses a rate that is not one, with a TypeError naming the figure. */
-export function checkRate(rate: Rate): void {
-  const { limit, perSeconds, burst } = rate;
-  if (!(Number.isInteger(limit) && limit > 0)) throw new TypeError(`Expected a rate limit from 1 up, got ${limit}`);
-  if (!(Number.isFinite(perSeconds) && perSeconds > 0)) throw new TypeError(`Expected a rate's perSeconds above 0, got ${perSeconds}`);
-  if (burst !== undefined && !(Number.isInteger(burst) && burst > 0)) throw new TypeError(`Expected a rate's burst from 1 up, got ${burst}`);
-}
+export { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
 // Where a request to a rate lane stands.
 type RateState = 'waiting' | 'head' | 'admitted' | 'left';
@@ -107,6 +79,10 @@ export class RateLane {
   private timer: Subscription | undefined = undefined;
   // The timer lets the head go without asking (a fleet's server reserved the admission).
   private reservation = false;
+  // How many pauses began, and how many had when the question out was asked: an answer to a
+  // question asked before a pause began is stale (it may admit a call the pause should hold).
+  private pauses = 0;
+  private askedIn = 0;
   // A lane that learns its pace (PaceLearner); undefined for one with a rate of its own, or none.
   private pace: PaceLearner | undefined = undefined;
   // The rate, kept for reports.
@@ -192,7 +168,9 @@ export class RateLane {
     const paused = this.pausedUntil > this.scheduler.now();
     const { pace } = this;
     if (pace !== undefined) {
-      return { key: this.key, limit: Math.floor(pace.perSecond), perSeconds: 1, burst: 1, holders: 0, waiters: this.waiters, learned: true, ...(paused ? { pausedUntil: this.pausedUntil } : {}) };
+      // A pace under one a second reads as one per so many seconds.
+      const per = pace.perSecond >= 1 || pace.perSecond === 0 ? { limit: Math.floor(pace.perSecond), perSeconds: 1 } : { limit: 1, perSeconds: Math.round(1000 / pace.perSecond) / 1000 };
+      return { key: this.key, ...per, burst: 1, holders: 0, waiters: this.waiters, learned: true, ...(paused ? { pausedUntil: this.pausedUntil } : {}) };
     }
     return {
       key: this.key,
@@ -229,6 +207,7 @@ export class RateLane {
     // last one says the pace (a fleet's server learns it from its own count).
     if (this.pace !== undefined && this.pausedUntil <= now && this.decider === undefined) this.setInterval(this.pace.paused(until));
     this.pausedUntil = until;
+    this.pauses++;
     this.tat = Math.max(this.tat, until + this.tolerance);
     this.reservation = false;
     this.admitHead();
@@ -279,6 +258,7 @@ export class RateLane {
     // One question at a time: its answer is for whoever is the head when it comes.
     if (this.asking) return;
     this.asking = true;
+    this.askedIn = this.pauses;
     decider.ask(this);
   }
 
@@ -303,6 +283,7 @@ export class RateLane {
 
   /** @internal The answer to `ask`: 0, the head is admitted; more, it asks again after that many ms. */
   decided(waitMs: number): void {
+    if (this.stale()) return;
     this.asking = false;
     this.disarm();
     const head = this.head;
@@ -321,6 +302,7 @@ export class RateLane {
    * (with nobody there, the admission goes unused: never more calls, only fewer).
    */
   reserved(waitMs: number): void {
+    if (this.stale()) return;
     this.asking = false;
     this.disarm();
     if (this.head === undefined) return;
@@ -346,6 +328,15 @@ export class RateLane {
     if (pace === undefined) return;
     pace.cycle = cycle;
     pace.perSecond = perSecond;
+  }
+
+  // An answer of a fleet's server to a question asked before a pause began here: whatever it
+  // admitted is not used (the fleet spends an admission, never a call too many); asked again.
+  private stale(): boolean {
+    if (this.decider === undefined || this.askedIn === this.pauses) return false;
+    this.asking = false;
+    this.admitHead();
+    return true;
   }
 
   private admit(head: RatePermit): void {

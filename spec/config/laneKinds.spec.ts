@@ -39,6 +39,12 @@ describe('ConcurrencyConfig adaptive and budget lanes', () => {
     expect(config.toJSON()).to.deep.equal({ perToolAdaptive: { search: { min: 1, max: 8, pace: true }, fetch: { min: 1, max: 2 } } });
   });
 
+  it("keeps the runner's pace when an agent narrows, and leaves out an agent's own (the shared lane learns it)", () => {
+    const runner = new ConcurrencyConfig({ perToolAdaptive: { search: { min: 1, max: 8, pace: true }, fetch: { min: 1, max: 4 } } });
+    const narrowed = runner.narrowedTo({ perToolAdaptive: { search: { min: 1, max: 4 }, fetch: { min: 1, max: 2, pace: true }, mail: { min: 1, max: 2, pace: true } } });
+    expect(narrowed.perToolAdaptive).to.deep.equal({ search: { min: 1, max: 4, initial: 4, pace: true }, fetch: { min: 1, max: 2, initial: 2 }, mail: { min: 1, max: 2 } });
+  });
+
   it('lets an agent narrow adaptive bounds and never widen them', () => {
     const runner = new ConcurrencyConfig({ perToolAdaptive: { search: { min: 2, max: 8 }, fetch: { min: 1, max: 4 } } });
     const narrowed = runner.narrowedTo({ perToolAdaptive: { search: { min: 3, max: 16, initial: 3 } } });

@@ -60,6 +60,21 @@ describe('RateLane (virtual time)', () => {
     expect(asked).to.deep.equal([0]);
   });
 
+  it("does not use a fleet's answer to a question asked before a pause began: it asks again", () => {
+    const asked: number[] = [];
+    // The server answers 5 frames after each question, admitting (it has not heard of the pause).
+    const decider: RateDecider = { ask: (lane) => (asked.push(testScheduler.now()), testScheduler.schedule(() => lane.decided(0), 5)) };
+    const lane = new RateLane('rate:tool:search', tenPerTenth, testScheduler, undefined, decider);
+    const at: number[] = [];
+    testScheduler.run(() => {
+      lane.enter(() => at.push(testScheduler.now()));
+      testScheduler.schedule(() => lane.pause(20), 2);
+    });
+    // The answer at 5 was to the question of 0, before the pause of 2: not used, asked again at 5.
+    expect(asked).to.deep.equal([0, 5]);
+    expect(at).to.deep.equal([10]);
+  });
+
   it('gives up a reserved admission when the head leaves with nobody behind it, its timer cleared', () => {
     const decider: RateDecider = { ask: (lane) => lane.reserved(10) };
     const lane = new RateLane('rate:tool:search', tenPerTenth, testScheduler, undefined, decider);

@@ -322,6 +322,7 @@ export class RedisLaneStore implements LaneStore {
       await this.wakeUps.close();
       this.notices.complete();
       this.pauses?.complete();
+      this.limitNews?.complete();
       this.changes?.complete();
     });
     return this.closing;

@@ -225,9 +225,14 @@ export class FleetAdaptiveLanes {
     if (!Array.isArray(answer) || answer.length < 4) throw new TypeError(`an adaptive lane's script answered ${JSON.stringify(answer)}`);
     const tail = answer.slice(-4).map((part) => String(part));
     const [limit, previous, cause, generation] = [Number(tail[0]), Number(tail[1]), tail[2]!, Number(tail[3])];
-    this.known.set(permit.key, { limit, generation });
-    const lane = this.host.lane(permit.key);
-    if (lane !== undefined) lane.limit = limit;
+    // News of a later fall, heard before this answer came back, stands (the news and the answers
+    // come on different connections); the holder is still told of its own change.
+    const known = this.known.get(permit.key);
+    if (known === undefined || generation >= known.generation) {
+      this.known.set(permit.key, { limit, generation });
+      const lane = this.host.lane(permit.key);
+      if (lane !== undefined) lane.limit = limit;
+    }
     if (limit === previous || cause === '') return;
     const told: LimitChange = { key: permit.key, limit, previous, cause: cause as LimitCause };
     const { limitChanged } = permit.onGrant as { limitChanged?: unknown };

@@ -145,6 +145,8 @@ export class FleetBudgets {
   private readonly pending = new Pending();
   // What Redis last answered for each budget this process asked (what its window spent, until when), for `list`.
   private readonly known = new Map<string, BudgetOccupancy>();
+  // Its size after the last sweep of closed windows (a tenant seen once is not kept for ever).
+  private sweptAt = 0;
 
   constructor(
     private readonly prefix: string,
@@ -195,8 +197,13 @@ export class FleetBudgets {
 
   // Redis's answer for budget `key`: what its window spent, and when it closes (0, or now: none open).
   private heard(key: string, spec: BudgetSpec, spent: number, until: number): void {
-    if (until > 0 && Number.isFinite(spent)) this.known.set(key, { key, measure: spec.measure, limit: spec.limit, spent, until });
-    else this.known.delete(key);
+    const { known } = this;
+    if (!(until > 0 && Number.isFinite(spent))) {
+      known.delete(key);
+      return;
+    }
+    if (known.size >= 2 * this.sweptAt + 16) this.sweptAt = this.list().length;
+    known.set(key, { key, measure: spec.measure, limit: spec.limit, spent, until });
   }
 
   /** Resolves once every script sent has its answer. */

@@ -31,11 +31,12 @@ export interface RedisLaneStoreOptions {
    */
   readonly meter?: LaneMeter;
   /**
-   * How late (ms) a call admitted by a rate lane may reach its partner, after its admission: a
-   * timer that fires late, a round trip, the network. Rate lanes across the fleet space their
+   * How much later (ms) than another a call admitted by a rate lane may reach its partner: a
+   * busy process's late timer, a round trip, the network. Rate lanes across the fleet space their
    * admissions as if each window of `perSeconds` were this much longer, so a late send cannot
-   * put one more call into a partner's window than `limit`: at 200 a second, 5 ms is 99.5 % of
-   * the rate. Default 5; 0 for admissions at exactly the rate.
+   * put one more call into a partner's window than `limit`. It costs `rateJitterMs / (perSeconds *
+   * 1000)` of the rate: 2 % of a rate per second, 0.03 % of one per minute. Default 20; 0 for
+   * admissions at exactly the rate.
    */
   readonly rateJitterMs?: number;
 }
@@ -89,7 +90,7 @@ export function storeSettings(options: RedisLaneStoreOptions): StoreSettings {
     throw new ConfigError('timeoutSeconds', `timeoutSeconds must be at most a third of leaseSeconds (${leaseSeconds}), so a lease outlives a failed refresh; got ${timeoutSeconds}`);
   }
   const leaseMs = Math.max(1, Math.round(leaseSeconds * 1000));
-  const { rateJitterMs = 5 } = options;
+  const { rateJitterMs = 20 } = options;
   if (typeof rateJitterMs !== 'number' || !Number.isFinite(rateJitterMs) || rateJitterMs < 0) {
     throw new ConfigError('rateJitterMs', `rateJitterMs must be a finite number of ms, at least 0, got ${describeValue(rateJitterMs)}`);
   }

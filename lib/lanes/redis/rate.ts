@@ -74,7 +74,8 @@ if at > now then
     return counted('r' .. string.format('%.3f', at - now))
   end
   keep(math.ceil(tat - now) + 1000)
-  return string.format('%.3f', at - now - horizon)
+  -- Never '0.000': that reads as admitted.
+  return string.format('%.3f', math.max(0.001, at - now - horizon))
 end
 tat = math.max(tat, now) + interval
 redis.call('HSET', K, 'tat', string.format('%.3f', tat))
@@ -94,7 +95,7 @@ local function learnPace(untilMs, now)
     local through = tonumber(redis.call('HGET', K, 'count') or '0') - 1
     local before = tonumber(redis.call('HGET', K, 'pace') or '0')
     local ms = untilMs - since
-    local pace = before / 2
+    local pace = math.max(before / 2, 1000 / ms)
     if through > 0 then pace = through * 1000 / ms end
     redis.call('HSET', K, 'pace', string.format('%.3f', pace), 'through', through, 'ms', string.format('%.3f', ms), 'before', string.format('%.3f', before))
   end
@@ -115,7 +116,7 @@ elseif of == cycle - 1 then
   local ms = tonumber(redis.call('HGET', K, 'ms') or '0')
   if ms > 0 then
     local through = tonumber(redis.call('HGET', K, 'through') or '0') - 1
-    local pace = tonumber(redis.call('HGET', K, 'before') or '0') / 2
+    local pace = math.max(tonumber(redis.call('HGET', K, 'before') or '0') / 2, 1000 / ms)
     if through > 0 then pace = through * 1000 / ms end
     redis.call('HSET', K, 'through', through, 'pace', string.format('%.3f', pace))
   end
@@ -224,14 +225,17 @@ export class FleetRates implements RateDecider {
   /** Pauses lane `key` here at once, and across the fleet through Redis. */
   pause(key: string, seconds: number, reason: string, scheduler: SchedulerLike): void {
     this.listen(scheduler);
+    // Written first: the lane's head asks Redis again as it pauses here, and that question must
+    // find the pause (the scripts run in the order they are sent).
+    if (!this.closed) {
+      const message: PauseMessage = { key, seconds, reason, from: this.host.processId };
+      const learning = this.table.learning(key) ? '1' : '0';
+      this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message), learning])).catch(() => {
+        // Not reached: this process is paused all the same, and the fleet's admissions go on being
+        // decided by Redis (a pause that could not be written there is this process's alone).
+      });
+    }
     this.table.pause(key, seconds, reason, scheduler);
-    if (this.closed) return;
-    const message: PauseMessage = { key, seconds, reason, from: this.host.processId };
-    const learning = this.table.learning(key) ? '1' : '0';
-    this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message), learning])).catch(() => {
-      // Not reached: this process is paused all the same, and the fleet's admissions go on being
-      // decided by Redis (a pause that could not be written there is this process's alone).
-    });
   }
 
   /** @internal (RateDecider) The head of `lane` asks Redis whether it may go. */
