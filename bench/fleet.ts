@@ -17,14 +17,7 @@ import { Semaphore } from 'redis-semaphore';
 import { LaneTable, RedisLaneStore, type Permit } from '../lib/lanes/index.js';
 import type { FleetWorkerConfig, FleetWorkerMessage } from './fleetWorker.js';
 import { deleteKeys, redisAnswers } from './redis.js';
-
-export interface FleetRow {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
+import type { Row } from './row.js';
 
 type Lanes = FleetWorkerConfig['lanes'];
 const libraries: readonly Lanes[] = ['RedisLaneStore', 'redis-semaphore'];
@@ -85,7 +78,7 @@ async function load(configs: readonly FleetWorkerConfig[]): Promise<Record<strin
 
 const base = { role: 'load' as const, prefix, limit: 8, leaseSeconds: 10, holdMs: 5, warmMs: 1000, measureMs: 4000 };
 
-async function uncontended(row: (r: FleetRow) => void): Promise<void> {
+async function uncontended(row: (r: Row) => void): Promise<void> {
   const rounds = 3000;
   const node = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
   node.on('error', () => undefined);
@@ -125,7 +118,7 @@ async function uncontended(row: (r: FleetRow) => void): Promise<void> {
   await io.quit();
 }
 
-async function contended(row: (r: FleetRow) => void): Promise<void> {
+async function contended(row: (r: Row) => void): Promise<void> {
   const ideal = (base.limit / base.holdMs) * 1000;
   const p99s: Record<string, number> = {};
   for (const lanes of libraries) {
@@ -169,7 +162,7 @@ async function inProcessShare(): Promise<{ small: number; big: number }> {
   return counts;
 }
 
-async function fairness(row: (r: FleetRow) => void): Promise<void> {
+async function fairness(row: (r: Row) => void): Promise<void> {
   const reference = await inProcessShare();
   row({
     workload: 'F3 2-requester tenant beside 100',
@@ -199,7 +192,7 @@ async function fairness(row: (r: FleetRow) => void): Promise<void> {
   }
 }
 
-async function reclaim(row: (r: FleetRow) => void): Promise<void> {
+async function reclaim(row: (r: Row) => void): Promise<void> {
   const leaseSeconds = 2;
   const node = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
   node.on('error', () => undefined);
@@ -241,7 +234,7 @@ async function reclaim(row: (r: FleetRow) => void): Promise<void> {
 }
 
 /** The fleet workload: every figure above, or one row saying why there are none. */
-export async function fleet(row: (r: FleetRow) => void): Promise<void> {
+export async function fleet(row: (r: Row) => void): Promise<void> {
   if (!(await redisAnswers())) {
     row({ workload: 'F fleet lanes', figure: 'skipped', value: 0, unit: '', note: 'no Redis answers on 127.0.0.1:6379 (start one: redis-server --save "" --appendonly no)' });
     return;

@@ -33,6 +33,7 @@ import {
   type ModelStreamPart,
   type RunnerActivity,
 } from '../lib/index.js';
+import type { Row } from './row.js';
 
 /** What a workload's runner is made with, besides its provider and tools. */
 type Knobs = { concurrency?: ConcurrencyConfig; loopStallMs?: number | false; tracer?: Tracer; afterRun?: () => void };
@@ -104,13 +105,6 @@ async function oneTurn(n: number, body: () => unknown, options: Knobs = {}) {
 // Lanes, per-call ceilings, the reorder and the transcript all active.
 const everything = new ConcurrencyConfig({ maxConcurrentTools: 1_000_000, perTool: { work: 1_000_000 }, perTenant: 1_000_000, perToolSeconds: { work: 60 } });
 
-interface Row {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
 const rows: Row[] = [];
 const row = (r: Row) => {
   rows.push(r);

@@ -6,14 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Agent, AgentRunner, ConcurrencyConfig, InMemoryRunJournal, PostgresRunJournal, ScriptedProvider, ToolRegistry, type ModelResponse, type RunJournal } from '../lib/index.js';
-
-export interface JournalRow {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
+import type { Row } from './row.js';
 
 const connectionString = process.env['AGENT_LANES_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const prefix = `bench_${process.pid}_${randomBytes(3).toString('hex')}_`;
@@ -69,7 +62,7 @@ async function w3Round(journal: RunJournal | undefined): Promise<void> {
   if (results.some((r) => r.status !== 'completed')) throw new Error('a bench run did not complete');
 }
 
-export async function journalBench(row: (r: JournalRow) => void, quick: boolean): Promise<void> {
+export async function journalBench(row: (r: Row) => void, quick: boolean): Promise<void> {
   const pool = new pg.Pool({ connectionString, max: 4 });
   pool.on('error', () => undefined);
   try {

@@ -14,14 +14,7 @@ import { performance } from 'node:perf_hooks';
 import * as t from 'io-ts';
 import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
 import { Agent, AgentRunner, ConcurrencyConfig, ToolRegistry, type ModelRequest, type ModelResponse } from '../lib/index.js';
-
-export interface RegimeRow {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
+import type { Row } from './row.js';
 
 const RUNS = 500;
 const CALLS = 4;
@@ -91,7 +84,7 @@ const rounds: ReadonlyArray<readonly [string, () => () => Promise<unknown>]> = [
 const perSecond = (ms: number): number => (RUNS * CALLS) / (ms / 1000);
 
 /** W3 warm: 12 untimed rounds, then the median of 5, nothing forced between them. */
-export async function regimeWarm(row: (r: RegimeRow) => void): Promise<void> {
+export async function regimeWarm(row: (r: Row) => void): Promise<void> {
   for (const [figure, make] of rounds) {
     const round = make();
     for (let i = 0; i < 12; i++) await round();
@@ -102,7 +95,7 @@ export async function regimeWarm(row: (r: RegimeRow) => void): Promise<void> {
 }
 
 /** W3 after a full collection: 2 untimed rounds, then gc() before each of 5 (median). */
-export async function regimeAfterGc(row: (r: RegimeRow) => void): Promise<void> {
+export async function regimeAfterGc(row: (r: Row) => void): Promise<void> {
   for (const [figure, make] of rounds) {
     const round = make();
     for (let i = 0; i < 2; i++) await round();
@@ -116,7 +109,7 @@ export async function regimeAfterGc(row: (r: RegimeRow) => void): Promise<void> 
 }
 
 /** W3 in a fresh process: rounds 1-10 back to back, nothing before them, nothing forced. */
-async function coldRounds(row: (r: RegimeRow) => void, figure: string, make: () => () => Promise<unknown>): Promise<void> {
+async function coldRounds(row: (r: Row) => void, figure: string, make: () => () => Promise<unknown>): Promise<void> {
   const round = make();
   const times: number[] = [];
   for (let i = 0; i < 10; i++) times.push(await timed(round));
@@ -125,12 +118,12 @@ async function coldRounds(row: (r: RegimeRow) => void, figure: string, make: () 
 }
 
 // The runner and its floors each start cold in a process of their own.
-export const regimeCold = (row: (r: RegimeRow) => void) => coldRounds(row, rounds[0]![0], rounds[0]![1]);
-export const regimeColdTimerFloor = (row: (r: RegimeRow) => void) => coldRounds(row, rounds[1]![0], rounds[1]![1]);
-export const regimeColdRxjsFloor = (row: (r: RegimeRow) => void) => coldRounds(row, rounds[2]![0], rounds[2]![1]);
+export const regimeCold = (row: (r: Row) => void) => coldRounds(row, rounds[0]![0], rounds[0]![1]);
+export const regimeColdTimerFloor = (row: (r: Row) => void) => coldRounds(row, rounds[1]![0], rounds[1]![1]);
+export const regimeColdRxjsFloor = (row: (r: Row) => void) => coldRounds(row, rounds[2]![0], rounds[2]![1]);
 
 /** W2 at N = 10,000 as the harness measures it: (run of N - run of 0) / N, gc() before each run of N. */
-export async function regimeW2(row: (r: RegimeRow) => void): Promise<void> {
+export async function regimeW2(row: (r: Row) => void): Promise<void> {
   const n = 10_000;
   const run = service(async () => 'ok');
   for (let i = 0; i < 20; i++) await run(0);

@@ -19,14 +19,7 @@ import { jsonSchema as jsonSchemaV7, stepCountIs as stepCountIsV7, streamText as
 import * as t from 'io-ts';
 import { Agent, AgentRunner, AnthropicMessagesProvider, OpenAIChatProvider, ToolRegistry, type ModelProvider } from '../lib/index.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../lib/providers/aiSdkProvider.js';
-
-export interface W5Row {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
+import type { Row } from './row.js';
 
 /** The wait between two events of the stream, in ms. */
 const GAP_MS = 25;
@@ -168,7 +161,7 @@ function sdk7(model: (url: string) => Parameters<typeof streamTextV7>[0]['model'
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-export async function w5Wire(row: (r: W5Row) => void, quick: boolean): Promise<void> {
+export async function w5Wire(row: (r: Row) => void, quick: boolean): Promise<void> {
   const repeats = quick ? 3 : 5;
   const openai6 = (url: string) => createOpenAI({ baseURL: `${url}/v1`, apiKey: KEY }).chat('gpt-4.1-mini');
   const openaiResponses6 = (url: string) => createOpenAI({ baseURL: `${url}/v1`, apiKey: KEY }).responses('gpt-4.1-mini');

@@ -11,14 +11,7 @@ import { deleteKeys, redisAnswers } from '../redis.js';
 import { startPartner, type Partner } from './server.js';
 import type { PartnerSecond } from './windows.js';
 import { ADAPTIVE, TURN_USAGE, type PartnerCommand, type PartnerLimiter, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
-
-export interface PartnerRow {
-  readonly workload: string;
-  readonly figure: string;
-  readonly value: number;
-  readonly unit: string;
-  readonly note?: string;
-}
+import type { Row } from '../row.js';
 
 /** R: what the partner allows per second. Modest, so a busy 2-core machine can drive it. */
 const RATE = 200;
@@ -120,7 +113,7 @@ function achieved(m: Measured, tenants?: readonly string[]): number {
   return sum(steady.map(count)) / steady.length;
 }
 
-function rateRows(row: (r: PartnerRow) => void, plan: Plan, m: Measured): void {
+function rateRows(row: (r: Row) => void, plan: Plan, m: Measured): void {
   const perSecond = achieved(m);
   const accepted = sum(m.seconds.map((s) => s.accepted));
   const limited = sum(m.seconds.map((s) => s.limited)) + m.limitedAfter;
@@ -156,7 +149,7 @@ const others = TENANTS.filter((tenant) => tenant !== BUDGET.tenant);
 const alone: Plan = { label: 'perTenantBudget, d absent', limiter: 'budget', perTenant: 2, tenants: others, seconds: 4 };
 const beside: Plan = { label: 'perTenantBudget, d budgeted', limiter: 'budget', perTenant: 2, budget: BUDGET, seconds: 4 };
 
-function budgetRows(row: (r: PartnerRow) => void, without: Measured, budgeted: Measured): void {
+function budgetRows(row: (r: Row) => void, without: Measured, budgeted: Measured): void {
   const turn = TURN_USAGE.inputTokens + TURN_USAGE.outputTokens;
   const spent = sum(budgeted.results.map((r) => r.tokens[BUDGET.tenant] ?? 0));
   const refused = sum(budgeted.results.map((r) => r.budgetRefusals));
@@ -186,7 +179,7 @@ const picked = (plan: Plan): boolean => chosen === undefined || chosen.includes(
 const perSecond = process.env['PARTNER_SECONDS'] === '1';
 
 /** The partner workload: every scenario against one partner, or one row saying why there are none. */
-export async function partner(row: (r: PartnerRow) => void): Promise<void> {
+export async function partner(row: (r: Row) => void): Promise<void> {
   if (!(await redisAnswers())) {
     row({ workload, figure: 'skipped', value: 0, unit: '', note: 'no Redis answers on 127.0.0.1:6379 (start one: redis-server --save "" --appendonly no)' });
     return;
