@@ -3,7 +3,6 @@
 // window. The rule is the in-process one (BudgetLane.ts): a window opens with the first spend
 // after the last one closed and lasts perSeconds; a known amount must fit in what is left, an
 // amount not known in advance (0) needs something left. The hash expires with its window.
-import { createHash } from 'node:crypto';
 import { LaneLostError } from '../../errors.js';
 import { reportUnhandled } from '../../unhandled.js';
 import type { LaneSignal } from '../AdaptiveLimit.js';
@@ -12,11 +11,8 @@ import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
 import { laneBase } from './keys.js';
 import { tellLost } from './requests.js';
-import type { Script } from './scripts.js';
-
-function script(source: string): Script {
-  return { source, sha1: createHash('sha1').update(source).digest('hex') };
-}
+import { Pending } from './pending.js';
+import { script, type Script } from './scripts.js';
 
 // The budget's window, read with Redis's clock: a window whose time is up counts as none.
 const window = String.raw`
@@ -122,21 +118,6 @@ export class FleetBudgetPermit implements Permit {
     const delta = total - this.charged;
     this.charged = total;
     this.budgets.charge(this, delta, 0);
-  }
-}
-
-/** Scripts sent and not yet answered, so a store's close can wait for them; a failure is reported, never thrown. */
-export class Pending {
-  private readonly sent = new Set<Promise<void>>();
-
-  track(sent: Promise<void>): void {
-    const settled = sent.catch(reportUnhandled).finally(() => this.sent.delete(settled));
-    this.sent.add(settled);
-  }
-
-  /** Resolves once every script sent has its answer. */
-  async idle(): Promise<void> {
-    while (this.sent.size > 0) await Promise.allSettled([...this.sent]);
   }
 }
 

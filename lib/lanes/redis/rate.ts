@@ -12,7 +12,10 @@ import type { OnGrant } from '../Lane.js';
 import { LaneTable, type LanePauseNotice, type Permit } from '../LaneTable.js';
 import type { Rate, RateDecider, RateLane } from '../RateLane.js';
 import { laneBase } from './keys.js';
+import { Pending } from './pending.js';
 import { script, type Script } from './scripts.js';
+
+const noop = (): void => undefined;
 import { messageOf } from './transport.js';
 
 // One hash per rate lane: `tat` (when the bucket is empty until, Redis ms) and `paused` (until when).
@@ -192,9 +195,8 @@ export class FleetRates implements RateDecider {
   private listening = false;
   // The clock pauses heard from the fleet are kept on: the last one a caller gave (asyncScheduler before any).
   private scheduler: SchedulerLike | undefined = undefined;
-  // Questions to Redis not yet answered, and who waits for none to be left.
-  private pending = 0;
-  private idlers: Array<() => void> = [];
+  // Questions to Redis not yet answered.
+  private readonly pending = new Pending();
   private closed = false;
 
   constructor(private readonly host: FleetRateHost) {
@@ -230,10 +232,11 @@ export class FleetRates implements RateDecider {
     if (!this.closed) {
       const message: PauseMessage = { key, seconds, reason, from: this.host.processId };
       const learning = this.table.learning(key) ? '1' : '0';
-      this.track(this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message), learning])).catch(() => {
+      const written = this.host.ask(pauseScript, [this.keyOf(key)], [String(seconds * 1000), this.channel, JSON.stringify(message), learning]);
+      this.pending.track(written.then(noop, () => {
         // Not reached: this process is paused all the same, and the fleet's admissions go on being
         // decided by Redis (a pause that could not be written there is this process's alone).
-      });
+      }));
     }
     this.table.pause(key, seconds, reason, scheduler);
   }
@@ -246,7 +249,7 @@ export class FleetRates implements RateDecider {
     }
     const { interval, tolerance } = this.spacingOf(lane);
     const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0'];
-    this.track(this.host.ask(admitScript, [this.keyOf(lane.key)], args)).then(
+    const answered = this.host.ask(admitScript, [this.keyOf(lane.key)], args).then(
       (reply) => {
         // '0', 'r<ms>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
         const [decision = '', cycle, pace] = typeof reply === 'string' ? reply.split('|') : [];
@@ -262,6 +265,7 @@ export class FleetRates implements RateDecider {
       },
       (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
     );
+    this.pending.track(answered);
   }
 
   // The lane's spacing, widened so a send up to rateJitterMs late cannot put one more call into a
@@ -277,15 +281,14 @@ export class FleetRates implements RateDecider {
   /** @internal (RateDecider) A call learning lane `lane` admitted in `cycle` never started: Redis does not count it. */
   notThrough(lane: RateLane, cycle: number): void {
     if (this.closed) return;
-    this.track(this.host.ask(notThroughScript, [this.keyOf(lane.key)], [String(cycle)])).catch(() => {
+    this.pending.track(this.host.ask(notThroughScript, [this.keyOf(lane.key)], [String(cycle)]).then(noop, () => {
       // Not reached: the pace learned counts one call too many, until the next pause.
-    });
+    }));
   }
 
   /** Resolves once every question sent to Redis has its answer. */
   idle(): Promise<void> {
-    if (this.pending === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idlers.push(resolve));
+    return this.pending.idle();
   }
 
   /** No more questions, and no pause heard (the store closes the news connection). */
@@ -296,18 +299,6 @@ export class FleetRates implements RateDecider {
 
   private keyOf(key: string): string {
     return `${laneBase(this.host.prefix, key)}:rate`;
-  }
-
-  private track<T>(question: Promise<T>): Promise<T> {
-    this.pending++;
-    const done = (): void => {
-      if (--this.pending > 0) return;
-      const idlers = this.idlers;
-      this.idlers = [];
-      for (const idler of idlers) idler();
-    };
-    question.then(done, done);
-    return question;
   }
 
   // Hears the fleet's pauses from the first use on (a failed subscription leaves this process to
