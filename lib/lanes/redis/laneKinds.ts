@@ -35,7 +35,7 @@ export class FleetLaneKinds {
 
   constructor(private readonly host: FleetLaneKindsHost) {
     const news = (this.news = new FleetNews(host.connection));
-    this.kindsHost = Object.assign(Object.create(host) as FleetLaneKindsHost, { listen: (channel: string, heard: (text: string) => void) => news.listen(channel, heard) });
+    this.kindsHost = { ...host, listen: (channel, heard) => news.listen(channel, heard) };
     this.adaptive = new FleetAdaptiveLanes(this.kindsHost);
     this.budgets = new FleetBudgets(host.prefix, (script, keys, args) => host.ask(script, keys, args));
   }
