@@ -84,8 +84,12 @@ class FirstAnswer<T> implements Observer<T> {
   }
 }
 
-// A teardown that throws must not keep the answer from being heard: reported, as RxJS reports one nobody can receive.
-function unsubscribeQuietly(subscription: Unsubscribable): void {
+/**
+ * Unsubscribes `subscription`; a teardown that throws must not cut the caller's bookkeeping short
+ * (an answer still heard, a call's outcome standing): it is reported, as RxJS reports an error
+ * nobody can receive.
+ */
+export function unsubscribeQuietly(subscription: Unsubscribable): void {
   try {
     subscription.unsubscribe();
   } catch (error) {

@@ -6,9 +6,8 @@ import { isObservable, type Observer, type Unsubscribable } from 'rxjs';
 import type { EventLoopStalledError } from '../errors.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import type { StallListener } from '../tools/loopMonitor.js';
-import { takeAnswer, type AnswerObserver } from './answer.js';
+import { takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
 import { CallContext } from './callContext.js';
-import { reportUnhandled } from './invocation.js';
 import type { CallRecord } from './records.js';
 
 /**
@@ -32,16 +31,6 @@ function isObservableSafely(value: unknown): boolean {
   }
 }
 
-// Ends an Observable body's subscription. A teardown of the body's that throws must not cut the
-// call's bookkeeping short: the outcome stands, and the error is reported the way RxJS reports
-// one nobody can receive.
-function unsubscribeBody(running: Unsubscribable): void {
-  try {
-    running.unsubscribe();
-  } catch (error) {
-    reportUnhandled(error);
-  }
-}
 
 /**
  * A call's body, from its start to its end. It hears its own answer: it is the answer's observer
@@ -111,7 +100,7 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
       return;
     }
     // Answered while being subscribed, or ended meanwhile: nothing more is wanted of it.
-    if (running !== undefined) unsubscribeBody(running);
+    if (running !== undefined) unsubscribeQuietly(running);
     if (this.now() === 'ending') this.state = 'over';
     // Whether the call's end waited for the answer or not, its permits' fate is known now (leaving twice does nothing).
     if (this.now() !== 'awaiting') record.leaveLanes();
@@ -178,7 +167,7 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
       case 'subscribed':
         this.state = 'over';
         this.subscription = undefined;
-        if (subscription !== undefined) unsubscribeBody(subscription);
+        if (subscription !== undefined) unsubscribeQuietly(subscription);
         return true;
       case 'overrun':
         this.state = 'over';
@@ -204,7 +193,7 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
     else if (state === 'invoking') this.state = 'ending';
     else if (state === 'awaiting') this.state = 'overrun';
     watch?.release();
-    if (subscription !== undefined) unsubscribeBody(subscription);
+    if (subscription !== undefined) unsubscribeQuietly(subscription);
     if (reason !== undefined) context?.abort(reason);
   }
 
