@@ -4,6 +4,8 @@
 // reading of thrown values (errorInfo.ts), which import nothing.
 import { inFlightMessage } from './stopClass.js';
 
+import type { ErrorInfo } from './errorInfo.js';
+
 export { toErrorInfo, type ErrorInfo } from './errorInfo.js';
 
 /** The base of the library's errors: `name` is the class's own, so events and logs name it. */
@@ -210,9 +212,23 @@ export type PolicyName = 'approval' | 'input guardrail' | 'output guardrail' | '
 export class ToolRejectedError extends AgentLanesError {
   readonly policy: PolicyName;
   constructor(policy: PolicyName, reason: string) {
-    super(`${policy} rejected the call: ${reason}`);
+    super(`${rejectedBy(policy)}${reason}`);
     this.policy = policy;
   }
+}
+
+// How a ToolRejectedError's message begins, by its policy: the one place these words are written.
+function rejectedBy(policy: PolicyName): string {
+  return `${policy} rejected the call: `;
+}
+
+/**
+ * True for the error of a call that was not approved (`approve` said no, a person refused it on
+ * resume, or nobody could be asked): a ToolRejectedError of the approval policy, as events and
+ * journals carry it (name and message; its words are built above, so this is the one reader).
+ */
+export function notApproved(error: ErrorInfo): boolean {
+  return error.name === 'ToolRejectedError' && error.message.startsWith(rejectedBy('approval'));
 }
 
 /**

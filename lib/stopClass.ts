@@ -29,28 +29,67 @@ export function stopClass(dispatched: boolean, idempotent: boolean): StopClass {
 export type ClassifiedOutcome =
   | { readonly kind: 'result' }
   | { readonly kind: 'indeterminate' }
-  | { readonly kind: 'error'; readonly dispatched: boolean; readonly error: { readonly name: string }; readonly stopped?: unknown };
+  | { readonly kind: 'error'; readonly dispatched: boolean; readonly error: { readonly name: string; readonly message?: string }; readonly stopped?: unknown };
+
+/** What `stopClassOf` reads of a run's event: a call's outcome event (a `ToolOutcomeEvent` is one), which carries its class. */
+export type ClassifiedEvent =
+  | { readonly type: 'TOOL_RESULT' }
+  | { readonly type: 'TOOL_ERROR' | 'TOOL_INDETERMINATE'; readonly stopClass?: StopClass };
 
 // The errors that cut a call off alone (CallInterruptedError, LaneLostError, ProcessStoppedError), by the name their
 // class gives them: the outcome of such a call keeps it.
 const cutOff: ReadonlySet<string> = new Set(['CallInterruptedError', 'LaneLostError', 'ProcessStoppedError']);
 
+// The errors that end a call in flight on its own ceiling (ToolTimedOutError) or its lost MCP
+// connection (McpConnectionLostError): their message ends with `afterStop(idempotent)`, built
+// here, which is the one record of the tool's idempotency that every form of an outcome keeps
+// (a journal's, a snapshot's, a cassette's, one written before events carried their class too).
+const cutOffInFlight: ReadonlySet<string> = new Set(['ToolTimedOutError', 'McpConnectionLostError']);
+
 /**
- * The stop class of an outcome, or undefined for a call that ended by itself (a result, a
- * failure of its own). An indeterminate outcome is always a stopped call; an error is one when
- * its batch stopped it (`stopped` is set) or when it was cut off alone (its request got no
- * answer, its fleet lease was lost), and is then never dispatched or safe to call again by
- * whether its body had started.
+ * The stop class of an outcome, or of the event a run told it with, or undefined for a call that
+ * ended by itself (a result, a failure of its own). An indeterminate outcome is always a stopped
+ * call; an error is one when its batch stopped it (`stopped` is set) or when it was cut off alone
+ * (its request got no answer, its fleet lease was lost, the process running it stopped), and is
+ * then never dispatched or safe to call again by whether its body had started; a call that
+ * outran its own `perToolSeconds` ceiling, or whose MCP connection was lost in flight, is safe to
+ * call again or indeterminate as its tool is idempotent or not (its error says which). A
+ * `TOOL_ERROR` or `TOOL_INDETERMINATE` event carries the class
+ * of its outcome as its `stopClass` field, which is read as it is (a TOOL_INDETERMINATE is
+ * `indeterminate` even without one): nothing is read from a message.
+ *
+ * ## Example
+ * ```ts
+ * const stopped = result.events.filter((event) => event.type !== 'TOOL_RESULT' && stopClassOf(event) === 'safe_to_call_again');
+ * ```
  */
-export function stopClassOf(outcome: ClassifiedOutcome): StopClass | undefined {
+export function stopClassOf(ended: ClassifiedOutcome | ClassifiedEvent): StopClass | undefined {
+  if ('type' in ended) return eventClass(ended);
+  const outcome = ended;
   switch (outcome.kind) {
     case 'result':
       return undefined;
     case 'indeterminate':
       return 'indeterminate';
-    case 'error':
-      if (outcome.stopped === undefined && !cutOff.has(outcome.error.name)) return undefined;
-      return outcome.dispatched ? 'safe_to_call_again' : 'never_dispatched';
+    case 'error': {
+      const { name, message } = outcome.error;
+      if (outcome.stopped !== undefined || cutOff.has(name)) return outcome.dispatched ? 'safe_to_call_again' : 'never_dispatched';
+      // Without the sentence that says it is safe, a call cut off in flight may have landed.
+      if (outcome.dispatched && cutOffInFlight.has(name)) return message?.endsWith(`. ${afterStop(true)}`) === true ? 'safe_to_call_again' : 'indeterminate';
+      return undefined;
+    }
+  }
+}
+
+// The class an outcome event carries; an event of another type (read at runtime) has none.
+function eventClass(event: ClassifiedEvent): StopClass | undefined {
+  switch (event.type) {
+    case 'TOOL_ERROR':
+      return event.stopClass;
+    case 'TOOL_INDETERMINATE':
+      return event.stopClass ?? 'indeterminate';
+    default:
+      return undefined;
   }
 }
 

@@ -1,7 +1,7 @@
 // The stop classes: the class read from each kind of outcome a stopped or cut-off call ends in,
 // and the one set of words every such message is built from.
 import { expect } from 'chai';
-import { CallInterruptedError, LaneLostError, McpConnectionLostError, ProcessStoppedError, StopClasses, stopClassOf, ToolTimedOutError, type StopClass } from '../lib/index.js';
+import { CallInterruptedError, LaneLostError, McpConnectionLostError, ProcessStoppedError, StopClasses, stopClassOf, toOutcomeEvent, ToolTimedOutError, type StopClass, type ToolOutcomeEvent } from '../lib/index.js';
 import { failedBy, stoppedOutcome, type BatchCall, type Outcome, type StopReason } from '../lib/batch/index.js';
 import { lostBeforeDispatch, lostOutcome } from '../lib/batch/stops.js';
 import { afterStop, batchStopped, inFlightClause, inFlightMessage, inFlightWhen, journalCouldNotRecord, neverDispatchedMessage, processStopped, stopClass, stoppedByItsBatch } from '../lib/stopClass.js';
@@ -53,13 +53,66 @@ describe('stop classes', () => {
     expect(neverDispatchedMessage(journalCouldNotRecord('ECONNREFUSED'))).to.equal('never dispatched: the journal could not record it (ECONNREFUSED)');
   });
 
-  it('gives no class to a call that ended by itself: a result, its own failure, its own ceiling, the failure that stopped the batch', () => {
+  it('gives no class to a call that ended by itself: a result, its own failure, the failure that stopped the batch', () => {
     const result: Outcome = { index: 0, callId: 'c1', tool: 'book', kind: 'result', dispatched: true, result: 1, delta: undefined };
-    const error = toErrorInfo(new ToolTimedOutError('book', 2, true));
+    const error = toErrorInfo(new Error('no room 7'));
     const failure: Outcome = { index: 0, callId: 'c1', tool: 'book', kind: 'error', dispatched: true, error };
     expect([stopClassOf(result), stopClassOf(failure)]).to.deep.equal([undefined, undefined]);
     // Under FAIL_RUN the failing call is not stopped: its siblings are.
     expect(failedBy(failure, error).kind).to.equal('failed');
+  });
+
+  it('classes a call cut off in flight by its own ceiling or its lost MCP connection by whether its tool is idempotent, as its error says', () => {
+    const ended = (error: Error): Outcome => ({ index: 0, callId: 'c1', tool: 'book', kind: 'error', dispatched: true, error: toErrorInfo(error) });
+    expect([
+      stopClassOf(ended(new ToolTimedOutError('book', 2, true))),
+      stopClassOf(ended(new ToolTimedOutError('book', 2, false))),
+      stopClassOf(ended(new McpConnectionLostError('book', 'files', true, 'EPIPE'))),
+      stopClassOf(ended(new McpConnectionLostError('book', 'files', false, 'EPIPE'))),
+    ]).to.deep.equal(['safe_to_call_again', 'indeterminate', 'safe_to_call_again', 'indeterminate']);
+    // Read back as JSON (a journal, a snapshot): the same.
+    expect(stopClassOf(JSON.parse(JSON.stringify(ended(new ToolTimedOutError('book', 2, true)))) as Outcome)).to.equal('safe_to_call_again');
+  });
+
+  describe('read from an event', () => {
+    const cases: Array<{ title: string; event: ToolOutcomeEvent; expected: StopClass | undefined }> = [
+      { title: 'a result', event: { type: 'TOOL_RESULT', turn: 1, callId: 'c1', tool: 'book', result: 1 }, expected: undefined },
+      { title: 'a failure of its own', event: { type: 'TOOL_ERROR', turn: 1, callId: 'c1', tool: 'book', error: { name: 'Error', message: 'no room' } }, expected: undefined },
+      {
+        title: 'a call stopped before it started',
+        event: { type: 'TOOL_ERROR', turn: 1, callId: 'c1', tool: 'book', error: { name: 'CallStoppedError', message: 'never dispatched: x' }, stopClass: 'never_dispatched' },
+        expected: 'never_dispatched',
+      },
+      {
+        title: 'a recovered call, by its field and not its message',
+        event: { type: 'TOOL_ERROR', turn: 1, callId: 'c1', tool: 'book', error: { name: 'ProcessStoppedError', message: 'anything at all' }, stopClass: 'safe_to_call_again' },
+        expected: 'safe_to_call_again',
+      },
+      { title: 'an indeterminate call', event: { type: 'TOOL_INDETERMINATE', turn: 1, callId: 'c1', tool: 'book', message: 'm', stopClass: 'indeterminate' }, expected: 'indeterminate' },
+      { title: 'an indeterminate call told without the field', event: { type: 'TOOL_INDETERMINATE', turn: 1, callId: 'c1', tool: 'book', message: 'm' }, expected: 'indeterminate' },
+    ];
+    for (const c of cases) {
+      it(`reads ${c.title} as ${String(c.expected)}`, () => {
+        expect(stopClassOf(c.event)).to.equal(c.expected);
+      });
+    }
+
+    it('is the class of the outcome the event was made from, for every kind of ending', () => {
+      const crash = toErrorInfo(new ProcessStoppedError(processStopped()));
+      const outcomes: Outcome[] = [
+        { index: 0, callId: 'c1', tool: 'book', kind: 'result', dispatched: true, result: 1, delta: undefined },
+        { index: 0, callId: 'c1', tool: 'book', kind: 'error', dispatched: true, error: toErrorInfo(new Error('no room')) },
+        ...[false, true].flatMap((dispatched) => [true, false].map((idempotent) => stoppedOutcome(call(idempotent), 0, dispatched, cancel))),
+        lostOutcome(call(true), 0, crash),
+        lostOutcome(call(false), 0, crash),
+        { index: 0, callId: 'c1', tool: 'book', kind: 'error', dispatched: true, error: toErrorInfo(new ToolTimedOutError('book', 2, false)) },
+      ];
+      for (const outcome of outcomes) {
+        const event = toOutcomeEvent(1, outcome);
+        expect(stopClassOf(event), JSON.stringify(outcome)).to.equal(stopClassOf(outcome));
+        expect('stopClass' in event, JSON.stringify(outcome)).to.equal(stopClassOf(outcome) !== undefined);
+      }
+    });
   });
 
   it('builds every in-flight and never-dispatched message from one set of words', () => {

@@ -27,9 +27,11 @@ function render(): void {
         .map((part) => {
           if (part.type === 'text') return `<p class="text">${escape(part.text)}</p>`;
           if (!part.type.startsWith('tool-')) return '';
-          const tool = part as unknown as { type: string; toolCallId: string; state: string; input?: unknown; output?: unknown; errorText?: string; approval?: { id: string } };
+          const tool = part as unknown as { type: string; toolCallId: string; state: string; input?: unknown; output?: unknown; errorText?: string; approval?: { id: string; reason?: string } };
           const asked = tool.state === 'approval-requested' && tool.approval !== undefined;
-          const shown = tool.state === 'output-available' ? JSON.stringify(tool.output) : tool.state === 'output-error' ? (tool.errorText ?? '') : JSON.stringify(tool.input ?? {});
+          const denied = `not approved${tool.approval?.reason === undefined ? '' : `: ${tool.approval.reason}`}`;
+          const shown =
+            tool.state === 'output-available' ? JSON.stringify(tool.output) : tool.state === 'output-error' ? (tool.errorText ?? '') : tool.state === 'output-denied' ? denied : JSON.stringify(tool.input ?? {});
           const buttons = asked ? `<button class="approve" data-id="${escape(tool.approval!.id)}">Approve</button><button class="refuse" data-id="${escape(tool.approval!.id)}">Refuse</button>` : '';
           return `<div class="tool" data-call-id="${escape(tool.toolCallId)}" data-state="${escape(tool.state)}"><b>${escape(tool.type.slice(5))}</b> <span class="shown">${escape(shown)}</span> ${buttons}</div>`;
         })

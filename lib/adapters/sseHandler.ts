@@ -3,9 +3,10 @@
 // cancelled and classified, and the response, timers and subscription are all let go.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asyncScheduler, map, Observable, type Subscription } from 'rxjs';
-import { ApprovalRefusedError, toErrorInfo } from '../errors.js';
+import { ApprovalRefusedError, ConfigError, toErrorInfo } from '../errors.js';
 import { jsonText } from '../json.js';
 import { scheduleAfter } from '../time.js';
+import { reportUnhandled } from '../unhandled.js';
 import { EVENT_STREAM_HEADERS, EVENT_STREAM_HEARTBEAT, eventStreamFrame, type EventStreamFrame } from './eventStream.js';
 import { followForClient, type ClientFollow, type StreamEnding } from './followForClient.js';
 
@@ -21,6 +22,21 @@ export interface SseHandlerOptions<T> {
   readonly heartbeatMs?: number;
   /** Called once per request when its stream has ended: every value, whether the client left first, and how it ended. */
   readonly onEnd?: (ending: StreamEnding<T>, request: IncomingMessage) => void;
+  /**
+   * Where the server's own failures go, whether `onEnd` is given or not: `start` threw or
+   * rejected with anything but a client's mistake (a ConfigError: 400; an ApprovalRefusedError:
+   * 403), or the stream errored. Default: reported as RxJS reports an error nobody can receive
+   * (`config.onUnhandledError`, else thrown outside the request), so an operator sees it.
+   */
+  readonly onError?: (error: unknown, request: IncomingMessage) => void;
+}
+
+/** How a request whose stream could not be started is answered when it was the client's mistake; undefined for the server's own failure. */
+export function refusalOf(error: unknown): { readonly status: number; readonly text: string } | undefined {
+  // A bad body or conversation (fromUIMessages, run$) names its field; answers the run does not wait for say why.
+  if (error instanceof ConfigError) return { status: 400, text: `${error.name}: ${error.message}\n` };
+  if (error instanceof ApprovalRefusedError) return { status: 403, text: `${error.name}: ${error.message}\n` };
+  return undefined;
 }
 
 /** How the engine writes: frames for the values, extra headers, and what closes the body. */
@@ -47,7 +63,12 @@ function checkMs(value: number, field: string): number {
  * ends. When the client goes away first, the signal handed to `start` aborts: a run started
  * with it ends classified (stopped calls, then RUN_CANCELLED), `onEnd` sees that ending, and
  * nothing is left running (the subscription, the heartbeat and the grace timer are all let go).
- * If `start` throws or rejects, the reply is a 500 and `onEnd` gets the error.
+ * If `start` throws or rejects, `onEnd` gets the error and the reply says whose it was: a
+ * ConfigError (a bad body or conversation: `fromUIMessages`, `run$`) is the client's, a 400 with
+ * its message, which names the field; an ApprovalRefusedError a 403 with its message; anything
+ * else the server's, a 500 saying only that the stream could not be started, and reported to
+ * `onError` (default: as RxJS reports an error nobody can receive). A stream that errors is reported
+ * there too.
  *
  * ## Example
  * ```ts
@@ -81,6 +102,17 @@ export function serveEventStream<T>(
 ): (request: IncomingMessage, response: ServerResponse) => void {
   const graceMs = checkMs(options.graceMs ?? 5000, 'graceMs');
   const heartbeatMs = checkMs(options.heartbeatMs ?? 15_000, 'heartbeatMs');
+  const { onError } = options;
+  if (onError !== undefined && typeof onError !== 'function') throw new TypeError(`onError must be a function, got ${typeof onError}`);
+  // The server's own failure, told once to whoever watches for it; a watcher that throws is reported as any other.
+  const failed = (error: unknown, request: IncomingMessage): void => {
+    if (onError === undefined) return reportUnhandled(error);
+    try {
+      onError(error, request);
+    } catch (thrown) {
+      reportUnhandled(thrown);
+    }
+  };
   return (request, response) => {
     const controller = new AbortController();
     // True once the client closed the connection before the response ended.
@@ -96,12 +128,13 @@ export function serveEventStream<T>(
         source$ = await start(request, controller.signal);
       } catch (error) {
         response.off('close', onClose);
+        const refused = refusalOf(error);
         if (!response.headersSent && !gone) {
-          // A request whose answers were refused is told why; anything else is the server's own failure.
-          const refused = error instanceof ApprovalRefusedError;
-          response.writeHead(refused ? 403 : 500, { 'content-type': 'text/plain; charset=utf-8' });
-          response.end(refused ? `${error.name}: ${error.message}\n` : 'the stream could not be started\n');
+          // A client's mistake is told what it was; the server's own failure says nothing of its insides.
+          response.writeHead(refused?.status ?? 500, { 'content-type': 'text/plain; charset=utf-8' });
+          response.end(refused?.text ?? 'the stream could not be started\n');
         }
+        if (refused === undefined) failed(error, request);
         options.onEnd?.({ values: [], clientLeft: gone, ended: 'error', error }, request);
         return;
       }
@@ -114,7 +147,11 @@ export function serveEventStream<T>(
               values.push(value);
               subscriber.next(value);
             },
-            error: (error: unknown) => subscriber.error(error),
+            error: (error: unknown) => {
+              // Told here, before any encoding turns it into a frame the client reads (the UI message stream's `error` chunk).
+              failed(error, request);
+              subscriber.error(error);
+            },
             complete: () => subscriber.complete(),
           }),
         ),

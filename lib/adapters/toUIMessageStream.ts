@@ -3,7 +3,7 @@
 // renders an agent-lanes run, its tool calls in call order, with no code of ours on the client.
 // Given the runner's activity$, the model's text goes out delta by delta as it is written.
 import { catchError, concatMap, defer, from, Observable } from 'rxjs';
-import { toErrorInfo } from '../errors.js';
+import { notApproved, toErrorInfo } from '../errors.js';
 import type { RunEvent, RunnerActivity } from '../runner/index.js';
 import { approvalIdOf } from './uiApprovals.js';
 
@@ -22,6 +22,7 @@ export type UIMessageChunk =
   | { readonly type: 'tool-output-available'; readonly toolCallId: string; readonly output: unknown; readonly dynamic?: true }
   | { readonly type: 'tool-approval-request'; readonly approvalId: string; readonly toolCallId: string }
   | { readonly type: 'tool-output-error'; readonly toolCallId: string; readonly errorText: string; readonly dynamic?: true }
+  | { readonly type: 'tool-output-denied'; readonly toolCallId: string }
   | { readonly type: `data-${string}`; readonly id?: string; readonly data: unknown }
   | { readonly type: 'error'; readonly errorText: string }
   | { readonly type: 'abort'; readonly reason?: string }
@@ -86,9 +87,10 @@ function sourceOf(run$: Observable<RunEvent>, activity: Observable<RunnerActivit
  *
  * Each model turn is a step (`start-step` ... `finish-step`): its text (delta by delta as the
  * model writes it when `activity` is given and the turn streams, else whole), then one
- * `tool-input-available` per call in call order, then one `tool-output-available` (TOOL_RESULT)
- * or `tool-output-error` (TOOL_ERROR as `Name: message`; TOOL_INDETERMINATE as its message,
- * which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
+ * `tool-input-available` per call in call order, then one `tool-output-available` (TOOL_RESULT),
+ * `tool-output-denied` (TOOL_ERROR of a call not approved: the part's state becomes
+ * `output-denied`) or `tool-output-error` (any other TOOL_ERROR as `Name: message`;
+ * TOOL_INDETERMINATE as its message, which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
  * (a structured output that is not the final text comes first as a `data-output` part);
  * RUN_FAILED is `error` then `finish` with `finishReason: 'error'`; RUN_CANCELLED is `abort`;
  * RUN_INTERRUPTED is one `tool-approval-request` per waiting call (its approval id names the
@@ -176,6 +178,8 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
         case 'TOOL_RESULT':
           return [{ type: 'tool-output-available', toolCallId: idOf(event.callId), output: event.result, ...dynamic }];
         case 'TOOL_ERROR':
+          // A call not approved is the SDK's own denied state (the part keeps the person's answer and reason); any other failure its error text.
+          if (notApproved(event.error)) return [{ type: 'tool-output-denied', toolCallId: idOf(event.callId) }];
           return [{ type: 'tool-output-error', toolCallId: idOf(event.callId), errorText: `${event.error.name}: ${event.error.message}`, ...dynamic }];
         case 'TOOL_INDETERMINATE':
           return [{ type: 'tool-output-error', toolCallId: idOf(event.callId), errorText: event.message, ...dynamic }];

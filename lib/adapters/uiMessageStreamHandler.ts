@@ -2,12 +2,13 @@
 // `node:http` (uiMessageStreamHandler) or as a fetch `Response` for route handlers
 // (uiMessageStreamResponse). A client going away cancels the run, classified, as for sseHandler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { map, type Observable } from 'rxjs';
+import { map, tap, type Observable } from 'rxjs';
 import { jsonText } from '../json.js';
 import type { RunEvent } from '../runner/index.js';
+import { reportUnhandled } from '../unhandled.js';
 import { eventStreamFrame } from './eventStream.js';
 import { followForClient, type StreamEnding } from './followForClient.js';
-import { serveEventStream, type SseHandlerOptions, type StreamStarter } from './sseHandler.js';
+import { refusalOf, serveEventStream, type SseHandlerOptions, type StreamStarter } from './sseHandler.js';
 import { keepSnapshots, type SnapshotStore } from './uiApprovals.js';
 import { toUIMessageStream, UI_MESSAGE_STREAM_DONE, UI_MESSAGE_STREAM_HEADERS, type UIMessageStreamOptions } from './toUIMessageStream.js';
 
@@ -29,6 +30,12 @@ const encoderOptions = (options: UIMessageStreamOptions): UIMessageStreamOptions
 /**
  * A `node:http` handler that streams a run as a UI message stream (`data: <chunk JSON>` frames,
  * then `data: [DONE]`), with the protocol's headers. `onEnd` sees the run's own events.
+ *
+ * A request `start` cannot serve is answered as `sseHandler` answers it: a ConfigError (a body
+ * without `messages`, a chat that does not end with the user's message: `fromUIMessages` and
+ * `run$` throw one naming the field) is a 400 whose text is the error's message; an
+ * ApprovalRefusedError a 403; anything else a 500, reported to `onError` (default: as RxJS
+ * reports an error nobody can receive), `onEnd` or not.
  *
  * ## Example
  * ```ts
@@ -63,12 +70,21 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Where the snapshot of a run that ends waiting for a person is kept until a request answers it (`resumeApproved`). */
   readonly snapshots?: SnapshotStore;
+  /**
+   * Where the server's own failures go: `start` threw anything but a client's mistake (a
+   * ConfigError: 400; an ApprovalRefusedError: 403), or the run's Observable errored. Default:
+   * reported as RxJS reports an error nobody can receive (`config.onUnhandledError`, else thrown
+   * outside the request).
+   */
+  readonly onError?: (error: unknown) => void;
 }
 
 /**
  * A fetch `Response` whose body is the run as a UI message stream, for route handlers that
  * return one (Next.js, Hono, a Worker). Cancelling the body (the client went away) aborts the
- * signal handed to `start`, so the run ends classified; `onEnd` sees that ending.
+ * signal handed to `start`, so the run ends classified; `onEnd` sees that ending. `start` is
+ * called at once: one that throws a ConfigError (a bad chat) gives a 400 whose text is the
+ * error's message, an ApprovalRefusedError a 403, anything else a 500 reported to `onError`.
  *
  * ## Example
  * ```ts
@@ -79,16 +95,35 @@ export interface UIMessageStreamResponseOptions extends UIMessageStreamOptions {
  * ```
  */
 export function uiMessageStreamResponse(start: (signal: AbortSignal) => Observable<RunEvent>, options: UIMessageStreamResponseOptions = {}): Response {
-  const { graceMs = 5000, onEnd, headers, snapshots } = options;
+  const { graceMs = 5000, onEnd, headers, snapshots, onError } = options;
+  // The server's own failure, told once; a watcher that throws is reported as any other.
+  const failed = (error: unknown): void => {
+    if (onError === undefined) return reportUnhandled(error);
+    try {
+      onError(error);
+    } catch (thrown) {
+      reportUnhandled(thrown);
+    }
+  };
   const controller = new AbortController();
+  // Started before the body, so a request it cannot serve is answered with a status that says whose fault it was.
+  let started$: Observable<RunEvent>;
+  try {
+    started$ = start(controller.signal);
+  } catch (error) {
+    const refused = refusalOf(error);
+    if (refused === undefined) failed(error);
+    onEnd?.({ values: [], clientLeft: false, ended: 'error', error });
+    return new Response(refused?.text ?? 'the stream could not be started\n', { status: refused?.status ?? 500, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  }
   const encoder = new TextEncoder();
   // The run's own events, for onEnd; the body carries their chunks.
   const events: RunEvent[] = [];
   let leave: (() => void) | undefined;
   const body = new ReadableStream<Uint8Array>({
     start(stream) {
-      const started$ = start(controller.signal);
-      const run$ = snapshots === undefined ? started$ : started$.pipe(keepSnapshots(snapshots));
+      const told$ = started$.pipe(tap({ error: failed }));
+      const run$ = snapshots === undefined ? told$ : told$.pipe(keepSnapshots(snapshots));
       // Each chunk's text is made in the stream, so a value without a JSON form ends the stream
       // with an error rather than throwing where nobody can catch it.
       const frames$ = toUIMessageStream(

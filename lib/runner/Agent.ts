@@ -3,6 +3,7 @@
 // for its own turns, and what a failed call does to the run.
 import { ConcurrencyConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { namePattern, nameRule } from '../tools/names.js';
 import { isCodec, isStandardSchema, type Schema } from '../tools/standardSchema.js';
 
 /** What a failed call does to its run. */
@@ -15,6 +16,7 @@ export const OnToolError = {
 export type OnToolError = (typeof OnToolError)[keyof typeof OnToolError];
 
 export interface AgentOptions<O = unknown> {
+  /** What the agent is called: 1 to 64 letters, digits, "_" or "-", as a tool's name (model APIs take no other). */
   readonly name: string;
   readonly instructions: string;
   readonly model: string;
@@ -53,7 +55,11 @@ export class Agent<O = unknown> {
     }
     const record = options as unknown as Readonly<Record<string, unknown>>;
     refuseUnknownFields(record, fields, 'Agent');
-    this.name = text(record, 'name', true);
+    // Checked as a tool's name is: where a model API is shown an agent's name (an agent offered as
+    // a tool, a message's `name`), it takes no other.
+    const { name } = record;
+    if (typeof name !== 'string' || !namePattern.test(name)) throw new ConfigError('name', `Agent name must be ${nameRule}, got ${describeValue(name)}`);
+    this.name = name;
     this.instructions = text(record, 'instructions', false);
     this.model = text(record, 'model', true);
     const { output, concurrency, onToolError = OnToolError.SURFACE_TO_MODEL, tools, freeText } = options;

@@ -32,6 +32,10 @@ const MessageCodec = t.intersection([
   }),
 ]);
 
+// What a run answers must say something: a model asked with an empty user message either refuses the
+// request or answers nothing in particular, and either way a turn is paid for.
+const blank = (text: string): boolean => text.trim() === '';
+
 // `input.3.toolCalls.0.id` as a person reads an index: `input[3].toolCalls[0].id`.
 function indexed(path: string): string {
   return path.replace(/\.(\d+)(?=\.|$)/g, '[$1]');
@@ -64,7 +68,8 @@ function callArguments(args: ToolCall['arguments'], path: string): Either<Config
  * Checks a conversation and copies it (frozen): every message a user, assistant or tool message
  * with text content; an assistant's calls each answered by one tool message before the next
  * user or assistant message; no tool message without an earlier call to answer; the last
- * message the user's. `root` names the whole value in errors (`input`, `messages`).
+ * message the user's, with text that is not blank (empty or only whitespace). `root` names the
+ * whole value in errors (`input`, `messages`).
  *
  * ## Example
  * ```ts
@@ -140,12 +145,22 @@ export function decodeConversation(value: unknown, root = 'input'): Either<Confi
   if (last.role !== 'user') {
     return left(refusal(`${root}[${out.length - 1}].role`, '"user": a conversation ends with the user message the run answers', last.role));
   }
+  if (blank(last.content)) {
+    return left(refusal(`${root}[${out.length - 1}].content`, 'the text of the user message the run answers, not empty or only whitespace', last.content));
+  }
   return right(Object.freeze(out));
 }
 
-/** A run's input checked: its text, and the conversation before it. Throws a ConfigError for bad input. */
+/**
+ * A run's input checked: its text, and the conversation before it. Throws a ConfigError for bad
+ * input, an empty one included: a blank string (`input`), or a conversation whose last message,
+ * the user's, is blank (`input[n].content`, as `decodeConversation` says).
+ */
 export function checkedInput(input: unknown): CheckedInput {
-  if (typeof input === 'string') return { text: input, history: noHistory };
+  if (typeof input === 'string') {
+    if (blank(input)) throw new ConfigError('input', `input must be the user's text, not empty or only whitespace, got ${describeValue(input)}`);
+    return { text: input, history: noHistory };
+  }
   if (!Array.isArray(input)) throw new ConfigError('input', `input must be a string or a conversation (an array of messages), got ${describeValue(input)}`);
   const decoded = decodeConversation(input);
   if (isLeft(decoded)) throw decoded.left;

@@ -3,6 +3,7 @@
 // Live progress (queued, started, settled, with times) is runner.activity$, not this.
 import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
+import { stopClassOf, type StopClass } from '../stopClass.js';
 import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model.js';
 import type { PendingCall, RunSnapshot } from './snapshot.js';
 
@@ -64,6 +65,11 @@ export interface ToolErrorEvent {
   readonly callId: string;
   readonly tool: string;
   readonly error: ErrorInfo;
+  /**
+   * For a call that did not end by itself (its batch stopped it, or it was cut off alone):
+   * `never_dispatched` or `safe_to_call_again`. Absent for a failure of the call's own.
+   */
+  readonly stopClass?: StopClass;
 }
 export interface ToolIndeterminateEvent {
   readonly type: 'TOOL_INDETERMINATE';
@@ -71,6 +77,8 @@ export interface ToolIndeterminateEvent {
   readonly callId: string;
   readonly tool: string;
   readonly message: string;
+  /** Always `indeterminate`: the call went out and was stopped, and its side effect may have landed. */
+  readonly stopClass?: StopClass;
 }
 /** The run's answer: the model's text, or for an agent with an output codec what it decoded (`O`). */
 export interface RunCompletedEvent<O = unknown> {
@@ -110,23 +118,34 @@ export type RunEvent<O = unknown> =
   | RunCancelledEvent
   | RunInterruptedEvent;
 
-/** What an outcome needs for its event: the call, and how it ended. */
+/**
+ * What an outcome needs for its event: the call, and how it ended; for an error, whether its
+ * body had started and whether its batch stopped it (`stopped`, any value: the stop), which with
+ * its error's name give its stop class (`stopClassOf`).
+ */
 export type OutcomeLike = { readonly callId: string; readonly tool: string } & (
   | { readonly kind: 'result'; readonly result?: unknown }
-  | { readonly kind: 'error'; readonly error: ErrorInfo }
+  | { readonly kind: 'error'; readonly error: ErrorInfo; readonly dispatched: boolean; readonly stopped?: unknown }
   | { readonly kind: 'indeterminate'; readonly message: string }
 );
 
-/** The transcript event of a call's outcome in turn `turn`. */
+/**
+ * The transcript event of a call's outcome in turn `turn`, with the outcome's stop class when it
+ * has one. The one place these events are made: live, and rebuilt from a journal, a snapshot or
+ * a cassette alike, so an outcome written before events carried the class gets it too.
+ */
 export function toOutcomeEvent(turn: number, outcome: OutcomeLike): ToolOutcomeEvent {
   const { callId, tool } = outcome;
   switch (outcome.kind) {
     case 'result':
       return { type: 'TOOL_RESULT', turn, callId, tool, result: outcome.result };
-    case 'error':
-      return { type: 'TOOL_ERROR', turn, callId, tool, error: outcome.error };
+    case 'error': {
+      const stopClass = stopClassOf(outcome);
+      const { error } = outcome;
+      return stopClass === undefined ? { type: 'TOOL_ERROR', turn, callId, tool, error } : { type: 'TOOL_ERROR', turn, callId, tool, error, stopClass };
+    }
     case 'indeterminate':
-      return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message };
+      return { type: 'TOOL_INDETERMINATE', turn, callId, tool, message: outcome.message, stopClass: 'indeterminate' };
   }
 }
 

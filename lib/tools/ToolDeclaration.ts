@@ -7,6 +7,7 @@ import { ConfigError, toErrorInfo } from '../errors.js';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { jsonForm } from '../json.js';
 import type { JsonSchema } from './jsonSchema.js';
+import { namePattern, nameRule } from './names.js';
 import { describeStandard, isCodec, isStandardSchema, type Schema, type SchemaOutput, type StandardSchema } from './standardSchema.js';
 
 /**
@@ -71,7 +72,6 @@ export interface ResolvedDeclaration {
   readonly cost: number | undefined;
 }
 
-const namePattern = /^[A-Za-z0-9_-]{1,64}$/;
 const fields = ['name', 'description', 'args', 'parallelSafe', 'idempotent', 'needsApproval', 'parameters', 'lane', 'cost'];
 // The keys of the lanes the batch takes itself: a tool's own lane must not land in one of them.
 const reservedLane = /^(tenant|turn|turn-tool|tool|args):/;
@@ -143,7 +143,7 @@ export function resolveDeclaration(declaration: ToolDeclaration): ResolvedDeclar
   refuseUnknownFields(record, fields, 'a tool declaration');
   const { name, description, args } = declaration;
   if (typeof name !== 'string' || !namePattern.test(name)) {
-    throw new ConfigError('name', `name must be 1 to 64 letters, digits, "_" or "-", got ${describeValue(name)}`);
+    throw new ConfigError('name', `name must be ${nameRule}, got ${describeValue(name)}`);
   }
   if (description !== undefined && typeof description !== 'string') {
     throw new ConfigError('description', `description must be a string, got ${describeValue(description)}`);

@@ -5,6 +5,7 @@ export { decodeArguments, type DecodedArguments } from './decodeArguments.js';
 export { check, describeIssues, describeStandard, isCodec, isStandardSchema, schemaName, type Checked, type Schema, type SchemaOutput, type StandardIssue, type StandardOutput, type StandardResult, type StandardSchema } from './standardSchema.js';
 export { frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy } from './plainData.js';
 export { toJsonSchema, type JsonSchema } from './jsonSchema.js';
+export { namePattern, nameRule } from './names.js';
 export { LoopMonitor, type Watch } from './loopMonitor.js';
 export { WorkerPool, type WorkerPoolOptions } from './WorkerPool.js';
 export { mcpTools, type McpClient, type McpProgress, type McpRequestOptions, type McpTool, type McpToolAnnotations, type McpToolInfo, type McpToolOverride, type McpToolsOptions } from './mcp.js';

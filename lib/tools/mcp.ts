@@ -9,7 +9,8 @@ import { ConfigError, toErrorInfo } from '../errors.js';
 import { jsonForm } from '../json.js';
 import type { JsonSchema } from './jsonSchema.js';
 import { ServerLink, type LinkedTool } from './mcpLink.js';
-import { namePattern, namesOf } from './mcpNames.js';
+import { namesOf } from './mcpNames.js';
+import { namePattern } from './names.js';
 import type { ToolBody } from './ToolContext.js';
 import type { ToolDeclaration, ToolLane } from './ToolDeclaration.js';
 

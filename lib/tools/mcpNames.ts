@@ -2,9 +2,8 @@
 // digits, "_" or "-"; MCP allows more (dots, slashes, spaces, any length). A name that fits is
 // kept; one that does not is mapped to one that does, never refusing the rest of the server.
 import { createHash } from 'node:crypto';
+import { namePattern } from './names.js';
 
-/** What a model API takes as a tool name. */
-export const namePattern = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX = 64;
 // The characters a name may not hold, a run of them at a time.
 const unfit = /[^A-Za-z0-9_-]+/g;

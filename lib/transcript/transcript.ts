@@ -2,8 +2,8 @@
 // the same script (the run id), and the transcript a cassette holds, rebuilt from it. A
 // replay is right when the two are equal.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { decodeModelResponse, toOutcomeEvent, toResponseEvent, type ModelResponse, type RunEvent, type RunStartedEvent } from '../runner/index.js';
-import type { Cassette } from './Cassette.js';
+import { decodeModelResponse, toOutcomeEvent, toResponseEvent, type ModelResponse, type OutcomeLike, type RunEvent, type RunStartedEvent } from '../runner/index.js';
+import type { Cassette, RecordedCall } from './Cassette.js';
 import { RUN_ID } from './scrub.js';
 
 /** A run event as a deterministic transcript holds it: RUN_STARTED has no run id. */
@@ -51,6 +51,15 @@ export function deterministicTranscript(events: readonly RunEvent[]): Transcript
 }
 
 
+// A recorded call as the outcome its event is made from. A result is in its JSON form, as the
+// runner reports it: one recorded as nothing (undefined, in a cassette written before results
+// had one form) is null. An error's `stopped` is a flag here, a stop reason in an outcome.
+function outcomeOf(call: RecordedCall): OutcomeLike {
+  if (call.kind === 'result') return call.result === undefined ? { ...call, result: null } : call;
+  if (call.kind === 'error') return { callId: call.callId, tool: call.tool, kind: 'error', error: call.error, dispatched: call.dispatched, ...(call.stopped ? { stopped: true } : {}) };
+  return call;
+}
+
 /**
  * The transcript a cassette holds: what `deterministicTranscript` gave for the recorded run
  * (with redacted values as the cassette holds them).
@@ -68,9 +77,7 @@ export function cassetteTranscript(cassette: Cassette): TranscriptEvent[] {
     const response = 'response' in reply ? acceptedResponse(reply.response) : undefined;
     if (response === undefined) continue;
     events.push(toResponseEvent(turn, response));
-    // A result is in its JSON form, as the runner reports it: one recorded as nothing (undefined,
-    // in a cassette written before results had one form) is null.
-    for (const call of calls) events.push(toOutcomeEvent(turn, call.kind === 'result' && call.result === undefined ? { ...call, result: null } : call));
+    for (const call of calls) events.push(toOutcomeEvent(turn, outcomeOf(call)));
   }
   events.push(cassette.ending);
   return events;

@@ -85,7 +85,9 @@ describe('approvals through the UI message stream', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     await settled(chat);
     expect(made.book.called).to.equal(false);
-    expect(toolParts(chat)[1]).to.deep.include({ state: 'output-error', errorText: 'ToolRejectedError: approval rejected the call: not today' });
+    // The SDK's own denied state; the part keeps the person's answer and reason.
+    expect(toolParts(chat)[1]).to.deep.include({ state: 'output-denied', approval: { id: toolParts(chat)[1]!.approval!.id, approved: false, reason: 'not today' } });
+    expect(toolParts(chat)[1]!.errorText).to.equal(undefined);
   });
 
   it('keeps the snapshot and asks for approval from a fetch Response too (uiMessageStreamResponse)', async () => {

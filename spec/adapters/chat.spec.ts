@@ -5,7 +5,9 @@
 import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
-import { ConfigError, uiMessageStreamHandler, type Message, type ModelRequest } from '../../lib/index.js';
+import { concat, config, of, throwError, type Observable } from 'rxjs';
+import sinon from 'sinon';
+import { ConfigError, uiMessageStreamHandler, uiMessageStreamResponse, type Message, type ModelRequest, type RunEvent } from '../../lib/index.js';
 import { fromUIMessages, UNKNOWN_OUTCOME } from '../../lib/providers/aiSdkProvider.js';
 import { fixture, planner, serve, threeLookups, type TestServer } from './runs.js';
 
@@ -121,20 +123,107 @@ describe('a chat through the UI message stream handler', () => {
     expect([...endings].sort()).to.deep.equal(['client left', 'ended']);
   });
 
-  it('answers a conversation that does not end with the user\'s message with a 500, runs nothing, and tells onEnd the place', async () => {
-    const { runner, provider } = fixture([{ text: 'never' }]);
-    const endings: unknown[] = [];
-    server = await serve(
-      uiMessageStreamHandler(async (request, signal) => runner.run$(planner, fromUIMessages((await readBody(request)).messages), { signal }), {
-        onEnd: (ending) => endings.push(ending.error),
-      }),
-    );
-    const messages: UIMessage[] = [said('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }];
-    const response = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages }) });
-    expect(response.status).to.equal(500);
-    await response.text();
-    expect(provider.requests).to.have.length(0);
-    expect(endings).to.have.length(1);
-    expect(endings[0]).to.be.instanceOf(ConfigError).and.to.include({ field: 'input[1].role' });
+  describe('a request it cannot serve', () => {
+    const post = (url: string, body: unknown): Promise<Response> =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const chatFrom = (run: (messages: UIMessage[], signal: AbortSignal) => Observable<RunEvent>) =>
+      async (request: IncomingMessage, signal: AbortSignal) => run((await readBody(request)).messages, signal);
+    let unhandled: sinon.SinonStub | undefined;
+    beforeEach(() => {
+      // What reportUnhandled tells: an operator's hook, as RxJS calls it.
+      unhandled = sinon.stub();
+      config.onUnhandledError = unhandled;
+    });
+    afterEach(() => {
+      config.onUnhandledError = null;
+    });
+
+    const mistakes: Array<{ title: string; body: unknown; field: string; text: string }> = [
+      { title: 'a body without messages', body: {}, field: 'messages', text: 'ConfigError: messages: expected an array of UI messages, got undefined\n' },
+      {
+        title: 'a chat ending with an assistant message',
+        body: { messages: [said('u1', 'hi'), { id: 'a1', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }] },
+        field: 'input[1].role',
+        text: 'ConfigError: input[1].role: expected "user": a conversation ends with the user message the run answers, got "assistant"\n',
+      },
+      { title: 'a chat whose last message says nothing', body: { messages: [{ id: 'u1', role: 'user', parts: [] }] }, field: 'input[0].content', text: 'ConfigError: input[0].content: expected the text of the user message the run answers, not empty or only whitespace, got ""\n' },
+    ];
+    for (const c of mistakes) {
+      it(`answers ${c.title} with a 400 naming ${c.field}, runs nothing, and reports no server failure`, async () => {
+        const { runner, provider } = fixture([{ text: 'never' }]);
+        const endings: unknown[] = [];
+        const onError = sinon.spy();
+        server = await serve(uiMessageStreamHandler(chatFrom((messages, signal) => runner.run$(planner, fromUIMessages(messages), { signal })), { onEnd: (ending) => endings.push(ending.error), onError }));
+        const response = await post(server.url, c.body);
+        expect(response.status).to.equal(400);
+        expect(await response.text()).to.equal(c.text);
+        expect(provider.requests).to.have.length(0);
+        expect(endings).to.have.length(1);
+        expect(endings[0]).to.be.instanceOf(ConfigError).and.to.include({ field: c.field });
+        expect(onError.called).to.equal(false);
+        expect(unhandled!.called).to.equal(false);
+      });
+    }
+
+    it('answers the same mistake from a fetch Response with a 400 (uiMessageStreamResponse)', async () => {
+      const { runner, provider } = fixture([{ text: 'never' }]);
+      const response = uiMessageStreamResponse((signal) => runner.run$(planner, fromUIMessages(({} as { messages: never }).messages), { signal }));
+      expect(response.status).to.equal(400);
+      expect(await response.text()).to.equal('ConfigError: messages: expected an array of UI messages, got undefined\n');
+      expect(provider.requests).to.have.length(0);
+      expect(unhandled!.called).to.equal(false);
+    });
+
+    it('answers its own failure with a 500 and tells onError, with the request, whether onEnd is given or not', async () => {
+      const broken = new Error('the store is down');
+      const told: Array<[unknown, string | undefined]> = [];
+      const endings: unknown[] = [];
+      server = await serve(
+        uiMessageStreamHandler(
+          async () => {
+            throw broken;
+          },
+          { onError: (error, request) => told.push([error, request.url]), onEnd: (ending) => endings.push(ending.error) },
+        ),
+      );
+      const response = await post(`${server.url}/api/chat`, { messages: [said('u1', 'hi')] });
+      expect(response.status).to.equal(500);
+      expect(await response.text()).to.equal('the stream could not be started\n');
+      expect(told).to.deep.equal([[broken, '/api/chat']]);
+      expect(endings).to.deep.equal([broken]);
+      expect(unhandled!.called).to.equal(false);
+    });
+
+    for (const withOnEnd of [false, true]) {
+      it(`reports its own failure as an unhandled error when there is no onError (${withOnEnd ? 'with' : 'without'} onEnd)`, async () => {
+        const broken = new Error('the store is down');
+        server = await serve(
+          uiMessageStreamHandler(
+            async () => {
+              throw broken;
+            },
+            withOnEnd ? { onEnd: () => undefined } : {},
+          ),
+        );
+        const response = await post(server.url, { messages: [said('u1', 'hi')] });
+        expect(response.status).to.equal(500);
+        await response.text();
+        expect(unhandled!.args).to.deep.equal([[broken]]);
+      });
+    }
+
+    it('reports a run that errors mid-stream to onError, while the client reads it as an error chunk', async () => {
+      const broken = new Error('the event source broke');
+      const onError = sinon.spy();
+      server = await serve(uiMessageStreamHandler(async () => concat(of<RunEvent>({ type: 'RUN_STARTED', runId: 'r1', agent: 'planner', tenant: 'default', input: 'hi' }), throwError(() => broken)), { onError }));
+      const transport = new DefaultChatTransport<UIMessage>({ api: server.url });
+      const stream = await transport.sendMessages({ trigger: 'submit-message', chatId: 'c', messageId: undefined, messages: [said('u1', 'hi')], abortSignal: undefined });
+      const chunks: string[] = [];
+      const reader = stream.getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) chunks.push(next.value.type);
+      expect(chunks).to.deep.equal(['start', 'error', 'finish']);
+      expect(onError.args.map(([error]) => error)).to.deep.equal([broken]);
+      expect(unhandled!.called).to.equal(false);
+    });
   });
 });

@@ -4,9 +4,9 @@
 // end is unsubscribed after its grace; a start that throws is a 500; heartbeats while quiet.
 import { expect } from 'chai';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { NEVER, Observable } from 'rxjs';
+import { concat, NEVER, Observable, of, throwError } from 'rxjs';
 import sinon from 'sinon';
-import { eventStreamFrame, sseHandler, type RunEvent, type RunnerActivity, type StreamEnding } from '../../lib/index.js';
+import { ConfigError, eventStreamFrame, sseHandler, type RunEvent, type RunnerActivity, type StreamEnding } from '../../lib/index.js';
 import { fixture, planner, serve, threeLookups, twoWaiting, type TestServer } from './runs.js';
 
 /** Reads an event stream response with eventsource-parser, calling `onEvent` per event; resolves with all of them when the body ends. */
@@ -110,13 +110,14 @@ describe('sseHandler', () => {
   });
 
   it('answers 500 and reports the error when the stream cannot be started', async () => {
+    const told: unknown[] = [];
     let ending: StreamEnding<never> | undefined;
     server = await serve(
       sseHandler<never>(
         async () => {
           throw new Error('no such agent');
         },
-        { onEnd: (e) => (ending = e) },
+        { onEnd: (e) => (ending = e), onError: (error) => told.push(error) },
       ),
     );
     const response = await fetch(server.url);
@@ -124,6 +125,32 @@ describe('sseHandler', () => {
     expect(await response.text()).to.equal('the stream could not be started\n');
     expect(ending).to.include({ ended: 'error', clientLeft: false });
     expect((ending!.error as Error).message).to.equal('no such agent');
+    expect(told.map((error) => (error as Error).message)).to.deep.equal(['no such agent']);
+  });
+
+  it('answers 400 with the message when starting the stream throws a ConfigError (the request was wrong), and reports nothing', async () => {
+    const told: unknown[] = [];
+    server = await serve(
+      sseHandler<never>(
+        async () => {
+          throw new ConfigError('tenant', 'tenant must be a non-empty string, got ""');
+        },
+        { onError: (error) => told.push(error) },
+      ),
+    );
+    const response = await fetch(server.url);
+    expect(response.status).to.equal(400);
+    expect(await response.text()).to.equal('ConfigError: tenant must be a non-empty string, got ""\n');
+    expect(told).to.deep.equal([]);
+  });
+
+  it('reports a stream that errors to onError', async () => {
+    const told: unknown[] = [];
+    const broken = new Error('the source broke');
+    server = await serve(sseHandler(() => concat(of({ type: 'hello' }), throwError(() => broken)), { onError: (error) => told.push(error) }));
+    const response = await fetch(server.url);
+    await response.text();
+    expect(told).to.deep.equal([broken]);
   });
 
   it('sends heartbeat comments while the stream is quiet', async () => {

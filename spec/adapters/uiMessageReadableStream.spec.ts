@@ -4,8 +4,9 @@
 // the reader.
 import { expect } from 'chai';
 import { readUIMessageStream, type UIMessage } from 'ai';
+import { readUIMessageStream as readUIMessageStream7 } from 'ai7';
 import { EMPTY, NEVER, Observable, throwError } from 'rxjs';
-import { toUIMessageReadableStream, type RunEvent, type UIMessageChunk } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, toUIMessageReadableStream, type Approve, type RunEvent, type UIMessageChunk } from '../../lib/index.js';
 import { fixture, planner, threeLookups, twoWaiting } from './runs.js';
 
 /** The parts of the last message readUIMessageStream builds, each as a short line. */
@@ -21,6 +22,42 @@ async function read(stream: ReadableStream<UIMessageChunk>, errors: unknown[] = 
 }
 
 describe('toUIMessageReadableStream', () => {
+  describe('a call not approved', () => {
+    // Each major's own reader, fed the same stream: the state each gives the booking's part.
+    const readers: Array<{ major: string; read: (stream: ReadableStream<UIMessageChunk>) => AsyncIterable<{ parts: readonly unknown[] }> }> = [
+      { major: 'ai 6', read: (stream) => readUIMessageStream({ stream: stream as never }) },
+      { major: 'ai 7', read: (stream) => readUIMessageStream7({ stream: stream as never }) },
+    ];
+    const refusals: Array<{ title: string; approve: Approve }> = [
+      { title: 'approve says no', approve: () => false },
+      { title: 'approve resolves no', approve: () => Promise.resolve(false) },
+    ];
+    for (const { major, read: readWith } of readers) {
+      for (const { title, approve } of refusals) {
+        it(`is the SDK's own denied state when ${title}, read by ${major}: output-denied, not an error`, async () => {
+          const book = (): string => 'booked';
+          const tools = new ToolRegistry().register({ name: 'lookup' }, () => 'free').register({ name: 'book', needsApproval: true }, book);
+          const provider = new ScriptedProvider([{ toolCalls: [{ id: 'l1', name: 'lookup', arguments: {} }, { id: 'b1', name: 'book', arguments: { room: 7 } }] }, { text: 'Not booked.' }]);
+          const runner = new AgentRunner({ provider, tools, approve });
+          const agent = new Agent({ name: 'concierge', instructions: '', model: 'm' });
+          let message: { parts: readonly unknown[] } | undefined;
+          for await (const snapshot of readWith(toUIMessageReadableStream(runner.run$(agent, 'Book room 7')))) message = snapshot;
+          const parts = (message?.parts ?? []) as Array<{ type: string; toolCallId?: string; state?: string; errorText?: string }>;
+          expect(parts.filter((p) => p.toolCallId !== undefined).map((p) => [p.toolCallId, p.state])).to.deep.equal([['l1', 'output-available'], ['b1', 'output-denied']]);
+          expect(parts.find((p) => p.toolCallId === 'b1')?.errorText).to.equal(undefined);
+        });
+      }
+    }
+
+    it('keeps other refusals (an input guardrail) as errors with their text', async () => {
+      const tools = new ToolRegistry().register({ name: 'book' }, () => 'booked');
+      const provider = new ScriptedProvider([{ toolCalls: [{ id: 'b1', name: 'book', arguments: {} }] }, { text: 'Not booked.' }]);
+      const runner = new AgentRunner({ provider, tools, guardrails: { input: () => 'no bookings today' } });
+      const parts = await read(toUIMessageReadableStream(runner.run$(new Agent({ name: 'concierge', instructions: '', model: 'm' }), 'Book')));
+      expect(parts).to.include('tool-book b1 output-error ToolRejectedError: input guardrail rejected the call: no bookings today');
+    });
+  });
+
   it('is read by readUIMessageStream into the message useChat shows: calls in call order, the failed one as an error, then the text', async () => {
     const { runner } = fixture([threeLookups, { text: 'Lisbon or Porto.' }]);
     const parts = await read(toUIMessageReadableStream(runner.run$(planner, 'hotels')));

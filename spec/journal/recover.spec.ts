@@ -1,7 +1,8 @@
 // runner.recover over the in-memory journal: a run whose process stopped mid-batch (simulated:
 // the journal stops writing and its owner is gone) carried on by another runner.
 import { expect } from 'chai';
-import { ConcurrencyConfig, InMemoryRunJournal, JournalError, ScriptedProvider, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { ConcurrencyConfig, InMemoryRunJournal, JournalError, ScriptedProvider, stopClassOf, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import type { JournalEntry } from '../../lib/runner/runJournal.js';
 import { agent, runnerWith, settle, untilStopped } from './helpers.js';
 
 type Counts = Record<string, number>;
@@ -101,6 +102,58 @@ describe('runner.recover', () => {
     await second.flushed();
     expect(await second.recoverable()).to.deep.equal([]);
     await expectRejected(runner.recover(agent, runId), 'cannot be recovered: it ended');
+  });
+
+  it('gives each recovered call its stop class as a field of its event, and none to the calls that ended by themselves', async () => {
+    const ran: Counts = {};
+    const { journal, runId } = await crashed(ran);
+    const result = await runnerWith(journal.reopen(), secondTools(ran), [{ text: 'done' }], { concurrency }).recover(agent, runId);
+    const classes = result.events.flatMap((e) => (e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE' ? [[e.callId, stopClassOf(e) ?? '-', 'stopClass' in e ? e.stopClass : '-']] : []));
+    expect(classes).to.deep.equal([
+      ['q1', '-', '-'],
+      ['q2', '-', '-'],
+      ['s1', 'indeterminate', 'indeterminate'],
+      ['s2', 'indeterminate', 'indeterminate'],
+      ['s3', '-', '-'],
+      ['s4', '-', '-'],
+      ['l1', 'safe_to_call_again', 'safe_to_call_again'],
+    ]);
+  });
+
+  it('reads a journal written before events carried their class, and rebuilds every event with it', async () => {
+    // The entries as an earlier version wrote them (outcomes have not changed shape): turn 1's
+    // calls settled (a timeout, a call stopped never dispatched by a deadline, a result), turn 2's
+    // call in flight when the process stopped.
+    const first = new InMemoryRunJournal();
+    const runId = 'r-old';
+    const deadline = { kind: 'deadline', why: 'DeadlineConfig.toolCallSeconds passed', error: { name: 'DeadlineExceededError', message: 'x' } };
+    const entries: JournalEntry[] = [
+      { kind: 'started', runId, agent: 'journaled', tenant: 'default', input: 'go', history: [], state: {}, maxTurns: 20 },
+      { kind: 'answered', runId, turn: 1, response: { toolCalls: [{ id: 't1', name: 'slow', arguments: {} }, { id: 'n1', name: 'look', arguments: {} }, { id: 'r1', name: 'quick', arguments: {} }] } },
+      { kind: 'dispatched', runId, turn: 1, index: 0, callId: 't1', tool: 'slow' },
+      { kind: 'settled', runId, turn: 1, index: 0, outcome: { index: 0, callId: 't1', tool: 'slow', kind: 'error', dispatched: true, error: { name: 'ToolTimedOutError', message: 'slow timed out after 2s (its perToolSeconds ceiling). The side effect may have landed' } } },
+      { kind: 'settled', runId, turn: 1, index: 1, outcome: { index: 1, callId: 'n1', tool: 'look', kind: 'error', dispatched: false, error: { name: 'CallStoppedError', message: 'never dispatched: DeadlineConfig.toolCallSeconds passed' }, stopped: deadline } as never },
+      { kind: 'dispatched', runId, turn: 1, index: 2, callId: 'r1', tool: 'quick' },
+      { kind: 'settled', runId, turn: 1, index: 2, outcome: { index: 2, callId: 'r1', tool: 'quick', kind: 'result', dispatched: true, result: 'r1 done', delta: undefined }, content: '"r1 done"' },
+      { kind: 'answered', runId, turn: 2, response: { toolCalls: [{ id: 'l2', name: 'look', arguments: {} }, { id: 's2', name: 'slow', arguments: {} }] } },
+      { kind: 'dispatched', runId, turn: 2, index: 0, callId: 'l2', tool: 'look' },
+      { kind: 'dispatched', runId, turn: 2, index: 1, callId: 's2', tool: 'slow' },
+    ];
+    for (const entry of entries) first.append(entry);
+    await first.flushed();
+    first.simulateCrash();
+    const ran: Counts = {};
+    const result = await runnerWith(first.reopen(), secondTools(ran), [{ text: 'done' }], { concurrency }).recover(agent, runId);
+    expect(result.status).to.equal('completed');
+    const classes = result.events.flatMap((e) => (e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE' ? [[e.turn, e.callId, e.type, 'stopClass' in e ? e.stopClass : '-']] : []));
+    expect(classes).to.deep.equal([
+      [1, 't1', 'TOOL_ERROR', 'indeterminate'],
+      [1, 'n1', 'TOOL_ERROR', 'never_dispatched'],
+      [1, 'r1', 'TOOL_RESULT', '-'],
+      [2, 'l2', 'TOOL_ERROR', 'safe_to_call_again'],
+      [2, 's2', 'TOOL_INDETERMINATE', 'indeterminate'],
+    ]);
+    expect(ran, 'nothing in flight at the crash runs again').to.deep.equal({});
   });
 
   it('runs an idempotent call that was in flight again when told to', async () => {

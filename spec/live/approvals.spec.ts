@@ -61,9 +61,9 @@ describe('the approvals page, in Chromium', function () {
     const page = await open();
     await page.waitForSelector('button.refuse', { timeout: 20_000 });
     await page.click('button.refuse');
-    await page.waitForSelector('.tool[data-call-id="b1"][data-state="output-error"]', { timeout: 20_000 });
+    await page.waitForSelector('.tool[data-call-id="b1"][data-state="output-denied"]', { timeout: 20_000 });
     await page.waitForSelector('.message.assistant .text', { timeout: 20_000 });
-    expect(await page.textContent('.tool[data-call-id="b1"] .shown')).to.equal('ToolRejectedError: approval rejected the call: refused on the page');
+    expect(await page.textContent('.tool[data-call-id="b1"] .shown')).to.equal('not approved: refused on the page');
     expect(await page.textContent('.message.assistant .text')).to.equal('Room 7 was not booked.');
     expect(server!.booked).to.deep.equal([]);
     await page.close();

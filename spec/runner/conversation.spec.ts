@@ -187,6 +187,43 @@ describe('a conversation as input', () => {
       });
     }
 
+    describe('an empty input', () => {
+      const blank: Array<{ title: string; input: unknown; field: string; says: string }> = [
+        { title: 'an empty string', input: '', field: 'input', says: 'input must be the user\'s text, not empty or only whitespace, got ""' },
+        { title: 'a string of whitespace', input: ' \n\t ', field: 'input', says: 'not empty or only whitespace, got " \\n\\t "' },
+        { title: 'an empty message array', input: [], field: 'input', says: 'expected a conversation: an array of messages ending with the user\'s, got []' },
+        { title: 'a conversation whose user message says nothing', input: [{ role: 'user', content: '' }], field: 'input[0].content', says: 'input[0].content: expected the text of the user message the run answers, not empty or only whitespace, got ""' },
+        { title: 'a conversation ending with a blank user message', input: [...earlier.slice(0, -1), { role: 'user', content: '   ' }], field: `input[${earlier.length - 1}].content`, says: 'not empty or only whitespace, got "   "' },
+      ];
+      for (const c of blank) {
+        it(`refuses ${c.title}, naming ${c.field}, and asks the model nothing`, async () => {
+          const provider = new ScriptedProvider([{ text: 'never' }]);
+          const runner = new AgentRunner({ provider, tools: tools() });
+          expect(() => runner.run$(agent, c.input as Message[])).to.throw(ConfigError).with.property('field', c.field);
+          const error = await runner.run(agent, c.input as Message[]).then(() => undefined, (e: unknown) => e);
+          expect(error).to.be.instanceOf(ConfigError);
+          expect((error as ConfigError).field).to.equal(c.field);
+          expect((error as ConfigError).message).to.contain(c.says);
+          expect(provider.requests).to.have.length(0);
+        });
+      }
+
+      it('refuses a nested run asked with nothing: the calling tool fails alone, the model of the nested agent is not asked', async () => {
+        const child = new Agent({ name: 'child', instructions: '', model: 'm' });
+        const provider = new ScriptedProvider({ desk: [{ toolCalls: [{ id: 'c1', name: 'delegate', arguments: {} }] }, { text: 'done' }], child: [{ text: 'never' }] });
+        const registry = new ToolRegistry().register({ name: 'delegate' }, async (_args, ctx) => (await ctx.runAgent(child, ' ')).output);
+        const result = await new AgentRunner({ provider, tools: registry }).run(new Agent({ name: 'desk', instructions: '', model: 'm' }), 'go');
+        expect(result.status).to.equal('completed');
+        expect(result.events.find((e) => e.type === 'TOOL_ERROR')).to.deep.include({ callId: 'c1', error: { name: 'ConfigError', message: 'input must be the user\'s text, not empty or only whitespace, got " "' } });
+        expect(provider.requests.map((r) => r.agent)).to.deep.equal(['desk', 'desk']);
+      });
+
+      it('is reported by decodeConversation as a Left too', () => {
+        const decoded = decodeConversation([{ role: 'user', content: '' }], 'messages');
+        expect(isLeft(decoded) && decoded.left.field).to.equal('messages[0].content');
+      });
+    });
+
     it('is reported by decodeConversation as a Left, for an app that checks a request body first', () => {
       const decoded = decodeConversation([{ role: 'tool', toolCallId: 'x', content: '' }], 'messages');
       expect(isLeft(decoded) && decoded.left.field).to.equal('messages[0].toolCallId');

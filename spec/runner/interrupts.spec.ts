@@ -226,4 +226,52 @@ describe('interrupts', () => {
       { numRuns: 60, seed },
     );
   });
+
+  describe('stop classes of a resumed run', () => {
+    // `book` needs approval and, once approved, waits until it is stopped; `look` (idempotent) waits too, in a later phase.
+    const waiting = (signal: AbortSignal): Promise<never> => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+    const classed = (events: readonly RunEvent[]) =>
+      events.flatMap((e) => (e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE' ? [[e.callId, e.type, 'stopClass' in e ? e.stopClass : '-']] : []));
+
+    async function waitingRun() {
+      const started: string[] = [];
+      const tools = new ToolRegistry()
+        .register({ name: 'book', needsApproval: true }, (_args, ctx) => (started.push(ctx.callId), waiting(ctx.signal)))
+        .register({ name: 'look', idempotent: true, parallelSafe: false }, (_args, ctx) => (started.push(ctx.callId), waiting(ctx.signal)));
+      const runner = runnerWith(tools, [{ toolCalls: [call('b', 'book'), call('l', 'look'), call('m', 'look')] }, { text: 'done' }], { concurrency: new ConcurrencyConfig({ perTool: { look: 1 } }) });
+      const first = interruptedOf(await runner.run(agent, 'go'));
+      // Kept as JSON, as a store keeps it.
+      return { runner, started, snapshot: JSON.parse(JSON.stringify(first.snapshot)) as typeof first.snapshot };
+    }
+
+    it('classes the calls a cancel stops after resuming: in flight by idempotency, queued never dispatched', async () => {
+      const { runner, started, snapshot } = await waitingRun();
+      const controller = new AbortController();
+      const resumed = runner.resume(agent, snapshot, { approvals: { b: true }, signal: controller.signal });
+      for (let i = 0; i < 20 && started.length < 1; i++) await new Promise((resolve) => setImmediate(resolve));
+      controller.abort();
+      const result = await resumed;
+      expect(result.status).to.equal('cancelled');
+      expect(started).to.deep.equal(['b']);
+      expect(classed(result.events)).to.deep.equal([
+        ['b', 'TOOL_INDETERMINATE', 'indeterminate'],
+        ['l', 'TOOL_ERROR', 'never_dispatched'],
+        ['m', 'TOOL_ERROR', 'never_dispatched'],
+      ]);
+    });
+
+    it('gives a refused call no class: it was not stopped, a person said no', async () => {
+      const { runner, snapshot } = await waitingRun();
+      const controller = new AbortController();
+      const resumed = runner.resume(agent, snapshot, { approvals: { b: { approved: false, reason: 'no' } }, signal: controller.signal });
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      controller.abort();
+      const result = await resumed;
+      expect(classed(result.events)).to.deep.equal([
+        ['b', 'TOOL_ERROR', '-'],
+        ['l', 'TOOL_ERROR', 'safe_to_call_again'],
+        ['m', 'TOOL_ERROR', 'never_dispatched'],
+      ]);
+    });
+  });
 });

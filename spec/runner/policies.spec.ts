@@ -349,8 +349,8 @@ describe('AgentRunner policies', () => {
       expect(ended.map(({ callId }) => callId)).to.deep.equal(['q', 's', 'b']);
       const [quick, slow, boom] = ended.map(({ event }) => event);
       expect(quick).to.deep.equal({ type: 'TOOL_RESULT', turn: 1, callId: 'q', tool: 'quick', result: 'fine' });
-      expect(slow).to.have.all.keys('type', 'turn', 'callId', 'tool', 'message');
-      expect(slow).to.include({ type: 'TOOL_INDETERMINATE', turn: 1, callId: 's', tool: 'slow' });
+      expect(slow).to.have.all.keys('type', 'turn', 'callId', 'tool', 'message', 'stopClass');
+      expect(slow).to.include({ type: 'TOOL_INDETERMINATE', turn: 1, callId: 's', tool: 'slow', stopClass: 'indeterminate' });
       expect(boom).to.deep.equal({ type: 'TOOL_ERROR', turn: 1, callId: 'b', tool: 'boom', error: { name: 'TypeError', message: 'bad input' } });
       expect(ended.map(({ event }) => event)).to.deep.equal(result.events.filter(isOutcome));
     });

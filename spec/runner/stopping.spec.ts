@@ -52,6 +52,13 @@ function expectOneOutcomePerCall(events: readonly RunEvent[]): void {
   for (const [key, count] of asked) expect(count, `outcome events for call ${key}`).to.equal(1);
 }
 
+/** Each call's stop class as its event carries it (`-` for none), by call id, in call order. */
+function classesOf(events: readonly RunEvent[]): Array<[string, string]> {
+  const classes: Array<[string, string]> = [];
+  for (const e of events) if (e.type === 'TOOL_RESULT' || e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE') classes.push([e.callId, ('stopClass' in e ? e.stopClass : undefined) ?? '-']);
+  return classes;
+}
+
 function messageOf(events: readonly RunEvent[], callId: string): string {
   const event = events.find((e) => (e.type === 'TOOL_ERROR' || e.type === 'TOOL_INDETERMINATE') && e.callId === callId);
   if (event?.type === 'TOOL_ERROR') return event.error.message;
@@ -163,6 +170,25 @@ describe('AgentRunner: stopping', () => {
       expect(messageOf(events, 'queued')).to.match(/^never dispatched: /);
       expect(messageOf(events, 'idem')).to.match(/Safe to call again$/);
       expect(messageOf(events, 'charge')).to.match(/The side effect may have landed$/);
+    });
+
+    it('gives each stopped call its stop class as a field, checked against what the bodies did, and none to the call that finished', async () => {
+      let observed: ReturnType<typeof scenario> | undefined;
+      let pending: Promise<RunResult> | undefined;
+      testScheduler.run((helpers) => {
+        observed = scenario(helpers);
+        pending = observed.runner.run(planner, 'go', { signal: observed.controller.signal });
+        helpers.flush();
+      });
+      const { events } = await pending!;
+      expect(classesOf(events)).to.deep.equal([
+        ['done', '-'],
+        ['idem', 'safe_to_call_again'],
+        ['charge', 'indeterminate'],
+        ['queued', 'never_dispatched'],
+      ]);
+      // Counted from the bodies: the two classed as in flight had started, the one never dispatched had not.
+      expect(observed!.seen.invoked).to.include.members(['idem', 'charge']).and.not.include('queued');
     });
 
     it('resolves run() with status cancelled rather than rejecting', async () => {
@@ -659,6 +685,12 @@ describe('AgentRunner: stopping', () => {
       expect(messageOf(events, 'hang')).to.match(/DeadlineConfig\.toolCallSeconds = 0\.004s.*The side effect may have landed$/);
       expect(messageOf(events, 'idem')).to.match(/Safe to call again$/);
       expect(messageOf(events, 'later')).to.match(/^never dispatched: /);
+      expect(classesOf(events)).to.deep.equal([
+        ['quick', '-'],
+        ['hang', 'indeterminate'],
+        ['idem', 'safe_to_call_again'],
+        ['later', 'never_dispatched'],
+      ]);
       expect(observed!.seen.invoked).to.deep.equal(['quick', 'hang', 'idem']);
       expect(observed!.seen.signals.get('hang')!.aborted).to.equal(true);
       expect(observed!.runner.lanes.occupancy()).to.deep.equal([]);
@@ -751,6 +783,11 @@ describe('AgentRunner: stopping', () => {
       });
       expect(watched!.timeline).to.deep.equal(['0 START', '0 MODEL 1', '2 ERROR s ToolTimedOutError', '2 RESULT q', '2 MODEL 2', '2 COMPLETED worked around it']);
       expect(messageOf(watched!.events, 's')).to.equal('slow timed out after 0.002s (its perToolSeconds ceiling). The side effect may have landed');
+      // Its own ceiling cut it off in flight: the class says what the message says, and the sibling that answered has none.
+      expect(classesOf(watched!.events)).to.deep.equal([
+        ['s', 'indeterminate'],
+        ['q', '-'],
+      ]);
       expect(observed!.seen.signals.get('s')!.aborted).to.equal(true);
       expect(observed!.seen.signals.get('q')!.aborted).to.equal(false);
       // the model saw the failure beside its sibling's result
