@@ -399,8 +399,8 @@ describe('a failure costs its own call, whatever the body does', () => {
   });
 
   describe('streams given values or errors that cannot be read', () => {
-    async function frames(start: () => Observable<unknown>): Promise<Array<{ event: string | undefined; data: string }>> {
-      const server = await serve(sseHandler(() => start()));
+    async function frames(start: () => Observable<unknown>, reported: unknown[] = []): Promise<Array<{ event: string | undefined; data: string }>> {
+      const server = await serve(sseHandler(() => start(), { onError: (error) => reported.push(error) }));
       try {
         const found: Array<{ event: string | undefined; data: string }> = [];
         createParser({ onEvent: (e) => found.push({ event: e.event, data: e.data }) }).feed(await (await fetch(server.url)).text());
@@ -418,9 +418,13 @@ describe('a failure costs its own call, whatever the body does', () => {
       ]);
     });
 
-    it('SSE ends a stream that errors with a Proxy with an error event saying its error cannot be read', async () => {
-      const found = await frames(() => throwError(() => trapProxy()));
+    it('SSE ends a stream that errors with a Proxy with an error event saying its error cannot be read, and hands the Proxy to onError', async () => {
+      const hostile = trapProxy();
+      const reported: unknown[] = [];
+      const found = await frames(() => throwError(() => hostile), reported);
       expect(found).to.deep.equal([{ event: 'error', data: JSON.stringify({ name: 'Error', message: 'a value was thrown that cannot be read as an error (getPrototypeOf trap)' }) }]);
+      expect(reported.length).to.equal(1);
+      expect(reported[0] === hostile, 'the thrown Proxy itself').to.equal(true);
     });
 
     it('the UI message stream ends a run that errors with a Proxy with an error chunk, then finish', async () => {
