@@ -1,8 +1,9 @@
 // The one JSON form of a value. A tool body may return anything; what it returned goes on in
 // this form, and only in this form, to the model, the transcript, policies, cassettes and the
 // streams (SSE, the UI message stream), so they all carry the same thing and none of them throws.
-// Every module may import this file; it imports only lib/errors.ts.
+// Every module may import this file; it imports only lib/errors.ts and lib/own.ts.
 import { JsonFormError, toErrorInfo } from './errors.js';
+import { put } from './own.js';
 
 /** A value JSON carries as it is. */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
@@ -183,9 +184,7 @@ function fields(value: object, depth: number, ancestors: object[]): JsonValue {
       throw at(failure, key);
     }
     if (item === ABSENT) continue;
-    // A `__proto__` key stays a key: assigned, it would set the copy's prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
-    else out[key] = item as JsonValue;
+    put(out, key, item as JsonValue);
   }
   return Object.freeze(out);
 }

@@ -9,6 +9,7 @@ import { errorOutcome, type Outcome } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { describeFailures, describeValue } from '../config/index.js';
 import { ConfigError, ToolRejectedError, toErrorInfo } from '../errors.js';
+import { hasOwn, own } from '../own.js';
 import type { RunState } from '../tools/index.js';
 import type { Message, Usage } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
@@ -150,7 +151,7 @@ export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { po
       throw new ConfigError(`approvals.${key}`, `approvals.${key} must be true, false or { approved: false, reason?: string }, got ${describeValue(answer)}`);
     }
   }
-  for (const id of waiting) if (!(id in approvals)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
+  for (const id of waiting) if (!hasOwn(approvals, id)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
   const nested: Array<NestedResume | undefined> = [];
   const calls = snapshot.calls.map((call, index): ResumedCall | undefined => {
     switch (call.status) {
@@ -167,7 +168,7 @@ export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { po
         return { gated: true };
       }
       case 'approval': {
-        const answer = approvals[call.callId]!;
+        const answer = own(approvals, call.callId)!;
         if (answer === true) return { gated: true };
         const reason = answer === false ? 'not approved' : answer.reason ?? 'not approved';
         return { outcome: errorOutcome({ index, callId: call.callId, tool: call.tool }, false, toErrorInfo(new ToolRejectedError('approval', reason))) };

@@ -3,6 +3,7 @@
 // A run's state and deltas are JSON-like data, copied and deeply frozen, so `ctx.state` is
 // read-only all the way down: Object.freeze cannot stop `Map.set` or `Date.setTime`, and a
 // cassette could not hold those values anyway.
+import { put } from '../own.js';
 
 /** What JSON-like data is made of, for messages. */
 export const jsonLike = 'plain objects, arrays, strings, numbers, booleans, null and undefined';
@@ -18,12 +19,6 @@ export class NotPlainDataError extends TypeError {
   }
 }
 
-// A plain object's own keys land as own data properties: assigning `__proto__` would set the
-// copy's prototype instead.
-function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  else target[key] = value;
-}
 
 function isPlainObject(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
