@@ -1,16 +1,17 @@
 // The one JSON form of a value. A tool body may return anything; what it returned goes on in
 // this form, and only in this form, to the model, the transcript, policies, cassettes and the
 // streams (SSE, the UI message stream), so they all carry the same thing and none of them throws.
-// Every module may import this file; it imports only lib/errors.ts and lib/own.ts.
+// Every module may import this file; it imports only lib/errors.ts, lib/own.ts and lib/nesting.ts.
 import { JsonFormError, toErrorInfo } from './errors.js';
 import { put } from './own.js';
+import { MAX_NESTING } from './nesting.js';
 
 /** A value JSON carries as it is. */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
 // Deeper than this is refused with a reason, rather than left to whichever walk runs out of
 // stack first (this one, JSON.stringify, a parser on the other side of a stream).
-const MAX_DEPTH = 1000;
+const MAX_DEPTH = MAX_NESTING;
 
 // What a value with no place in JSON becomes inside an object (its key is left out) or in an
 // array (null): undefined, a function, a symbol, as JSON.stringify treats them.

@@ -9,6 +9,7 @@ import { errorOutcome, type Outcome } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { describeFailures, describeValue } from '../config/index.js';
 import { ConfigError, ToolRejectedError, toErrorInfo } from '../errors.js';
+import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
 import { hasOwn, own } from '../own.js';
 import type { RunState } from '../tools/index.js';
 import type { Message, Usage } from './model.js';
@@ -116,6 +117,9 @@ export function checkedSnapshot(value: unknown, root = 'snapshot'): RunSnapshot 
   if (format !== snapshotFormat) throw new ConfigError(`${root}.format`, `${root}.format must be ${JSON.stringify(snapshotFormat)}, got ${describeValue(format)}`);
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new ConfigError(`${root}.version`, `${root}.version must be a positive integer, got ${describeValue(version)}`);
   if (version > snapshotVersion) throw new ConfigError(`${root}.version`, `${root}.version is ${version}, newer than this library reads (${snapshotVersion}): resume it with the version that took it`);
+  // Its digest and its decoding walk it recursively: deeper than any run writes is refused first, naming where.
+  const deep = nestedTooDeep(value, MAX_ENVELOPED);
+  if (deep !== undefined) throw new ConfigError(describePath(root, deep), `${describePath(root, deep)} is nested more than ${MAX_ENVELOPED} levels deep`);
   const decoded = Snapshot.decode(value);
   if (isLeft(decoded)) throw new ConfigError(root, describeFailures(decoded.left, root));
   const snapshot = value as RunSnapshot;
