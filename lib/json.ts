@@ -1,15 +1,17 @@
 // The one JSON form of a value. A tool body may return anything; what it returned goes on in
 // this form, and only in this form, to the model, the transcript, policies, cassettes and the
 // streams (SSE, the UI message stream), so they all carry the same thing and none of them throws.
-// Every module may import this file; it imports only lib/errors.ts.
+// Every module may import this file; it imports only lib/errors.ts, lib/own.ts and lib/nesting.ts.
 import { JsonFormError, toErrorInfo } from './errors.js';
+import { put } from './own.js';
+import { MAX_NESTING } from './nesting.js';
 
 /** A value JSON carries as it is. */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
 // Deeper than this is refused with a reason, rather than left to whichever walk runs out of
 // stack first (this one, JSON.stringify, a parser on the other side of a stream).
-const MAX_DEPTH = 1000;
+const MAX_DEPTH = MAX_NESTING;
 
 // What a value with no place in JSON becomes inside an object (its key is left out) or in an
 // array (null): undefined, a function, a symbol, as JSON.stringify treats them.
@@ -183,9 +185,7 @@ function fields(value: object, depth: number, ancestors: object[]): JsonValue {
       throw at(failure, key);
     }
     if (item === ABSENT) continue;
-    // A `__proto__` key stays a key: assigned, it would set the copy's prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
-    else out[key] = item as JsonValue;
+    put(out, key, item as JsonValue);
   }
   return Object.freeze(out);
 }

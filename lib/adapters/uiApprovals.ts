@@ -5,6 +5,7 @@
 // `resumeApproved` takes the snapshot back, once, for the tenant it belongs to, and resumes.
 import { concatMap, from, type MonoTypeOperatorFunction, type Observable, of } from 'rxjs';
 import { ApprovalRefusedError, ConfigError } from '../errors.js';
+import { put } from '../own.js';
 import type { Agent, AgentRunner, Approval, RunEvent, RunOptions, RunSnapshot } from '../runner/index.js';
 
 /** What a store keeps of a waiting run: its snapshot, and whose run it is. */
@@ -118,7 +119,7 @@ export async function resumeApproved(messages: unknown, options: ResumeApprovedO
   if (kept === undefined) throw new ApprovalRefusedError('unknown', 'the run these answers are for waits no more: it was answered already, or never waited here');
   if (kept.tenant !== tenant) throw new ApprovalRefusedError('tenant', 'the run these answers are for is not this tenant\'s');
   const approvals: Record<string, Approval> = {};
-  for (const { id, approved, reason } of answers) approvals[id.slice(key.length + 1)] = approved ? true : { approved: false, ...(reason === undefined ? {} : { reason }) };
+  for (const { id, approved, reason } of answers) put(approvals, id.slice(key.length + 1), approved ? true : { approved: false, ...(reason === undefined ? {} : { reason }) });
   let run$: Observable<RunEvent>;
   try {
     // Checked now (cold): answers for calls the run does not wait on, or missing ones, change nothing.

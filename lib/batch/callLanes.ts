@@ -3,6 +3,7 @@
 // by the fan-out (inLanes) alone, through its record; the other stages only read it.
 import type { Subscription } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
+import { put } from '../own.js';
 import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneGrantTarget, type LaneStore, type Permit } from '../lanes/index.js';
 import { reportUnhandled } from './invocation.js';
@@ -271,7 +272,7 @@ export class CallLanes implements LaneGrantTarget {
     const fences: Record<string, string> = {};
     for (let i = 0; i < this.taken; i++) {
       const fence = this.permits[i]!.fence;
-      if (fence !== undefined) fences[this.steps[i]!.key] = fence;
+      if (fence !== undefined) put(fences, this.steps[i]!.key, fence);
     }
     return Object.freeze(fences);
   }

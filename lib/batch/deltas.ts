@@ -1,12 +1,13 @@
 // Deltas: what each call recorded of the run's state, kept apart while the batch
 // runs and merged in call order once it resolves (a later call wins a key).
 // Keys are copied as own data properties, so `__proto__` in a delta pollutes nothing.
+import { put } from '../own.js';
 import type { Delta, Outcome } from './types.js';
 
 /** Copies `patch`'s own enumerable keys onto `target` as plain data properties. */
 export function assignDelta(target: Record<string, unknown>, patch: Delta): Record<string, unknown> {
   for (const key of Object.keys(patch)) {
-    Object.defineProperty(target, key, { value: patch[key], enumerable: true, writable: true, configurable: true });
+    put(target, key, patch[key]);
   }
   return target;
 }

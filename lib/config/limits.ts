@@ -76,10 +76,8 @@ export function refuseNonConfig(value: unknown, field: string, config: string, w
   }
 }
 
-/** A lookup that only sees a record's own keys: `perTool.constructor` is not a limit. */
-export function own<V>(record: Readonly<Record<string, V>>, key: string): V | undefined {
-  return Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
-}
+// A lookup that only sees a record's own keys: `perTool.constructor` is not a limit.
+export { own } from '../own.js';
 
 /** The smaller of two optional bounds; absent means unbounded. */
 export function tighter(a: number | undefined, b: number | undefined): number | undefined {

@@ -2,6 +2,7 @@
 // tenant, its codec, its checks and how two of them narrow. Kept apart from the concurrency
 // fields so each kind of lane reads on its own.
 import * as t from 'io-ts';
+import { put } from '../own.js';
 import { own, PositiveInt, PositiveSeconds, refuseUnknownFields } from './limits.js';
 
 /**
@@ -35,7 +36,7 @@ export function refuseUnknownRateFields(record: unknown, field: string): void {
 export function frozenRates(record: Readonly<Record<string, RateOptions>> | undefined): Readonly<Record<string, RateOptions>> {
   const copy: Record<string, RateOptions> = {};
   for (const [key, { limit, perSeconds, burst }] of Object.entries(record ?? {})) {
-    copy[key] = Object.freeze(burst === undefined ? { limit, perSeconds } : { limit, perSeconds, burst });
+    put(copy, key, Object.freeze(burst === undefined ? { limit, perSeconds } : { limit, perSeconds, burst }));
   }
   return Object.freeze(copy);
 }

@@ -26,6 +26,11 @@ interface OpenCall {
  *   call's `tool-input-end` only when the stream closes;
  * - its `tool-call` part, for a call whose input was not streamed, or was empty, or raw text.
  *
+ * Calls go on in the order the model started writing them (their `tool-input-start`): a call
+ * complete while one started before it is still open waits for it, so a call whose JSON never
+ * closes keeps its place (it goes on, with what was written of it, at its `tool-input-end`, its
+ * `tool-call` part or the `finish`, and fails there as arguments that are not JSON).
+ *
  * A later `tool-call` part for a call already handed on is not a second call: it is dropped. If
  * its input differs from what was streamed, the streamed arguments stand: the call started with
  * them, and they are what the transcript records. Calls the provider runs itself
@@ -38,9 +43,36 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
   // Ids of calls handed on, so a second tool-call part for one of them is not a second call.
   const handedOn = new Set<string>();
 
-  const handOn = (id: string, name: string, args: string): ModelStreamPart[] => {
+  // The runner's calls in the order the model started writing them, each with its part once it is complete.
+  const order: Array<{ readonly id: string; part: ModelStreamPart | undefined }> = [];
+
+  // A call's place is where the model started writing it: a complete call goes on once every
+  // call started before it has (one whose JSON is still open holds the later ones back).
+  const released = (): ModelStreamPart[] | undefined => {
+    let n = 0;
+    while (n < order.length && order[n]!.part !== undefined) n++;
+    return n === 0 ? undefined : order.splice(0, n).map((entry) => entry.part!);
+  };
+
+  const handOn = (id: string, name: string, args: string): ModelStreamPart[] | undefined => {
     handedOn.add(id);
-    return [{ type: 'tool-call', id, name, arguments: args }];
+    const part: ModelStreamPart = { type: 'tool-call', id, name, arguments: args };
+    const entry = order.find((e) => e.id === id);
+    if (entry === undefined) order.push({ id, part });
+    else entry.part = part;
+    return released();
+  };
+
+  // The stream is over: a call whose input never completed goes on in its place with what was written of it.
+  const rest = (): ModelStreamPart[] => {
+    for (const entry of order) {
+      const call = open.get(entry.id);
+      if (entry.part === undefined && call !== undefined) {
+        handedOn.add(entry.id);
+        entry.part = { type: 'tool-call', id: entry.id, name: call.name, arguments: call.input };
+      }
+    }
+    return order.splice(0).flatMap((entry) => (entry.part === undefined ? [] : [entry.part]));
   };
 
   const complete = (id: string, call: OpenCall): ModelStreamPart[] | undefined => {
@@ -60,6 +92,7 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         // The provider's own calls, and a second start for a call already handed on, are not read.
         if (start.providerExecuted === true || handedOn.has(start.id)) return undefined;
         open.set(start.id, { name: start.toolName, input: '', raw: start.inputEncoding === 'text', sent: undefined });
+        if (!order.some((e) => e.id === start.id)) order.push({ id: start.id, part: undefined });
         return undefined;
       }
       case 'tool-input-delta': {
@@ -84,7 +117,7 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         const { usage: used, finishReason } = part as Part<'finish'>;
         const usage = usageOf(used);
         const reason = finishReasonOf(finishReason);
-        const out: ModelStreamPart[] = [];
+        const out: ModelStreamPart[] = rest();
         if (usage !== undefined) out.push({ type: 'usage', ...usage });
         if (reason !== undefined) out.push({ type: 'finish', finishReason: reason });
         return out;

@@ -5,6 +5,7 @@
 // read by their shape: nothing of `ai` is imported.
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, toErrorInfo } from '../errors.js';
+import { own } from '../own.js';
 import { isStandardSchema, ToolRegistry, type ConversationMessage, type JsonSchema, type Schema, type StandardResult, type StandardSchema, type ToolBody, type ToolContext, type ToolDeclaration, type ToolLane } from '../tools/index.js';
 import type { ModelRequest } from '../runner/index.js';
 import { rateLimitedFrom } from '../rateLimited.js';
@@ -202,10 +203,10 @@ export function aiSdkTools(tools: Readonly<Record<string, AiSdkTool>>, extras: A
       throw new ConfigError(`${name}.type`, `tool ${name} is a ${String(tool.type)} tool, run by its provider; only tools with an execute of their own can run in the lanes`);
     }
     if (typeof tool.execute !== 'function') throw new ConfigError(`${name}.execute`, `tool ${name} has no execute function; the runner runs each tool's body itself`);
-    const needsApproval = extras.needsApproval?.[name] ?? flagOf(tool);
-    const idempotent = extras.idempotent?.[name];
-    const parallelSafe = extras.parallelSafe?.[name];
-    const lane = extras.lanes?.[name];
+    const needsApproval = (extras.needsApproval === undefined ? undefined : own(extras.needsApproval, name)) ?? flagOf(tool);
+    const idempotent = (extras.idempotent === undefined ? undefined : own(extras.idempotent, name));
+    const parallelSafe = (extras.parallelSafe === undefined ? undefined : own(extras.parallelSafe, name));
+    const lane = (extras.lanes === undefined ? undefined : own(extras.lanes, name));
     const declaration: ToolDeclaration<Schema | undefined> = {
       name,
       ...(typeof tool.description === 'string' ? { description: tool.description } : {}),

@@ -6,6 +6,7 @@ import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
 import { describeValue, failures } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { describePath, nestedTooDeep, tooDeep } from '../nesting.js';
 import { frozenPlainCopy, jsonLike, NotPlainDataError } from '../tools/index.js';
 import type { Message, ToolCall } from '../conversation.js';
 
@@ -54,12 +55,17 @@ function callArguments(args: ToolCall['arguments'], path: string): Either<Config
     } catch {
       return left(refusal(path, 'JSON text of an object', args));
     }
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? right(args) : left(refusal(path, 'JSON text of an object', args));
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return left(refusal(path, 'JSON text of an object', args));
+    const deep = nestedTooDeep(parsed);
+    return deep === undefined ? right(args) : left(new ConfigError(indexed(describePath(path, deep)), `${indexed(describePath(path, deep))} is ${tooDeep}`));
   }
   try {
     return right(frozenPlainCopy(args, path) as ToolCall['arguments']);
   } catch (error) {
-    if (error instanceof NotPlainDataError) return left(new ConfigError(indexed(error.path), `${indexed(error.path)}: expected JSON-like data (${jsonLike}): ${error.message}`));
+    if (error instanceof NotPlainDataError) {
+      const said = error.found === tooDeep ? indexed(error.message) : `${indexed(error.path)}: expected JSON-like data (${jsonLike}): ${error.message}`;
+      return left(new ConfigError(indexed(error.path), said));
+    }
     throw error;
   }
 }

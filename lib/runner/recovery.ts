@@ -13,6 +13,7 @@ import type { Message, ModelResponse, ToolCall } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
 import type { CallDispatchedEntry, CallSettledEntry, JournalEntry, RunStartedEntry } from './runJournal.js';
 import { startingState, toolMessage } from './turnCalls.js';
+import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
 
 /** How a journaled run goes on: from a resume point, or (no turn of it was journaled, so nothing of it ran) from its start again. */
 export type Recovery = { readonly kind: 'point'; readonly start: RunStartedEntry; readonly point: ResumePoint } | { readonly kind: 'again'; readonly start: RunStartedEntry };
@@ -65,6 +66,11 @@ function answerOf(turn: JournaledTurn): ModelResponse | undefined {
 
 /** A run's journal, read back: where it goes on. Throws a JournalError for a run that cannot (unknown, ended, a gap in it). */
 export function recoveryOf(runId: string, entries: readonly JournalEntry[], rules: RecoveryRules): Recovery {
+  // Reading them back walks them recursively: an entry deeper than the library writes is refused, naming where.
+  entries.forEach((entry, index) => {
+    const deep = nestedTooDeep(entry, MAX_ENVELOPED);
+    if (deep !== undefined) throw new JournalError(`run ${runId} cannot be recovered: ${describePath(`entries.${index}`, deep)} (a ${String(entry.kind)} entry) is nested more than ${MAX_ENVELOPED} levels deep`);
+  });
   const start = entries[0];
   if (start?.kind !== 'started') throw new JournalError(`run ${runId} is not in the journal`);
   if (entries.some((entry) => entry.kind === 'ended')) throw new JournalError(`run ${runId} cannot be recovered: it ended`);

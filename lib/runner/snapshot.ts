@@ -9,6 +9,8 @@ import { errorOutcome, type Outcome } from '../batch/index.js';
 import { canonicalJson } from '../canonical.js';
 import { describeFailures, describeValue } from '../config/index.js';
 import { ConfigError, ToolRejectedError, toErrorInfo } from '../errors.js';
+import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
+import { hasOwn, own } from '../own.js';
 import type { RunState } from '../tools/index.js';
 import type { Message, Usage } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
@@ -115,6 +117,9 @@ export function checkedSnapshot(value: unknown, root = 'snapshot'): RunSnapshot 
   if (format !== snapshotFormat) throw new ConfigError(`${root}.format`, `${root}.format must be ${JSON.stringify(snapshotFormat)}, got ${describeValue(format)}`);
   if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) throw new ConfigError(`${root}.version`, `${root}.version must be a positive integer, got ${describeValue(version)}`);
   if (version > snapshotVersion) throw new ConfigError(`${root}.version`, `${root}.version is ${version}, newer than this library reads (${snapshotVersion}): resume it with the version that took it`);
+  // Its digest and its decoding walk it recursively: deeper than any run writes is refused first, naming where.
+  const deep = nestedTooDeep(value, MAX_ENVELOPED);
+  if (deep !== undefined) throw new ConfigError(describePath(root, deep), `${describePath(root, deep)} is nested more than ${MAX_ENVELOPED} levels deep`);
   const decoded = Snapshot.decode(value);
   if (isLeft(decoded)) throw new ConfigError(root, describeFailures(decoded.left, root));
   const snapshot = value as RunSnapshot;
@@ -150,7 +155,7 @@ export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { po
       throw new ConfigError(`approvals.${key}`, `approvals.${key} must be true, false or { approved: false, reason?: string }, got ${describeValue(answer)}`);
     }
   }
-  for (const id of waiting) if (!(id in approvals)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
+  for (const id of waiting) if (!hasOwn(approvals, id)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
   const nested: Array<NestedResume | undefined> = [];
   const calls = snapshot.calls.map((call, index): ResumedCall | undefined => {
     switch (call.status) {
@@ -167,7 +172,7 @@ export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { po
         return { gated: true };
       }
       case 'approval': {
-        const answer = approvals[call.callId]!;
+        const answer = own(approvals, call.callId)!;
         if (answer === true) return { gated: true };
         const reason = answer === false ? 'not approved' : answer.reason ?? 'not approved';
         return { outcome: errorOutcome({ index, callId: call.callId, tool: call.tool }, false, toErrorInfo(new ToolRejectedError('approval', reason))) };

@@ -12,6 +12,7 @@ import type { Message, RunInput, ToolCall } from './model.js';
 import type { PolicyTarget } from './policies.js';
 import type { NestedResume } from './snapshot.js';
 import type { RunnerActivity, RunParent, RunResult } from './types.js';
+import { tooDeep } from '../nesting.js';
 
 /**
  * A result outcome with its result in its JSON form, and the text the model reads for it in
@@ -67,7 +68,7 @@ export function startingState(state: Readonly<Record<string, unknown>>): RunStat
   try {
     return frozenPlainCopy(state, 'state') as RunState;
   } catch (error) {
-    if (error instanceof NotPlainDataError) throw new ConfigError(error.path, `state must hold JSON-like data (${jsonLike}): ${error.message}`);
+    if (error instanceof NotPlainDataError) throw new ConfigError(error.path, error.found === tooDeep ? error.message : `state must hold JSON-like data (${jsonLike}): ${error.message}`);
     throw new ConfigError('state', `state cannot be read (${toErrorInfo(error).message})`);
   }
 }

@@ -4,6 +4,7 @@
 // with what the model sent, so a body that changes its arguments changes only its own.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import { ToolArgumentsError, toErrorInfo } from '../errors.js';
+import { describePath, MAX_NESTING, NestedTooDeepError, nestedTooDeep, tooDeep } from '../nesting.js';
 import { ownCopy } from './plainData.js';
 import { check, type Checked } from './standardSchema.js';
 import type { ResolvedDeclaration } from './ToolDeclaration.js';
@@ -11,11 +12,20 @@ import type { ResolvedDeclaration } from './ToolDeclaration.js';
 function parse(tool: string, text: string): Either<ToolArgumentsError, unknown> {
   // Some providers send an empty string for a call without arguments.
   if (text.trim() === '') return right({});
+  let parsed: unknown;
   try {
-    return right(JSON.parse(text) as unknown);
+    parsed = JSON.parse(text) as unknown;
   } catch (error) {
     return left(new ToolArgumentsError(tool, `arguments are not valid JSON (${(error as Error).message})`));
   }
+  // Nesting past the limit takes at least two characters a level: shorter text is not measured.
+  const deep = text.length > 2 * MAX_NESTING ? nestedTooDeep(parsed) : undefined;
+  return deep === undefined ? right(parsed) : left(tooDeepArguments(tool, describePath('args', deep)));
+}
+
+// Arguments the body, the policies and the lanes' canonical JSON could not walk without running out of stack.
+function tooDeepArguments(tool: string, path: string): ToolArgumentsError {
+  return new ToolArgumentsError(tool, `arguments ${tooDeep} at ${path}`);
 }
 
 // Arguments sent as an object are the reply's own (and the transcript's): the codec reads a
@@ -25,6 +35,7 @@ function copy(tool: string, raw: unknown): Either<ToolArgumentsError, unknown> {
   try {
     return right(ownCopy(raw));
   } catch (error) {
+    if (error instanceof NestedTooDeepError) return left(tooDeepArguments(tool, error.path));
     return left(new ToolArgumentsError(tool, `arguments cannot be copied for the body (${toErrorInfo(error).message})`));
   }
 }

@@ -3,6 +3,8 @@
 // A run's state and deltas are JSON-like data, copied and deeply frozen, so `ctx.state` is
 // read-only all the way down: Object.freeze cannot stop `Map.set` or `Date.setTime`, and a
 // cassette could not hold those values anyway.
+import { describePath, MAX_NESTING, refuseTooDeep, tooDeep } from '../nesting.js';
+import { put } from '../own.js';
 
 /** What JSON-like data is made of, for messages. */
 export const jsonLike = 'plain objects, arrays, strings, numbers, booleans, null and undefined';
@@ -18,12 +20,6 @@ export class NotPlainDataError extends TypeError {
   }
 }
 
-// A plain object's own keys land as own data properties: assigning `__proto__` would set the
-// copy's prototype instead.
-function put(target: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-  else target[key] = value;
-}
 
 function isPlainObject(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
@@ -80,11 +76,15 @@ function copyJsonLike(value: unknown, depth: number): unknown {
  * A tool body's own copy of the arguments the model sent as an object: it shares nothing with
  * the reply. JSON-like arguments (what every provider sends) are copied by hand, which costs
  * next to nothing for the small objects models write; anything else (a Date, a Map, a cycle)
- * goes through structuredClone. Throws for what cannot be copied (a function, a getter that throws).
+ * goes through structuredClone. Throws for what cannot be copied (a function, a getter that throws), and
+ * a NestedTooDeepError naming where it nests deeper than 1000 levels.
  */
-export function ownCopy(value: unknown): unknown {
+export function ownCopy(value: unknown, root = 'args'): unknown {
   const copy = copyJsonLike(value, 0);
-  return copy === notCopied ? structuredClone(value) : copy;
+  if (copy !== notCopied) return copy;
+  // structuredClone recurses: deeper than any model writes is refused, naming where, before it runs out of stack.
+  refuseTooDeep(value, root);
+  return structuredClone(value);
 }
 
 /**
@@ -115,7 +115,7 @@ interface Walk {
 }
 
 function refuse(walk: Walk, found: string): never {
-  throw new NotPlainDataError([walk.root, ...walk.keys].join('.'), found);
+  throw new NotPlainDataError(describePath(walk.root, walk.keys), found);
 }
 
 function frozenCopyAt(walk: Walk, value: unknown): unknown {
@@ -126,6 +126,7 @@ function frozenCopyAt(walk: Walk, value: unknown): unknown {
   const object = value as object;
   const { ancestors, keys } = walk;
   if (ancestors.includes(object)) return refuse(walk, 'circular (it contains itself)');
+  if (ancestors.length === MAX_NESTING) return refuse(walk, tooDeep);
   let made: unknown[] | Record<string, unknown>;
   ancestors.push(object);
   if (isPlainArray(object)) {

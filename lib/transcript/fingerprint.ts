@@ -6,6 +6,7 @@ import { canonicalJson } from '../canonical.js';
 import type { Agent } from '../runner/index.js';
 import { schemaName, type JsonSchema, type ToolRegistry } from '../tools/index.js';
 import { differences, type Difference } from './differences.js';
+import { put } from '../own.js';
 
 export interface FingerprintedAgent {
   readonly name: string;
@@ -58,7 +59,7 @@ export function fingerprint(agent: Agent, registry: ToolRegistry): Fingerprint {
       parameters: registered.spec.parameters,
       idempotent: registered.declaration.idempotent,
     };
-    Object.defineProperty(tools, name, { value, enumerable: true, writable: true, configurable: true });
+    put(tools, name, value);
   }
   const parts = {
     agent: { name: agent.name, instructions: agent.instructions, model: agent.model, output: agent.output === undefined ? null : schemaName(agent.output) },

@@ -2,6 +2,7 @@
 // key), and the values of secret keys. Everything a cassette holds passes through here on
 // its way in, and becomes plain JSON data on the way.
 import { canonicalJson } from '../canonical.js';
+import { put } from '../own.js';
 
 /** Keys whose values are always redacted (compared case-insensitively); a recorder's `redact` adds to them. */
 export const DEFAULT_REDACT: readonly string[] = Object.freeze(['apiKey', 'api_key', 'authorization', 'cookie', 'password', 'secret', 'token']);
@@ -39,7 +40,7 @@ function walk(value: unknown, scrub: Scrub): unknown {
   for (const [key, item] of Object.entries(value)) {
     const lower = key.toLowerCase();
     const scrubbed = lower === 'runid' ? RUN_ID : scrub.redact.has(lower) ? REDACTED : walk(item, scrub);
-    Object.defineProperty(out, key, { value: scrubbed, enumerable: true, writable: true, configurable: true });
+    put(out, key, scrubbed);
   }
   return out;
 }

@@ -5,6 +5,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { decodeModelResponse, toOutcomeEvent, toResponseEvent, type ModelResponse, type OutcomeLike, type RunEvent, type RunStartedEvent } from '../runner/index.js';
 import type { Cassette, RecordedCall } from './Cassette.js';
 import { RUN_ID } from './scrub.js';
+import { put } from '../own.js';
 
 /** A run event as a deterministic transcript holds it: RUN_STARTED has no run id. */
 export type TranscriptEvent = Exclude<RunEvent, RunStartedEvent> | Omit<RunStartedEvent, 'runId'>;
@@ -21,7 +22,7 @@ function replaceIn(value: unknown, runId: string): unknown {
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
   const out: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(value)) {
-    Object.defineProperty(out, key, { value: replaceIn(item, runId), enumerable: true, writable: true, configurable: true });
+    put(out, key, replaceIn(item, runId));
   }
   return out;
 }

@@ -45,6 +45,26 @@ describe('aiSdkProvider reading a streamed reply', () => {
     expect(read(parts)).to.deep.equal(['-', '-', '-', '-', 'call a lookup {"city":"Lis}bon"}', '-', 'call b lookup {"city":"Porto"}', '-', '-', '-', '-']);
   });
 
+  it('keeps call order for a call whose JSON never closes: g3 and g4 wait for g2, which goes on in its place at its tool-input-end', () => {
+    const parts = [
+      start('g1'), delta('g1', '{"q":1}'),
+      start('g2'), delta('g2', '{"q":'),
+      start('g3'), delta('g3', '{"q":3}'),
+      start('g4'), delta('g4', '{"q":4}'),
+      end('g1'), end('g2'), end('g3'), end('g4'),
+      { type: 'finish', usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } }, finishReason: { unified: 'tool-calls', raw: 'tool_calls' } } as AiSdkStreamPart,
+    ];
+    const out = read(parts).filter((line) => line !== '-');
+    expect(out.slice(0, 2)).to.deep.equal(['call g1 lookup {"q":1}', 'call g2 lookup {"q": | call g3 lookup {"q":3} | call g4 lookup {"q":4}']);
+  });
+
+  it('hands on, at the finish and in its place, a call whose input never completed and got no tool-input-end', () => {
+    const parts = [start('g1'), delta('g1', '{"q":'), start('g2'), delta('g2', '{"q":2}'), { type: 'finish', usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } }, finishReason: { unified: 'tool-calls', raw: 'tool_calls' } } as AiSdkStreamPart];
+    const out = read(parts);
+    expect(out.slice(0, 4)).to.deep.equal(['-', '-', '-', '-']);
+    expect(out[4]!.startsWith('call g1 lookup {"q": | call g2 lookup {"q":2}')).to.equal(true);
+  });
+
   it('keeps the streamed arguments when a later tool-call part for the same call says otherwise: the call started with them', () => {
     expect(read([start('a'), delta('a', '{"city":"Lisbon"}'), call('a', '{"city":"Porto"}'), end('a')])).to.deep.equal(['-', 'call a lookup {"city":"Lisbon"}', '-', '-']);
   });
