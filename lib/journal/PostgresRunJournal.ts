@@ -2,6 +2,7 @@
 // the runs of a runner are written by group commit, one statement per flush; each run's lease is
 // a row its owner renews while the run lives. The tables are created on first use (or by
 // `setup()`); their layout is schema.ts's, and docs/resuming.md's.
+import { Socket } from 'node:net';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, JournalError } from '../errors.js';
 import type { JournalEntry, RecoverableRun } from '../runner/runJournal.js';
@@ -32,9 +33,30 @@ export interface PostgresRunJournalOptions {
   readonly tablePrefix?: string;
   /** How long a run stays its owner's without a renewal; renewed every third of it. Default 30. */
   readonly leaseSeconds?: number;
+  /**
+   * How long `close()` waits for PostgreSQL to answer the journal's last writes (and, for a pool
+   * of its own, to end it) before it gives them up: close ends within this whatever the database
+   * does. Default 5.
+   */
+  readonly closeSeconds?: number;
 }
 
-const fields = ['pool', 'connectionString', 'schema', 'tablePrefix', 'leaseSeconds'];
+const fields = ['pool', 'connectionString', 'schema', 'tablePrefix', 'leaseSeconds', 'closeSeconds'];
+
+// Resolves true once `promise` settles, false if `ms` pass first; its timer is cleared either way.
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, ms));
+  });
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  const answer = await Promise.race([settled, late]);
+  clearTimeout(timer);
+  return answer;
+}
 // A serialised setup per database, whatever the prefix: CREATE ... IF NOT EXISTS races itself.
 const setupLock = 0x6a6f75726e616c;
 
@@ -53,7 +75,10 @@ const setupLock = 0x6a6f75726e616c;
 export class PostgresRunJournal extends GroupCommit {
   readonly tables: JournalTables;
   readonly leaseSeconds: number;
+  readonly closeSeconds: number;
   private readonly own: boolean;
+  // The sockets of the journal's own pool, which close() destroys if PostgreSQL does not let it end.
+  private readonly sockets = new Set<Socket>();
   private pool: PgPoolLike | undefined;
   private readonly connectionString: string | undefined;
   private ready: Promise<void> | undefined = undefined;
@@ -64,7 +89,7 @@ export class PostgresRunJournal extends GroupCommit {
     super();
     if (options === null || typeof options !== 'object') throw new ConfigError('PostgresRunJournal', `PostgresRunJournal options must be an object, got ${describeValue(options)}`);
     refuseUnknownFields(options, fields, 'PostgresRunJournal');
-    const { pool, connectionString, schema = 'public', tablePrefix = 'agent_lanes_', leaseSeconds = 30 } = options;
+    const { pool, connectionString, schema = 'public', tablePrefix = 'agent_lanes_', leaseSeconds = 30, closeSeconds = 5 } = options;
     if ((pool === undefined) === (connectionString === undefined)) {
       throw new ConfigError('pool', 'PostgresRunJournal takes either pool (a pg.Pool) or connectionString, not both and not neither');
     }
@@ -77,8 +102,12 @@ export class PostgresRunJournal extends GroupCommit {
     if (typeof leaseSeconds !== 'number' || !(leaseSeconds >= 1) || !Number.isFinite(leaseSeconds)) {
       throw new ConfigError('leaseSeconds', `leaseSeconds must be a number of seconds, at least 1, got ${describeValue(leaseSeconds)}`);
     }
+    if (typeof closeSeconds !== 'number' || !(closeSeconds > 0) || !Number.isFinite(closeSeconds)) {
+      throw new ConfigError('closeSeconds', `closeSeconds must be a positive finite number of seconds, got ${describeValue(closeSeconds)}`);
+    }
     this.tables = tablesOf(schema, tablePrefix);
     this.leaseSeconds = leaseSeconds;
+    this.closeSeconds = closeSeconds;
     this.pool = pool;
     this.own = pool === undefined;
     this.connectionString = connectionString;
@@ -155,16 +184,34 @@ export class PostgresRunJournal extends GroupCommit {
     }));
   }
 
+  /**
+   * Writes what was appended, hands back the runs it still owns, and ends its own pool (never
+   * yours). It resolves within `closeSeconds` whatever PostgreSQL does: a write still unanswered
+   * then is given up (its waiter told it failed: it may or may not have landed), and the sockets
+   * of its own pool are destroyed. A pool of yours is yours to end; a query the journal left in
+   * it against a hanging server holds one of its clients until the server answers or the
+   * connection breaks (pg's `query_timeout` bounds that).
+   */
   override async close(): Promise<void> {
     clearInterval(this.renewal);
-    const left = [...this.owned.keys()];
-    await super.close();
-    // The runs this journal still owned are nobody's now: recoverable at once, not a lease later.
-    if (left.length > 0 && this.pool !== undefined) {
-      await this.pool.query(releaseStatement(this.tables), [this.owner, left]).catch(() => undefined);
+    const end = performance.now() + this.closeSeconds * 1000;
+    const left = () => end - performance.now();
+    const owned = [...this.owned.keys()];
+    if (!(await settlesWithin(this.flushed(), left()))) {
+      this.abandon(new JournalError(`PostgreSQL did not answer within closeSeconds (${this.closeSeconds} s) of the journal's close: the write was given up, and may or may not have landed`));
     }
-    if (this.own) await this.pool?.end();
+    await super.close();
+    const pool = this.pool;
     this.pool = undefined;
+    if (pool === undefined) return;
+    // The runs this journal still owned are nobody's now: recoverable at once, not a lease later.
+    if (owned.length > 0) await settlesWithin(pool.query(releaseStatement(this.tables), [this.owner, owned]), left());
+    if (!this.own) return;
+    const ended = pool.end();
+    if (await settlesWithin(ended, left())) return;
+    // PostgreSQL is not answering: the pool's connections are dropped, which ends it.
+    for (const socket of this.sockets) socket.destroy();
+    await ended.catch(() => undefined);
   }
 
   private renew(): void {
@@ -202,7 +249,14 @@ export class PostgresRunJournal extends GroupCommit {
     }
     const Pool = pg.Pool ?? pg.default?.Pool;
     if (Pool === undefined) throw new JournalError('the pg package has no Pool');
-    const pool = (this.pool ??= new Pool({ connectionString: this.connectionString, max: 4 }));
+    // Each connection's socket is the journal's to drop at close (pg's `stream` option).
+    const stream = (): Socket => {
+      const socket = new Socket();
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      return socket;
+    };
+    const pool = (this.pool ??= new Pool({ connectionString: this.connectionString, max: 4, stream }));
     // An idle client's error (the server went away) must not end the process: the next query says so.
     pool.on?.('error', () => undefined);
     return pool;

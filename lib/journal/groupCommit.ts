@@ -36,6 +36,8 @@ export abstract class GroupCommit implements RunJournal {
   private pending: JournalRow[] = [];
   // True while a flush is written, and while one is due on the next microtask.
   private writing = false;
+  // The rows of the flush being written (undefined between flushes, and once given up).
+  private inFlight: readonly JournalRow[] | undefined = undefined;
   private due = false;
   // True when a failed write broke some run since the last flush began.
   private broke = false;
@@ -104,7 +106,10 @@ export abstract class GroupCommit implements RunJournal {
       rows = rows.filter((row) => row.run.broken === undefined || (row.waiter?.written(row.run.broken), false));
     }
     if (rows.length === 0) return this.wentIdle();
+    // Given up at close (abandon): refused, not written.
+    if (this.closed) return this.landed(rows, new JournalError('the journal is closed'));
     this.writing = true;
+    this.inFlight = rows;
     let written: Promise<void>;
     try {
       written = this.write(rows);
@@ -112,9 +117,28 @@ export abstract class GroupCommit implements RunJournal {
       written = Promise.reject(error);
     }
     written.then(
-      () => this.landed(rows, undefined),
-      (reason: unknown) => this.landed(rows, asError(reason)),
+      () => this.answered(rows, undefined),
+      (reason: unknown) => this.answered(rows, asError(reason)),
     );
+  }
+
+  // The database answered a flush; one given up meanwhile (abandon) was told already.
+  private answered(rows: readonly JournalRow[], error: Error | undefined): void {
+    if (rows !== this.inFlight) return;
+    this.inFlight = undefined;
+    this.landed(rows, error);
+  }
+
+  /**
+   * Closed while a write is unanswered (the database hanging): the write and every entry queued
+   * behind it are given up, their waiters told `error`, and nothing more is written. A late
+   * answer to the write is ignored.
+   */
+  protected abandon(error: Error): void {
+    this.closed = true;
+    const rows = this.inFlight;
+    this.inFlight = undefined;
+    if (rows !== undefined) this.landed(rows, error);
   }
 
   private landed(rows: readonly JournalRow[], error: Error | undefined): void {

@@ -2,7 +2,9 @@
 // runs inside an AsyncLocalStorage context; async_hooks `before`/`after` time every
 // callback that runs in such a context, so a stall after the body's first `await` is
 // charged to the right call even with several in flight. It cannot pre-empt a body
-// (nothing in one thread can); it fails the call once the body yields.
+// (nothing in one thread can); it fails the call once the body yields. A stretch in which Node
+// loaded code of its own for the first time (the HTTP client behind the first `fetch`, webcrypto)
+// is a one-time cost of the platform, not the body's: it is not counted (docs/async-and-sync.md).
 import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
@@ -41,6 +43,11 @@ const storage = new AsyncLocalStorage<Watch>();
 // its own start: two stacks side by side, so that timing a callback allocates nothing.
 const watchedStack: Array<Watch | undefined> = [];
 const startStack: number[] = [];
+const loadedStack: number[] = [];
+// How many of its own modules Node has loaded so far: it grows when a first use loads more (the
+// first `fetch` loads some fifty). Absent on a runtime without the list: nothing is excused.
+const loadList: readonly unknown[] | undefined = (process as { moduleLoadList?: readonly unknown[] }).moduleLoadList;
+const loaded = (): number => (loadList === undefined ? 0 : loadList.length);
 // Watch calls not yet released, over all monitors; the hook is enabled only while there are
 // some whose body went on after it returned (it returned a Promise, an Observable, an object
 // that may hold a callback), give or take a turn of the event loop: it is turned off by a check
@@ -77,16 +84,21 @@ const hook: AsyncHook = createHook({
     watchedStack.push(watched);
     // Only a watched call's callbacks are timed.
     startStack.push(watched === undefined ? 0 : performance.now());
+    loadedStack.push(watched === undefined ? 0 : loaded());
   },
   after: () => {
     const watched = watchedStack.pop();
     const start = startStack.pop();
-    if (watched !== undefined && start !== undefined) check(watched, performance.now() - start);
+    const loadedBefore = loadedStack.pop();
+    if (watched !== undefined && start !== undefined && loadedBefore !== undefined) check(watched, performance.now() - start, loadedBefore);
   },
 });
 
-function check(watched: Watch, elapsed: number): void {
+function check(watched: Watch, elapsed: number, loadedBefore: number): void {
   if (elapsed <= watched.monitor.limitMs || watched.stalled || watched.released) return;
+  // Node loaded code of its own meanwhile: a first use's one-time cost (on a busy machine, several
+  // times its quiet 50 ms), not the body holding the loop. The next call finds it loaded.
+  if (loaded() !== loadedBefore) return;
   watched.stalled = true;
   watched.listener.loopStalled(new EventLoopStalledError(watched.tool, elapsed, watched.monitor.limitMs));
 }
@@ -120,6 +132,7 @@ export class LoopMonitor {
   /** @internal Runs `body(arg)` inside `watch`, timing its synchronous part; a throw releases the watch and is rethrown. */
   run<A, T>(watch: Watch, body: (arg: A) => T, arg: A): T {
     const start = performance.now();
+    const loadedBefore = loaded();
     stored = true;
     let value: T;
     try {
@@ -128,7 +141,7 @@ export class LoopMonitor {
       watch.release();
       throw error;
     }
-    check(watch, performance.now() - start);
+    check(watch, performance.now() - start, loadedBefore);
     // A body that may go on after it returned has its later callbacks timed: the hook goes on
     // now, before any of them can run. A primitive answers at once; what it started and left
     // running is no longer its call's (the watch is released with the call).

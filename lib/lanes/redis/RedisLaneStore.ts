@@ -56,7 +56,7 @@ export type { FleetLaneOccupancy } from './snapshot.js';
  * const lanes = new RedisLaneStore({ client, leaseSeconds: 10 });
  * const runner = new AgentRunner({ provider, tools, concurrency: { perTool: { search: 4 } }, lanes });
  * // at most 4 searches at once across every process with this runner config and this Redis
- * await lanes.close(); // at shutdown, before the client is closed
+ * await lanes.close(); // at shutdown, before the client is closed (ends within timeoutSeconds, Redis up or not)
  * ```
  */
 export class RedisLaneStore implements LaneStore {
@@ -66,6 +66,7 @@ export class RedisLaneStore implements LaneStore {
   readonly whenUnreachable: 'fail' | 'in-process';
   private readonly connection: RedisConnection;
   private readonly leaseMs: number;
+  private readonly timeoutMs: number;
   private readonly leaseText: string;
   private readonly keepText: string;
   // This process's name in request ids, and how many requests it made.
@@ -115,6 +116,7 @@ export class RedisLaneStore implements LaneStore {
     this.timeoutSeconds = settings.timeoutSeconds;
     this.whenUnreachable = settings.whenUnreachable;
     this.leaseMs = settings.leaseMs;
+    this.timeoutMs = settings.timeoutMs;
     this.leaseText = settings.leaseText;
     this.keepText = settings.keepText;
     this.epoch = new RedisEpoch(settings.prefix, (script, keys, args) => this.transport.ask(script, keys, args));
@@ -303,7 +305,12 @@ export class RedisLaneStore implements LaneStore {
   /**
    * Stops the store: its requests are lost (a caller still waiting fails, never started; a
    * body still running is told its lease is gone), their permits go back to the fleet, and the
-   * store's own subscriber connection closes. The client handed in stays open.
+   * store's own subscriber connections close. It resolves within `timeoutSeconds` whatever Redis
+   * does (down, or hanging): a script still unanswered then is given up, and a subscriber
+   * connection that has not said goodbye is dropped. It leaves no timer and no connection of its
+   * own behind. The client handed in stays open: closing it is the application's, after this
+   * (during an outage, node-redis's `destroy()` or ioredis's `disconnect()`: a polite `close()`
+   * or `quit()` waits for Redis).
    */
   close(): Promise<void> {
     if (this.closing !== undefined) return this.closing;
@@ -317,9 +324,11 @@ export class RedisLaneStore implements LaneStore {
     });
     this.outage.close();
     this.metrics.close();
-    this.closing = this.idle().then(async () => {
-      await this.kinds.close();
-      await this.wakeUps.close();
+    // Every request is lost already: the subscriber connections close beside the last answers,
+    // each given what is left of the timeout before it is dropped, so the close ends within
+    // timeoutSeconds whatever Redis does (scripts in flight are given up by then too).
+    const { timeoutMs } = this;
+    this.closing = Promise.all([this.idle(), this.kinds.close(timeoutMs), this.wakeUps.close(timeoutMs)]).then(() => {
       this.notices.complete();
       this.pauses?.complete();
       this.limitNews?.complete();

@@ -22,7 +22,34 @@ export interface RedisSubscriber {
   /** Subscribes to `channel`, sharded (SSUBSCRIBE) or not (SUBSCRIBE); resolves once Redis confirmed. */
   subscribe(channel: string, sharded: boolean, listener: (message: string) => void): Promise<void>;
   unsubscribe(channel: string, sharded: boolean): Promise<void>;
+  /** Says goodbye (QUIT) and closes; a connection not up (Redis unreachable) is dropped at once, with no goodbye to wait for. */
   close(): Promise<void>;
+  /**
+   * Drops the connection at once, without a goodbye, and stops it reconnecting: what the store
+   * does when `close()` has not ended within its `timeoutSeconds` (Redis hanging). Optional for
+   * a connection of your own: without it, a close that never ends is left behind unwaited.
+   */
+  destroy?(): void;
+}
+
+/**
+ * Closes `subscriber` with a goodbye if that ends within `ms`, and drops it (`destroy()`)
+ * otherwise: a store's close never waits longer on a Redis that does not answer. Its timer is
+ * cleared whichever comes first.
+ */
+export async function closeWithin(subscriber: RedisSubscriber, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), ms);
+  });
+  const closed = subscriber.close().then(
+    () => false,
+    // A goodbye that failed leaves the connection to be dropped too.
+    () => true,
+  );
+  const drop = await Promise.race([closed, late]);
+  clearTimeout(timer);
+  if (drop) subscriber.destroy?.();
 }
 
 /** A node-redis client (`createClient()` from `redis`), connected. Only its shape is relied on. */
@@ -47,6 +74,7 @@ interface NodeRedis {
   duplicate(): NodeRedis;
   connect(): Promise<unknown>;
   readonly isOpen: boolean;
+  readonly isReady?: boolean;
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   sSubscribe(channel: string, listener: (message: string) => void): Promise<void>;
   sUnsubscribe(channel: string): Promise<void>;
@@ -70,6 +98,7 @@ interface Ioredis {
   unsubscribe(channel: string): Promise<unknown>;
   quit(): Promise<unknown>;
   disconnect(): void;
+  readonly status: string;
   scan?(cursor: string, ...args: string[]): Promise<[string, string[]]>;
   nodes?: unknown;
 }
@@ -105,6 +134,14 @@ export function nodeRedisConnection(client: NodeRedisClientLike): RedisConnectio
       const connected = sub.connect();
       // A connection that cannot be made shows in the subscribe that waits for it.
       connected.catch(ignore);
+      // Dropped at once; it reconnects no more. (node-redis before 6 throws on a client already closed.)
+      const drop = (): void => {
+        try {
+          sub.destroy?.();
+        } catch {
+          // Already closed.
+        }
+      };
       return {
         async subscribe(channel, sharded, listener) {
           await connected;
@@ -115,12 +152,15 @@ export function nodeRedisConnection(client: NodeRedisClientLike): RedisConnectio
           await (sharded ? sub.sUnsubscribe(channel) : sub.unsubscribe(channel));
         },
         async close() {
-          await connected.catch(ignore);
           if (!sub.isOpen) return;
+          // Not connected (Redis unreachable, the client trying again): nothing to say goodbye
+          // to, and a goodbye would wait for the connection for as long as the outage lasts.
+          if (sub.isReady === false) return drop();
           if (typeof sub.close === 'function') await sub.close();
           else if (typeof sub.quit === 'function') await sub.quit();
-          else sub.destroy?.();
+          else drop();
         },
+        destroy: drop,
       };
     },
   };
@@ -170,13 +210,17 @@ export function ioredisConnection(client: IoredisClientLike): RedisConnection {
         },
         async close() {
           listeners.clear();
+          // Not connected (Redis unreachable, the client trying again): nothing to say goodbye
+          // to, and QUIT would wait in the offline queue for as long as the outage lasts.
+          if (sub.status !== 'ready') return sub.disconnect();
           try {
             await sub.quit();
           } catch {
-            // A connection that never came up cannot say goodbye: it is dropped.
+            // A connection that went away meanwhile cannot say goodbye: it is dropped.
             sub.disconnect();
           }
         },
+        destroy: () => sub.disconnect(),
       };
     },
   };

@@ -93,10 +93,9 @@ export class FleetLaneKinds {
     await Promise.all([this.adaptive.idle(), this.budgets.idle()]);
   }
 
-  /** Sends no more, and closes the news connection, if it was ever used. */
-  async close(): Promise<void> {
-    await this.rates?.close();
-    await this.news.close();
+  /** Sends no more, and closes the news connection, if it was ever used (dropped if it has not closed within `ms`). */
+  async close(ms: number): Promise<void> {
+    await Promise.all([this.rates?.close(), this.news.close(ms)]);
   }
 
   private fleetRates(): FleetRates {

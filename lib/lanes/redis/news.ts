@@ -2,7 +2,7 @@
 // paused (rate.ts), an adaptive lane's limit moved (adaptive.ts). One subscriber connection for
 // all of it, made when first needed. A connection that cannot subscribe leaves this process to
 // what it does itself: Redis's answers still hold every process to the fleet's lanes.
-import type { RedisConnection, RedisSubscriber } from './connection.js';
+import { closeWithin, type RedisConnection, type RedisSubscriber } from './connection.js';
 
 export class FleetNews {
   private subscriber: RedisSubscriber | undefined = undefined;
@@ -23,11 +23,11 @@ export class FleetNews {
     }
   }
 
-  /** Hears nothing more; the subscriber connection closes. */
-  async close(): Promise<void> {
+  /** Hears nothing more; the subscriber connection closes (dropped if it has not closed within `ms`). */
+  async close(ms: number): Promise<void> {
     this.closed = true;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    await subscriber?.close();
+    if (subscriber !== undefined) await closeWithin(subscriber, ms);
   }
 }

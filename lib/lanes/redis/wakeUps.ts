@@ -3,7 +3,7 @@
 // connection of its own (sharded pub/sub on Redis 7, classic channels before). A wake-up that may
 // have gone by unheard (sent before the subscription was confirmed, or while the subscriber
 // reconnected) is made up for by one refresh of the lane, which reports grants missed.
-import type { RedisConnection, RedisSubscriber } from './connection.js';
+import { closeWithin, type RedisConnection, type RedisSubscriber } from './connection.js';
 import type { FleetLane, FleetPermit, Op } from './requests.js';
 import { messageOf } from './transport.js';
 
@@ -62,11 +62,12 @@ export class WakeUps {
     }
   }
 
-  /** Closes the subscriber connection. */
-  async close(): Promise<void> {
+  /** Closes the subscriber connection: dropped if it has not closed within `ms`. */
+  async close(ms: number): Promise<void> {
     const subscriber = this.subscriber;
-    if (subscriber !== undefined) await subscriber.close().catch(() => undefined);
+    this.subscriber = undefined;
     this.subscriptions.clear();
+    if (subscriber !== undefined) await closeWithin(subscriber, ms);
   }
 
   private subscribe(channel: string): void {

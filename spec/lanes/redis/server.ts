@@ -239,11 +239,16 @@ export class OwnRedis {
     }
   }
 
+  /** Its process id (while it runs). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Stops it (SIGKILL: its data is gone) and resolves once it exited. */
   stop(): Promise<void> {
     const child = this.child;
     this.child = undefined;
-    if (child === undefined || child.exitCode !== null) return Promise.resolve();
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
       child.once('exit', () => resolve());
       child.kill('SIGKILL');
