@@ -320,6 +320,11 @@ export class AgentRunner {
     }
   }
 
+  /** @internal Checks a run's agent, input and options (and resume point) as starting it would, with a ConfigError; starts nothing. */
+  checkRun(agent: Agent, input: RunInput, options: RunOptions, point?: ResumePoint): void {
+    this.plan(agent, input, options, undefined, undefined, point);
+  }
+
   /**
    * Takes over run `runId` from the runner's journal, its process having stopped (docs/resuming.md),
    * and carries it on to its end: turns journaled are not asked again, settled calls not run again,
