@@ -112,3 +112,52 @@ export function recoverableStatement(t: JournalTables): string {
     WHERE lease_until < now() AND NOT EXISTS (SELECT 1 FROM ${t.entries} e WHERE e.run_id = r.run_id AND e.ended)
     ORDER BY started_at`;
 }
+
+/** The snapshot store's table: a quoted name, ready for SQL, and its expiry index's. */
+export interface SnapshotTable {
+  readonly schema: string;
+  readonly table: string;
+  /** The name of the index on expiry (unqualified, as CREATE INDEX takes it). */
+  readonly expiryIndex: string;
+}
+
+/** The snapshot store's table for `schema` and `tablePrefix`, checked as the journal's are. */
+export function snapshotTableOf(schema: unknown, tablePrefix: unknown): SnapshotTable {
+  const { schema: quoted } = tablesOf(schema, tablePrefix);
+  return { schema: quoted, table: `${quoted}."${String(tablePrefix)}snapshots"`, expiryIndex: `"${String(tablePrefix)}snapshots_expiry"` };
+}
+
+/** The statements that create the snapshot store's schema and table (idempotent). */
+export function snapshotCreateStatements(t: SnapshotTable): readonly string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${t.schema}`,
+    `CREATE TABLE IF NOT EXISTS ${t.table} (
+      key text PRIMARY KEY,
+      tenant text NOT NULL,
+      snapshot json NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS ${t.expiryIndex} ON ${t.table} (expires_at)`,
+  ];
+}
+
+/**
+ * Keeps snapshot $3 of tenant $2 under key $1 for $4 seconds (a key put again is replaced), and
+ * sweeps the entries that expired, in the same statement (another key's: a statement changes a
+ * row once).
+ */
+export function snapshotPutStatement(t: SnapshotTable): string {
+  return `WITH swept AS (DELETE FROM ${t.table} WHERE expires_at <= now() AND key <> $1)
+  INSERT INTO ${t.table} (key, tenant, snapshot, expires_at) VALUES ($1, $2, $3::json, now() + make_interval(secs => $4))
+  ON CONFLICT (key) DO UPDATE SET tenant = excluded.tenant, snapshot = excluded.snapshot, expires_at = excluded.expires_at`;
+}
+
+/** The entry of key $1, unless it expired. */
+export function snapshotGetStatement(t: SnapshotTable): string {
+  return `SELECT tenant, snapshot FROM ${t.table} WHERE key = $1 AND expires_at > now()`;
+}
+
+/** Takes the entry of key $1 out, unless it expired: a row returned for the one caller that took it (a row lock: of two at once, the second finds nothing). */
+export function snapshotDeleteStatement(t: SnapshotTable): string {
+  return `DELETE FROM ${t.table} WHERE key = $1 AND expires_at > now() RETURNING 1 AS taken`;
+}

@@ -63,3 +63,4 @@ export type {
   TurnAnsweredEntry,
 } from './runJournal.js';
 export type { RecoverOptions } from './recover.js';
+export { defaultSnapshotTtlSeconds, InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from './snapshotStore.js';
