@@ -9,7 +9,7 @@ import { GroupCommit, type JournalRow } from './groupCommit.js';
 import { poolFor, setUp, type PgPoolLike } from './pgPool.js';
 
 export type { PgClientLike, PgPoolLike } from './pgPool.js';
-import { claimStatement, createStatements, dropStatements, flushStatement, readStatement, recoverableStatement, releaseStatement, renewStatement, tablesOf, type JournalTables } from './schema.js';
+import { claimStatement, createStatements, dropStatements, flushStatement, readStatement, recoverableStatement, releaseStatement, renewStatement, resumeStatement, tablesOf, type JournalTables } from './schema.js';
 
 export interface PostgresRunJournalOptions {
   /** A pool of yours (never ended by the journal); or give `connectionString` and the journal makes its own. */
@@ -127,6 +127,13 @@ export class PostgresRunJournal extends GroupCommit {
   protected async take(runId: string): Promise<number | undefined> {
     await this.setup();
     const { rows } = await (await this.connection()).query(claimStatement(this.tables), [runId, this.owner, this.leaseSeconds]);
+    return rows.length === 0 ? undefined : Number(rows[0]!['next']);
+  }
+
+  protected async takeSnapshot(runId: string, digest: string): Promise<number | undefined> {
+    await this.setup();
+    const entry: JournalEntry = { kind: 'resumed', runId, digest };
+    const { rows } = await (await this.connection()).query(resumeStatement(this.tables), [runId, digest, this.owner, this.leaseSeconds, JSON.stringify(entry)]);
     return rows.length === 0 ? undefined : Number(rows[0]!['next']);
   }
 

@@ -13,6 +13,8 @@ export interface JournalTables {
   readonly schema: string;
   readonly runs: string;
   readonly entries: string;
+  /** The snapshots resumed, one row each: what makes a second resume of one snapshot fail. */
+  readonly resumed: string;
   /** The name of the index of ended runs (unqualified, as CREATE INDEX takes it). */
   readonly endedIndex: string;
 }
@@ -29,6 +31,7 @@ export function tablesOf(schema: unknown, tablePrefix: unknown): JournalTables {
     schema: `"${schema}"`,
     runs: `"${schema}"."${tablePrefix}runs"`,
     entries: `"${schema}"."${tablePrefix}entries"`,
+    resumed: `"${schema}"."${tablePrefix}resumed"`,
     endedIndex: `"${tablePrefix}entries_ended"`,
   };
 }
@@ -54,12 +57,17 @@ export function createStatements(t: JournalTables): readonly string[] {
       PRIMARY KEY (run_id, seq)
     )`,
     `CREATE INDEX IF NOT EXISTS ${t.endedIndex} ON ${t.entries} (run_id) WHERE ended`,
+    `CREATE TABLE IF NOT EXISTS ${t.resumed} (
+      digest text PRIMARY KEY,
+      run_id text NOT NULL,
+      resumed_at timestamptz NOT NULL DEFAULT now()
+    )`,
   ];
 }
 
 /** The statements that drop the journal's tables (not its schema). */
 export function dropStatements(t: JournalTables): readonly string[] {
-  return [`DROP TABLE IF EXISTS ${t.entries}`, `DROP TABLE IF EXISTS ${t.runs}`];
+  return [`DROP TABLE IF EXISTS ${t.entries}`, `DROP TABLE IF EXISTS ${t.runs}`, `DROP TABLE IF EXISTS ${t.resumed}`];
 }
 
 /**
@@ -94,6 +102,26 @@ export function claimStatement(t: JournalTables): string {
     WHERE run_id = $1 AND lease_until < now()
       AND NOT EXISTS (SELECT 1 FROM ${t.entries} WHERE run_id = $1 AND ended)
     RETURNING (SELECT coalesce(max(seq) + 1, 0) FROM ${t.entries} WHERE run_id = $1) AS next`;
+}
+
+/**
+ * Takes snapshot $2 of run $1 for owner $3 (lease $4 seconds), once: a row in `resumed` (of two
+ * takers at once, the second waits for the first's row and inserts nothing), the run's lease, its
+ * `ended` rows marked as no longer its end, and its `resumed` entry $5 written as its next row;
+ * returns the place of the entry after it. No row for a snapshot taken before or a run unknown.
+ */
+export function resumeStatement(t: JournalTables): string {
+  return `WITH taken AS (
+    INSERT INTO ${t.resumed} (digest, run_id) SELECT $2, $1 WHERE EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = $1)
+    ON CONFLICT (digest) DO NOTHING RETURNING run_id
+  ), leased AS (
+    UPDATE ${t.runs} SET owner = $3, lease_until = now() + make_interval(secs => $4) WHERE run_id IN (SELECT run_id FROM taken)
+  ), reopened AS (
+    UPDATE ${t.entries} SET ended = false WHERE run_id IN (SELECT run_id FROM taken) AND ended
+  )
+  INSERT INTO ${t.entries} (run_id, seq, ended, body)
+  SELECT run_id, (SELECT coalesce(max(seq) + 1, 0) FROM ${t.entries} WHERE run_id = $1), false, json_build_array($5::json) FROM taken
+  RETURNING seq + 1 AS next`;
 }
 
 /** Renews owner $1's lease ($2 seconds) on the runs $3 it still runs. */

@@ -5,7 +5,7 @@ import { ConfigError, JournalError } from '../errors.js';
 import type { Agent } from './Agent.js';
 import type { ResumePoint } from './resumePoint.js';
 import { recoveryOf, type Recovery } from './recovery.js';
-import type { RecoverableRun, RunJournal, RunStartedEntry } from './runJournal.js';
+import { journaledEnd, type RecoverableRun, type RunJournal, type RunStartedEntry } from './runJournal.js';
 import type { ToolRegistry } from '../tools/index.js';
 import type { RunOptions, RunResult } from './types.js';
 import type { RunInput } from './model.js';
@@ -37,7 +37,7 @@ const recoverFields = new Set(['signal', 'callIdempotentAgain']);
 export function checkedJournal(journal: unknown): RunJournal | undefined {
   if (journal === undefined) return undefined;
   const methods = journal !== null && typeof journal === 'object' ? (journal as Partial<Record<string, unknown>>) : undefined;
-  if (methods === undefined || typeof methods['append'] !== 'function' || typeof methods['claim'] !== 'function' || typeof methods['read'] !== 'function') {
+  if (methods === undefined || typeof methods['append'] !== 'function' || typeof methods['claim'] !== 'function' || typeof methods['read'] !== 'function' || typeof methods['resume'] !== 'function') {
     throw new ConfigError('journal', `journal must be a RunJournal (an InMemoryRunJournal, a PostgresRunJournal), got ${describeValue(journal)}`);
   }
   return journal as RunJournal;
@@ -72,7 +72,7 @@ export async function recoverRun(runner: RecoveringRunner, agent: Agent, runId: 
   const planned = plannedRecovery(runner, agent, runId, recoveryOf(runId, before, rules), signal);
   if (!(await journal.claim(runId))) {
     const entries = await journal.read(runId);
-    if (entries.some((entry) => entry.kind === 'ended')) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
+    if (journaledEnd(entries)) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
     throw new JournalError(`run ${runId} is another process's: its owner's lease has not lapsed (or another process recovered it first)`);
   }
   // Read again now that it is ours: its last owner may have written more before its lease lapsed.

@@ -11,7 +11,7 @@ import type { RunState } from '../tools/index.js';
 import { toOutcomeEvent, toResponseEvent, type RunEvent } from './events.js';
 import type { Message, ModelResponse, ToolCall } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
-import type { CallDispatchedEntry, CallSettledEntry, JournalEntry, RunStartedEntry } from './runJournal.js';
+import { journaledEnd, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
 import { startingState, toolMessage } from './turnCalls.js';
 
 /** How a journaled run goes on: from a resume point, or (no turn of it was journaled, so nothing of it ran) from its start again. */
@@ -78,7 +78,7 @@ function answerOf(runId: string, n: number, turn: JournaledTurn): ModelResponse 
 export function recoveryOf(runId: string, entries: readonly JournalEntry[], rules: RecoveryRules): Recovery {
   const start = entries[0];
   if (start?.kind !== 'started') throw new JournalError(`run ${runId} is not in the journal`);
-  if (entries.some((entry) => entry.kind === 'ended')) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
+  if (journaledEnd(entries)) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
   const turns = turnsOf(entries);
   // The turns with an answer and calls; a later turn without one (its model was being asked) is asked again.
   let last = 0;

@@ -72,8 +72,29 @@ export interface RunEndedEntry {
   readonly event: RunEvent;
 }
 
+/**
+ * The run, which ended waiting for a person, goes on from its snapshot `digest` (written by the
+ * journal as it hands the run to the one resume that takes it): the `ended` entry before it is no
+ * longer the run's end.
+ */
+export interface RunResumedEntry {
+  readonly kind: 'resumed';
+  readonly runId: string;
+  readonly digest: string;
+}
+
 /** One line of a run's journal. */
-export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallWrittenEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry;
+export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallWrittenEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry | RunResumedEntry;
+
+/** True when the run's journal says it ended: an `ended` entry that no `resumed` entry follows. */
+export function journaledEnd(entries: readonly JournalEntry[]): boolean {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const { kind } = entries[i]!;
+    if (kind === 'ended') return true;
+    if (kind === 'resumed') return false;
+  }
+  return false;
+}
 
 /** Hears once whether an entry is recorded: `undefined`, or the error that kept it out. */
 export interface JournalWaiter {
@@ -115,6 +136,12 @@ export interface RunJournal {
   claim(runId: string): Promise<boolean>;
   /** The runs whose owner is gone and that have not ended. */
   recoverable(): Promise<readonly RecoverableRun[]>;
+  /**
+   * Makes run `runId`, which ended waiting for a person, this journal's own again to go on from
+   * its snapshot `digest`, writing its `resumed` entry: true for the one caller that takes that
+   * snapshot; false if it was taken before (of two at once, one wins), or the run is unknown.
+   */
+  resume(runId: string, digest: string): Promise<boolean>;
   /** Resolves once every entry appended so far is recorded (or failed). */
   flushed(): Promise<void>;
   /** Writes what is pending, stops renewing leases, and lets go of what the journal made (its pool). */

@@ -2,8 +2,11 @@
 // meets (an atomic delete that one caller wins: how a snapshot is resumed once), and the store in
 // this process's memory. Entries expire: a person who never answers leaves nothing behind for
 // good. PostgresSnapshotStore (lib/journal/) is the one for a fleet.
+import { concatMap, from, of, type MonoTypeOperatorFunction } from 'rxjs';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
-import { ConfigError } from '../errors.js';
+import { ApprovalRefusedError, ConfigError, JournalError } from '../errors.js';
+import type { RunEvent } from './events.js';
+import type { RunJournal } from './runJournal.js';
 import type { RunSnapshot } from './snapshot.js';
 
 /** What a store keeps of a waiting run: its snapshot, and whose run it is. */
@@ -99,5 +102,44 @@ export class InMemorySnapshotStore implements SnapshotStore {
       if (entry.until > now) return;
       this.kept.delete(key);
     }
+  }
+}
+
+/** A runner's option `snapshots`, checked: a SnapshotStore or undefined. */
+export function checkedSnapshotStore(store: unknown): SnapshotStore | undefined {
+  if (store === undefined) return undefined;
+  const methods = store !== null && typeof store === 'object' ? (store as Partial<Record<string, unknown>>) : undefined;
+  if (methods === undefined || typeof methods['put'] !== 'function' || typeof methods['get'] !== 'function' || typeof methods['delete'] !== 'function') {
+    throw new ConfigError('snapshots', `snapshots must be a SnapshotStore (put, get, delete: an InMemorySnapshotStore, a PostgresSnapshotStore), got ${describeValue(store)}`);
+  }
+  return store as SnapshotStore;
+}
+
+/** The key under which a runner's store keeps a waiting run's snapshot for its one resume (apart from the UI round trip's keys, the bare digests). */
+export function resumableKey(digest: string): string {
+  return `resumable:${digest}`;
+}
+
+/** Keeps the snapshot of a run that ends waiting for a person in `store`, before its RUN_INTERRUPTED goes on: a resume right after it finds it. */
+export function keptForResume(store: SnapshotStore): MonoTypeOperatorFunction<RunEvent> {
+  return concatMap((event) => {
+    if (event.type !== 'RUN_INTERRUPTED') return of(event);
+    const { snapshot } = event;
+    return from(store.put(resumableKey(snapshot.digest), { tenant: snapshot.tenant, snapshot }).then(() => event));
+  });
+}
+
+/**
+ * Takes `snapshot` (checked already) for its one resume, from the runner's store and from its
+ * journal, whichever it has: of two resumes of one snapshot, one after the other or at once, the
+ * second is refused with an ApprovalRefusedError (`answered`) naming the snapshot and its run.
+ */
+export async function takenForResume(snapshot: RunSnapshot, journal: RunJournal | undefined, store: SnapshotStore | undefined): Promise<void> {
+  const { runId, digest } = snapshot;
+  const again = (why: string): ApprovalRefusedError => new ApprovalRefusedError('answered', `snapshot ${digest} of run ${runId} was resumed already${why}: a snapshot is resumed once`);
+  if (store !== undefined && !(await store.delete(resumableKey(digest)))) throw again(' (or the runner\'s snapshot store does not hold it: it expired, or a runner without that store took it)');
+  if (journal !== undefined && !(await journal.resume(runId, digest))) {
+    if ((await journal.read(runId)).length === 0) throw new JournalError(`run ${runId} is not in the runner's journal: a runner with a journal resumes the runs it journaled`);
+    throw again('');
   }
 }
