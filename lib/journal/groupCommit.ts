@@ -90,6 +90,8 @@ export abstract class GroupCommit implements RunJournal {
 
   async resume(runId: string, digest: string): Promise<boolean> {
     if (this.closed) return false;
+    // What this journal has yet to write of the run (its end) lands before the run is taken back.
+    await this.flushed();
     const next = await this.takeSnapshot(runId, digest);
     if (next === undefined) return false;
     this.owned.set(runId, { next, broken: undefined });

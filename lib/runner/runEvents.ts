@@ -41,9 +41,10 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
       : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
   );
-  // A top-level run that ends waiting leaves its snapshot in the runner's store for its one resume.
-  const { snapshots } = run.parts;
-  (snapshots === undefined || plan.nesting !== undefined ? turnByTurn(run) : turnByTurn(run).pipe(keptForResume(snapshots))).subscribe(subscriber);
+  // A top-level run that ends waiting tells it once its one resume can find it (its snapshot kept, its journal written).
+  const { snapshots, journal } = run.parts;
+  const guarded = plan.nesting === undefined && (snapshots !== undefined || journal !== undefined);
+  (guarded ? turnByTurn(run).pipe(keptForResume(snapshots, journal)) : turnByTurn(run)).subscribe(subscriber);
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
   subscriber.add(run);
 }

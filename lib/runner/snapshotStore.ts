@@ -120,12 +120,17 @@ export function resumableKey(digest: string): string {
   return `resumable:${digest}`;
 }
 
-/** Keeps the snapshot of a run that ends waiting for a person in `store`, before its RUN_INTERRUPTED goes on: a resume right after it finds it. */
-export function keptForResume(store: SnapshotStore): MonoTypeOperatorFunction<RunEvent> {
+/**
+ * Holds the RUN_INTERRUPTED of a run that ends waiting for a person until a resume can find it:
+ * its snapshot kept in `store`, and its journal's entries (its `ended` one) written. A resume
+ * right after it, in this process or another, then takes it.
+ */
+export function keptForResume(store: SnapshotStore | undefined, journal: RunJournal | undefined): MonoTypeOperatorFunction<RunEvent> {
   return concatMap((event) => {
     if (event.type !== 'RUN_INTERRUPTED') return of(event);
     const { snapshot } = event;
-    return from(store.put(resumableKey(snapshot.digest), { tenant: snapshot.tenant, snapshot }).then(() => event));
+    const kept = store?.put(resumableKey(snapshot.digest), { tenant: snapshot.tenant, snapshot });
+    return from(Promise.all([kept, journal?.flushed()]).then(() => event));
   });
 }
 

@@ -34,7 +34,6 @@ describe('runner.resume of one snapshot', () => {
   after(async () => {
     for (const journal of journals) await journal.close();
     await dropTables(pool, prefix);
-    await pool.query(`DROP TABLE IF EXISTS "public"."${prefix}resumed"`);
     await pool.end();
   });
 
