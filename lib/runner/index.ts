@@ -54,11 +54,13 @@ export { TracingAttributes, TracingEvents } from './tracingNames.js';
 export type {
   CallDispatchedEntry,
   CallSettledEntry,
+  CallWrittenEntry,
   JournalEntry,
   JournalWaiter,
   RecoverableRun,
   RunEndedEntry,
   RunJournal,
+  RunResumedEntry,
   RunStartedEntry,
   TurnAnsweredEntry,
 } from './runJournal.js';
