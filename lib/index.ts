@@ -109,7 +109,16 @@ export {
   type StopReason,
 } from './batch/index.js';
 export * from './runner/index.js';
-export { InMemoryRunJournal, PostgresRunJournal, type JournalTables, type PgClientLike, type PgPoolLike, type PostgresRunJournalOptions } from './journal/index.js';
+export {
+  InMemoryRunJournal,
+  PostgresRunJournal,
+  PostgresSnapshotStore,
+  type JournalTables,
+  type PgClientLike,
+  type PgPoolLike,
+  type PostgresRunJournalOptions,
+  type PostgresSnapshotStoreOptions,
+} from './journal/index.js';
 export { ScriptedProvider, type Script, type ScriptStep } from './providers/index.js';
 export {
   AnthropicMessagesProvider,
@@ -156,13 +165,10 @@ export {
   uiMessageStreamResponse,
   approvalAnswers,
   approvalIdOf,
-  InMemorySnapshotStore,
   keepSnapshots,
   resumeApproved,
   type ApprovalAnswer,
-  type KeptSnapshot,
   type ResumeApprovedOptions,
-  type SnapshotStore,
   type ClientFollow,
   type EventStreamEncoding,
   type EventStreamFrame,

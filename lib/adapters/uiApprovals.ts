@@ -6,48 +6,9 @@
 import { concatMap, from, type MonoTypeOperatorFunction, type Observable, of } from 'rxjs';
 import { ApprovalRefusedError, ConfigError } from '../errors.js';
 import { put } from '../own.js';
-import type { Agent, AgentRunner, Approval, RunEvent, RunOptions, RunSnapshot } from '../runner/index.js';
+import type { Agent, AgentRunner, Approval, RunEvent, RunOptions, RunSnapshot, SnapshotStore } from '../runner/index.js';
 
-/** What a store keeps of a waiting run: its snapshot, and whose run it is. */
-export interface KeptSnapshot {
-  readonly tenant: string;
-  readonly snapshot: RunSnapshot;
-}
-
-/**
- * Where waiting runs' snapshots are kept between the request that ended interrupted and the one
- * that answers it. Keys are the snapshots' digests. A fleet passes one backed by its database;
- * `delete` must be atomic: of two requests answering the same run, one alone may take it.
- */
-export interface SnapshotStore {
-  put(key: string, kept: KeptSnapshot): Promise<void>;
-  get(key: string): Promise<KeptSnapshot | undefined>;
-  /** Removes the entry; true only for the caller that removed it. */
-  delete(key: string): Promise<boolean>;
-}
-
-/** A SnapshotStore in this process's memory: for one server, or specs. */
-export class InMemorySnapshotStore implements SnapshotStore {
-  private readonly kept = new Map<string, KeptSnapshot>();
-
-  put(key: string, kept: KeptSnapshot): Promise<void> {
-    this.kept.set(key, kept);
-    return Promise.resolve();
-  }
-
-  get(key: string): Promise<KeptSnapshot | undefined> {
-    return Promise.resolve(this.kept.get(key));
-  }
-
-  delete(key: string): Promise<boolean> {
-    return Promise.resolve(this.kept.delete(key));
-  }
-
-  /** How many snapshots wait. */
-  get size(): number {
-    return this.kept.size;
-  }
-}
+export { InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from '../runner/snapshotStore.js';
 
 /** The approval id the UI is sent for a waiting call: the snapshot's key, then the call's id. */
 export function approvalIdOf(snapshot: RunSnapshot, callId: string): string {

@@ -19,6 +19,8 @@ interface StoredRun {
 class Store {
   readonly runs = new Map<string, StoredRun>();
   readonly live = new Set<string>();
+  /** The digests of the snapshots resumed. */
+  readonly resumed = new Set<string>();
   /** Flushes written, as a database would count its statements. */
   writes = 0;
 }
@@ -99,6 +101,17 @@ export class InMemoryRunJournal extends GroupCommit {
     const run = this.store.runs.get(runId);
     if (run === undefined || run.ended || this.store.live.has(run.owner)) return Promise.resolve(undefined);
     run.owner = this.owner;
+    return Promise.resolve(run.entries.length);
+  }
+
+  protected takeSnapshot(runId: string, digest: string): Promise<number | undefined> {
+    const { runs, resumed } = this.store;
+    const run = runs.get(runId);
+    if (run === undefined || resumed.has(digest)) return Promise.resolve(undefined);
+    resumed.add(digest);
+    run.owner = this.owner;
+    run.ended = false;
+    run.entries.push({ kind: 'resumed', runId, digest });
     return Promise.resolve(run.entries.length);
   }
 

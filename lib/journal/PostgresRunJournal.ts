@@ -7,21 +7,10 @@ import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, JournalError } from '../errors.js';
 import type { JournalEntry, RecoverableRun } from '../runner/runJournal.js';
 import { GroupCommit, type JournalRow } from './groupCommit.js';
-import { claimStatement, createStatements, dropStatements, flushStatement, readStatement, recoverableStatement, releaseStatement, renewStatement, tablesOf, type JournalTables } from './schema.js';
+import { poolFor, setUp, type PgPoolLike } from './pgPool.js';
 
-/** What the journal needs of a node-postgres `Pool` (any `pg.Pool` is one), written out so the library's declarations never import the peer. */
-export interface PgPoolLike {
-  query(text: string, values?: readonly unknown[]): Promise<{ readonly rows: readonly Record<string, unknown>[] }>;
-  connect(): Promise<PgClientLike>;
-  end(): Promise<void>;
-  on?(event: 'error', listener: (error: Error) => void): unknown;
-}
-
-/** A client checked out of a pool, for the setup's transaction. */
-export interface PgClientLike {
-  query(text: string, values?: readonly unknown[]): Promise<unknown>;
-  release(error?: Error | boolean): void;
-}
+export type { PgClientLike, PgPoolLike } from './pgPool.js';
+import { claimStatement, createStatements, dropStatements, flushStatement, readStatement, recoverableStatement, releaseStatement, renewStatement, resumeStatement, tablesOf, type JournalTables } from './schema.js';
 
 export interface PostgresRunJournalOptions {
   /** A pool of yours (never ended by the journal); or give `connectionString` and the journal makes its own. */
@@ -57,8 +46,6 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   clearTimeout(timer);
   return answer;
 }
-// A serialised setup per database, whatever the prefix: CREATE ... IF NOT EXISTS races itself.
-const setupLock = 0x6a6f75726e616c;
 
 /**
  * A run journal on PostgreSQL. Give it a `pool` of yours or a `connectionString`; the tables are
@@ -172,6 +159,13 @@ export class PostgresRunJournal extends GroupCommit {
     return rows.length === 0 ? undefined : Number(rows[0]!['next']);
   }
 
+  protected async takeSnapshot(runId: string, digest: string): Promise<number | undefined> {
+    await this.setup();
+    const entry: JournalEntry = { kind: 'resumed', runId, digest };
+    const { rows } = await (await this.connection()).query(resumeStatement(this.tables), [runId, digest, this.owner, this.leaseSeconds, JSON.stringify(entry)]);
+    return rows.length === 0 ? undefined : Number(rows[0]!['next']);
+  }
+
   async recoverable(): Promise<readonly RecoverableRun[]> {
     await this.setup();
     const { rows } = await (await this.connection()).query(recoverableStatement(this.tables));
@@ -222,33 +216,13 @@ export class PostgresRunJournal extends GroupCommit {
   }
 
   private async create(): Promise<void> {
-    const pool = await this.connection();
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [setupLock]);
-      for (const statement of createStatements(this.tables)) await client.query(statement);
-      await client.query('COMMIT');
-      client.release();
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      client.release(true);
-      throw error;
-    }
+    await setUp(await this.connection(), createStatements(this.tables));
   }
 
   // The pool: the caller's, or one of the journal's own, made from `pg` on first use.
   private async connection(): Promise<PgPoolLike> {
     if (this.pool !== undefined) return this.pool;
     if (this.closed) throw new JournalError('the journal is closed');
-    let pg: { default?: { Pool: new (options: object) => PgPoolLike }; Pool?: new (options: object) => PgPoolLike };
-    try {
-      pg = (await import('pg' as string)) as typeof pg;
-    } catch {
-      throw new JournalError('PostgresRunJournal needs the pg package for a connectionString (npm install pg), or a pool of yours');
-    }
-    const Pool = pg.Pool ?? pg.default?.Pool;
-    if (Pool === undefined) throw new JournalError('the pg package has no Pool');
     // Each connection's socket is the journal's to drop at close (pg's `stream` option).
     const stream = (): Socket => {
       const socket = new Socket();
@@ -256,9 +230,11 @@ export class PostgresRunJournal extends GroupCommit {
       socket.once('close', () => this.sockets.delete(socket));
       return socket;
     };
-    const pool = (this.pool ??= new Pool({ connectionString: this.connectionString, max: 4, stream }));
-    // An idle client's error (the server went away) must not end the process: the next query says so.
-    pool.on?.('error', () => undefined);
-    return pool;
+    const made = await poolFor(this.connectionString, 'PostgresRunJournal', stream);
+    if (this.pool !== undefined) {
+      await made.end();
+      return this.pool;
+    }
+    return (this.pool = made);
   }
 }

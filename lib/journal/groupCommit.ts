@@ -52,6 +52,12 @@ export abstract class GroupCommit implements RunJournal {
   abstract recoverable(): Promise<readonly RecoverableRun[]>;
   /** Claims the run in the store: the place of its next entry if it is now ours, else undefined. */
   protected abstract take(runId: string): Promise<number | undefined>;
+  /**
+   * Takes snapshot `digest` of run `runId` in the store, once: writes the run's `resumed` entry
+   * and makes the run ours; the place of its next entry, or undefined if the snapshot was taken
+   * before or the run is unknown.
+   */
+  protected abstract takeSnapshot(runId: string, digest: string): Promise<number | undefined>;
 
   append(entry: JournalEntry, waiter?: JournalWaiter): void {
     const { runId } = entry;
@@ -79,6 +85,16 @@ export abstract class GroupCommit implements RunJournal {
   async claim(runId: string): Promise<boolean> {
     if (this.closed) return false;
     const next = await this.take(runId);
+    if (next === undefined) return false;
+    this.owned.set(runId, { next, broken: undefined });
+    return true;
+  }
+
+  async resume(runId: string, digest: string): Promise<boolean> {
+    if (this.closed) return false;
+    // What this journal has yet to write of the run (its end) lands before the run is taken back.
+    await this.flushed();
+    const next = await this.takeSnapshot(runId, digest);
     if (next === undefined) return false;
     this.owned.set(runId, { next, broken: undefined });
     return true;

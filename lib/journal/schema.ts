@@ -13,6 +13,8 @@ export interface JournalTables {
   readonly schema: string;
   readonly runs: string;
   readonly entries: string;
+  /** The snapshots resumed, one row each: what makes a second resume of one snapshot fail. */
+  readonly resumed: string;
   /** The name of the index of ended runs (unqualified, as CREATE INDEX takes it). */
   readonly endedIndex: string;
 }
@@ -29,6 +31,7 @@ export function tablesOf(schema: unknown, tablePrefix: unknown): JournalTables {
     schema: `"${schema}"`,
     runs: `"${schema}"."${tablePrefix}runs"`,
     entries: `"${schema}"."${tablePrefix}entries"`,
+    resumed: `"${schema}"."${tablePrefix}resumed"`,
     endedIndex: `"${tablePrefix}entries_ended"`,
   };
 }
@@ -54,12 +57,17 @@ export function createStatements(t: JournalTables): readonly string[] {
       PRIMARY KEY (run_id, seq)
     )`,
     `CREATE INDEX IF NOT EXISTS ${t.endedIndex} ON ${t.entries} (run_id) WHERE ended`,
+    `CREATE TABLE IF NOT EXISTS ${t.resumed} (
+      digest text PRIMARY KEY,
+      run_id text NOT NULL,
+      resumed_at timestamptz NOT NULL DEFAULT now()
+    )`,
   ];
 }
 
 /** The statements that drop the journal's tables (not its schema). */
 export function dropStatements(t: JournalTables): readonly string[] {
-  return [`DROP TABLE IF EXISTS ${t.entries}`, `DROP TABLE IF EXISTS ${t.runs}`];
+  return [`DROP TABLE IF EXISTS ${t.entries}`, `DROP TABLE IF EXISTS ${t.runs}`, `DROP TABLE IF EXISTS ${t.resumed}`];
 }
 
 /**
@@ -96,6 +104,26 @@ export function claimStatement(t: JournalTables): string {
     RETURNING (SELECT coalesce(max(seq) + 1, 0) FROM ${t.entries} WHERE run_id = $1) AS next`;
 }
 
+/**
+ * Takes snapshot $2 of run $1 for owner $3 (lease $4 seconds), once: a row in `resumed` (of two
+ * takers at once, the second waits for the first's row and inserts nothing), the run's lease, its
+ * `ended` rows marked as no longer its end, and its `resumed` entry $5 written as its next row;
+ * returns the place of the entry after it. No row for a snapshot taken before or a run unknown.
+ */
+export function resumeStatement(t: JournalTables): string {
+  return `WITH taken AS (
+    INSERT INTO ${t.resumed} (digest, run_id) SELECT $2, $1 WHERE EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = $1)
+    ON CONFLICT (digest) DO NOTHING RETURNING run_id
+  ), leased AS (
+    UPDATE ${t.runs} SET owner = $3, lease_until = now() + make_interval(secs => $4) WHERE run_id IN (SELECT run_id FROM taken)
+  ), reopened AS (
+    UPDATE ${t.entries} SET ended = false WHERE run_id IN (SELECT run_id FROM taken) AND ended
+  )
+  INSERT INTO ${t.entries} (run_id, seq, ended, body)
+  SELECT run_id, (SELECT coalesce(max(seq) + 1, 0) FROM ${t.entries} WHERE run_id = $1), false, json_build_array($5::json) FROM taken
+  RETURNING seq + 1 AS next`;
+}
+
 /** Renews owner $1's lease ($2 seconds) on the runs $3 it still runs. */
 export function renewStatement(t: JournalTables): string {
   return `UPDATE ${t.runs} SET lease_until = now() + make_interval(secs => $2) WHERE owner = $1 AND run_id = ANY($3::text[])`;
@@ -111,4 +139,53 @@ export function recoverableStatement(t: JournalTables): string {
   return `SELECT run_id, agent, tenant, owner, lease_until FROM ${t.runs} r
     WHERE lease_until < now() AND NOT EXISTS (SELECT 1 FROM ${t.entries} e WHERE e.run_id = r.run_id AND e.ended)
     ORDER BY started_at`;
+}
+
+/** The snapshot store's table: a quoted name, ready for SQL, and its expiry index's. */
+export interface SnapshotTable {
+  readonly schema: string;
+  readonly table: string;
+  /** The name of the index on expiry (unqualified, as CREATE INDEX takes it). */
+  readonly expiryIndex: string;
+}
+
+/** The snapshot store's table for `schema` and `tablePrefix`, checked as the journal's are. */
+export function snapshotTableOf(schema: unknown, tablePrefix: unknown): SnapshotTable {
+  const { schema: quoted } = tablesOf(schema, tablePrefix);
+  return { schema: quoted, table: `${quoted}."${String(tablePrefix)}snapshots"`, expiryIndex: `"${String(tablePrefix)}snapshots_expiry"` };
+}
+
+/** The statements that create the snapshot store's schema and table (idempotent). */
+export function snapshotCreateStatements(t: SnapshotTable): readonly string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${t.schema}`,
+    `CREATE TABLE IF NOT EXISTS ${t.table} (
+      key text PRIMARY KEY,
+      tenant text NOT NULL,
+      snapshot json NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS ${t.expiryIndex} ON ${t.table} (expires_at)`,
+  ];
+}
+
+/**
+ * Keeps snapshot $3 of tenant $2 under key $1 for $4 seconds (a key put again is replaced), and
+ * sweeps the entries that expired, in the same statement (another key's: a statement changes a
+ * row once).
+ */
+export function snapshotPutStatement(t: SnapshotTable): string {
+  return `WITH swept AS (DELETE FROM ${t.table} WHERE expires_at <= now() AND key <> $1)
+  INSERT INTO ${t.table} (key, tenant, snapshot, expires_at) VALUES ($1, $2, $3::json, now() + make_interval(secs => $4))
+  ON CONFLICT (key) DO UPDATE SET tenant = excluded.tenant, snapshot = excluded.snapshot, expires_at = excluded.expires_at`;
+}
+
+/** The entry of key $1, unless it expired. */
+export function snapshotGetStatement(t: SnapshotTable): string {
+  return `SELECT tenant, snapshot FROM ${t.table} WHERE key = $1 AND expires_at > now()`;
+}
+
+/** Takes the entry of key $1 out, unless it expired: a row returned for the one caller that took it (a row lock: of two at once, the second finds nothing). */
+export function snapshotDeleteStatement(t: SnapshotTable): string {
+  return `DELETE FROM ${t.table} WHERE key = $1 AND expires_at > now() RETURNING 1 AS taken`;
 }

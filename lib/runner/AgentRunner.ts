@@ -4,7 +4,7 @@
 // model answers without calls (the run itself, an Observable of turns, is in run.ts). Everything is an
 // Observable: run$ is cold, and the transcript it emits does not depend on which call
 // finished first.
-import { asyncScheduler, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, concatMap, defer, from, merge, Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { ConcurrencyConfig, DeadlineConfig, describeValue, refuseNonConfig, refuseUnknownFields, type ConcurrencyOptions, type DeadlineOptions } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
@@ -23,6 +23,7 @@ import { Tracing } from './tracing.js';
 import { emptyState, startingState } from './turnCalls.js';
 import type { RecoverableRun, RunJournal } from './runJournal.js';
 import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './recover.js';
+import { checkedSnapshotStore, takenForResume, type SnapshotStore } from './snapshotStore.js';
 import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { ResumeOptions, RunnerActivity, RunOptions, RunResult } from './types.js';
 
@@ -57,6 +58,12 @@ export interface RunnerOptions {
    * end. `InMemoryRunJournal` for tests, `PostgresRunJournal` for a service.
    */
   readonly journal?: RunJournal;
+  /**
+   * Where a run that ends waiting for a person leaves its snapshot, so that `resume` runs it once:
+   * a second resume of the same snapshot is refused (docs/resuming.md). A journal guards resumes
+   * too; a runner with neither resumes a snapshot as often as it is given it.
+   */
+  readonly snapshots?: SnapshotStore;
 }
 
 /**
@@ -68,7 +75,7 @@ export interface TracerLike {
   startSpan(name: string, options?: object, context?: object): object;
 }
 
-const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer', 'journal'];
+const runnerFields = ['provider', 'tools', 'concurrency', 'deadline', 'approve', 'guardrails', 'hooks', 'loopStallMs', 'scheduler', 'lanes', 'tracer', 'journal', 'snapshots'];
 const runFields = ['tenant', 'signal', 'state', 'maxTurns'];
 
 function checkFunction(value: unknown, field: string): void {
@@ -130,6 +137,8 @@ export class AgentRunner {
   readonly lanes: LaneStore;
   /** Where runs are journaled, if anywhere. */
   readonly journal: RunJournal | undefined;
+  /** Where waiting runs' snapshots are kept for their one resume, if anywhere. */
+  readonly snapshots: SnapshotStore | undefined;
   private readonly scheduler: SchedulerLike;
   private readonly activity = new Subject<RunnerActivity>();
   // What each run needs of this runner, made once.
@@ -172,6 +181,7 @@ export class AgentRunner {
     const names = tools.names;
     refuseUnknownToolKeys(this.concurrency, new Set(names), names, '', 'which is not a registered tool; registered tools', ' (register the tools before making the runner)');
     const journal = (this.journal = checkedJournal(options.journal));
+    const snapshots = (this.snapshots = checkedSnapshotStore(options.snapshots));
     this.loopStallMs = loopStallMs;
     this.monitor = loopStallMs === false ? undefined : new LoopMonitor(loopStallMs);
     this.scheduler = options.scheduler ?? asyncScheduler;
@@ -197,6 +207,7 @@ export class AgentRunner {
       resumeNested: (agent, { snapshot, approvals }, runOptions, nesting) => this.collect(agent, '', runOptions, nesting, this.resumed(agent, snapshot, approvals, runOptions)),
       toolsOf: (agent) => this.toolsOf(agent),
       journal,
+      snapshots,
       tracing: options.tracer === undefined ? undefined : new Tracing(options.tracer as ConstructorParameters<typeof Tracing>[0], this.scheduler, this.activity, this.tools),
     };
   }
@@ -293,14 +304,23 @@ export class AgentRunner {
    */
   resume$<O>(agent: Agent<O>, snapshot: RunSnapshot, options: ResumeOptions): Observable<RunEvent<O>> {
     const { approvals, runOptions } = resumeOptions(options);
-    return this.runFrom$(agent, this.resumed(agent, snapshot, approvals, runOptions), runOptions) as Observable<RunEvent<O>>;
+    const run$ = this.runFrom$(agent, this.resumed(agent, snapshot, approvals, runOptions), runOptions) as Observable<RunEvent<O>>;
+    const { journal, snapshots } = this;
+    if (journal === undefined && snapshots === undefined) return run$;
+    // Each subscription is a resume: it takes the snapshot first, and the second is refused.
+    return defer(() => from(takenForResume(snapshot, journal, snapshots))).pipe(concatMap(() => run$));
   }
 
-  /** resume$ folded: resolves for every ending, as run() does; `usage` counts the run's turns before it waited too. */
+  /** resume$ folded: resolves for every ending, as run() does; `usage` counts the run's turns before it waited too. A refused resume rejects. */
   resume<O>(agent: Agent<O>, snapshot: RunSnapshot, options: ResumeOptions): Promise<RunResult<O>> {
     try {
       const { approvals, runOptions } = resumeOptions(options);
-      return this.collect(agent, '', runOptions, undefined, this.resumed(agent, snapshot, approvals, runOptions)) as Promise<RunResult<O>>;
+      const point = this.resumed(agent, snapshot, approvals, runOptions);
+      const { journal, snapshots } = this;
+      if (journal === undefined && snapshots === undefined) return this.collect(agent, '', runOptions, undefined, point) as Promise<RunResult<O>>;
+      // Checked before the snapshot is taken: a refused resume takes nothing.
+      this.checkRun(agent, '', runOptions, point);
+      return takenForResume(snapshot, journal, snapshots).then(() => this.collect(agent, '', runOptions, undefined, point) as Promise<RunResult<O>>);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -318,6 +338,11 @@ export class AgentRunner {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** @internal Checks a run's agent, input and options (and resume point) as starting it would, with a ConfigError; starts nothing. */
+  checkRun(agent: Agent, input: RunInput, options: RunOptions, point?: ResumePoint): void {
+    this.plan(agent, input, options, undefined, undefined, point);
   }
 
   /**

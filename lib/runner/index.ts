@@ -54,12 +54,15 @@ export { TracingAttributes, TracingEvents } from './tracingNames.js';
 export type {
   CallDispatchedEntry,
   CallSettledEntry,
+  CallWrittenEntry,
   JournalEntry,
   JournalWaiter,
   RecoverableRun,
   RunEndedEntry,
   RunJournal,
+  RunResumedEntry,
   RunStartedEntry,
   TurnAnsweredEntry,
 } from './runJournal.js';
 export type { RecoverOptions } from './recover.js';
+export { defaultSnapshotTtlSeconds, InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from './snapshotStore.js';

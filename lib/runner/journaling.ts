@@ -1,9 +1,10 @@
-// A run's side of its journal: what it writes as it goes (its start, each model answer, each
-// call's dispatch ahead of its body, each outcome, its end). Only a top-level run is journaled:
+// A run's side of its journal: what it writes as it goes (its start, each model answer, each call
+// of a streamed turn as it is written, each call's dispatch ahead of its body, each outcome as it is
+// decided, its end). Only a top-level run is journaled:
 // a nested run is part of its caller's call, and after a crash that call is what is classified.
 import type { BatchCall, Outcome, WriteAhead, WriteAheadWaiter } from '../batch/index.js';
 import type { RunEvent } from './events.js';
-import type { ModelResponse } from './model.js';
+import type { ModelResponse, ToolCall } from './model.js';
 import type { RunPlan } from './parts.js';
 import type { RunJournal } from './runJournal.js';
 
@@ -25,6 +26,11 @@ export class RunJournaling {
     this.journal.append({ kind: 'answered', runId: this.runId, turn, response: { text, toolCalls, usage, finishReason } });
   }
 
+  /** Call `index` of streamed turn `turn`, as soon as the stream completes it: before it is gated, so any later entry of it lands after this one. */
+  called(turn: number, index: number, call: ToolCall): void {
+    this.journal.append({ kind: 'called', runId: this.runId, turn, index, call });
+  }
+
   settled(turn: number, outcome: Outcome, content: string | undefined): void {
     const { runId } = this;
     const { index } = outcome;
@@ -35,9 +41,9 @@ export class RunJournaling {
     this.journal.append({ kind: 'ended', runId: this.runId, event });
   }
 
-  /** Turn `turn`'s write-ahead: each call's dispatch recorded before its body starts. A streamed turn's also records each call's arguments, since its answer is written only once the stream ends. */
-  turn(turn: number, streamed: boolean): WriteAhead {
-    return new TurnWriteAhead(this.journal, this.runId, turn, streamed);
+  /** Turn `turn`'s write-ahead: each call's dispatch recorded before its body starts. */
+  turn(turn: number): WriteAhead {
+    return new TurnWriteAhead(this.journal, this.runId, turn);
   }
 }
 
@@ -47,12 +53,10 @@ class TurnWriteAhead implements WriteAhead {
     private readonly journal: RunJournal,
     private readonly runId: string,
     private readonly turn: number,
-    private readonly streamed: boolean,
   ) {}
 
   dispatching(call: BatchCall, index: number, written: WriteAheadWaiter): void {
     const { runId, turn } = this;
-    const entry = { kind: 'dispatched' as const, runId, turn, index, callId: call.callId, tool: call.tool };
-    this.journal.append(this.streamed ? { ...entry, args: call.args } : entry, written);
+    this.journal.append({ kind: 'dispatched', runId, turn, index, callId: call.callId, tool: call.tool }, written);
   }
 }

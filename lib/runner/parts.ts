@@ -7,6 +7,7 @@ import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/ind
 import type { Agent } from './Agent.js';
 import type { Message, ModelProvider, RunInput, Usage } from './model.js';
 import type { Policies } from './policies.js';
+import type { SnapshotStore } from './snapshotStore.js';
 import type { RunJournal } from './runJournal.js';
 import type { ResumePoint } from './resumePoint.js';
 import type { NestedResume } from './snapshot.js';
@@ -36,6 +37,8 @@ export interface RunnerParts {
   readonly toolsOf: (agent: Agent) => AgentTools;
   /** Where top-level runs are journaled, if anywhere. */
   readonly journal: RunJournal | undefined;
+  /** Where a top-level run that ends waiting for a person leaves its snapshot for its one resume, if anywhere. */
+  readonly snapshots: SnapshotStore | undefined;
 }
 
 /** An agent's tools on one runner, as of the registry's `version`. */

@@ -11,7 +11,7 @@ import type { RunState } from '../tools/index.js';
 import { toOutcomeEvent, toResponseEvent, type RunEvent } from './events.js';
 import type { Message, ModelResponse, ToolCall } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
-import type { CallDispatchedEntry, CallSettledEntry, JournalEntry, RunStartedEntry } from './runJournal.js';
+import { journaledEnd, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
 import { startingState, toolMessage } from './turnCalls.js';
 import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
 
@@ -28,6 +28,7 @@ export interface RecoveryRules {
 // One turn as its journal holds it.
 interface JournaledTurn {
   answer: ModelResponse | undefined;
+  readonly called: Map<number, ToolCall>;
   readonly dispatched: Map<number, CallDispatchedEntry>;
   readonly settled: Map<number, CallSettledEntry>;
 }
@@ -41,25 +42,35 @@ function turnsOf(entries: readonly JournalEntry[]): Map<number, JournaledTurn> {
   const turns = new Map<number, JournaledTurn>();
   const at = (n: number): JournaledTurn => {
     let turn = turns.get(n);
-    if (turn === undefined) turns.set(n, (turn = { answer: undefined, dispatched: new Map(), settled: new Map() }));
+    if (turn === undefined) turns.set(n, (turn = { answer: undefined, called: new Map(), dispatched: new Map(), settled: new Map() }));
     return turn;
   };
   for (const entry of entries) {
     if (entry.kind === 'answered') at(entry.turn).answer = entry.response;
+    else if (entry.kind === 'called') at(entry.turn).called.set(entry.index, entry.call);
     else if (entry.kind === 'dispatched') at(entry.turn).dispatched.set(entry.index, entry);
     else if (entry.kind === 'settled' && !at(entry.turn).settled.has(entry.index)) at(entry.turn).settled.set(entry.index, entry);
   }
   return turns;
 }
 
-// A turn's answer: as journaled, or (a streamed turn cut off before its end was written) its calls as they were dispatched.
-function answerOf(turn: JournaledTurn): ModelResponse | undefined {
+// A turn's answer: as journaled, or (a streamed turn cut off before its end was written) every
+// call the stream had completed, in call order. Each call of a streamed turn is journaled before
+// anything else of it, and the journal writes in order, so a call the journal knows anything of
+// comes with every call before it; a hole (a journal of an earlier version, whose dispatches
+// carried the arguments) is refused rather than a call left out.
+function answerOf(runId: string, n: number, turn: JournaledTurn): ModelResponse | undefined {
   if (turn.answer !== undefined) return turn.answer;
-  if (turn.dispatched.size === 0) return undefined;
+  let known = -1;
+  for (const map of [turn.called, turn.dispatched, turn.settled]) for (const index of map.keys()) known = Math.max(known, index);
+  if (known < 0) return undefined;
   const calls: ToolCall[] = [];
-  for (let i = 0; turn.dispatched.has(i); i++) {
-    const { callId, tool, args } = turn.dispatched.get(i)!;
-    calls.push({ id: callId, name: tool, arguments: (args ?? {}) as ToolCall['arguments'] });
+  for (let i = 0; i <= known; i++) {
+    const written = turn.called.get(i);
+    const dispatched = turn.dispatched.get(i);
+    if (written !== undefined) calls.push(written);
+    else if (dispatched !== undefined) calls.push({ id: dispatched.callId, name: dispatched.tool, arguments: (dispatched.args ?? {}) as ToolCall['arguments'] });
+    else throw gap(runId, `call #${i + 1} of turn ${n}, a streamed turn, is missing while a later one is journaled`);
   }
   return { toolCalls: calls };
 }
@@ -73,11 +84,11 @@ export function recoveryOf(runId: string, entries: readonly JournalEntry[], rule
   });
   const start = entries[0];
   if (start?.kind !== 'started') throw new JournalError(`run ${runId} is not in the journal`);
-  if (entries.some((entry) => entry.kind === 'ended')) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
+  if (journaledEnd(entries)) throw new JournalError(`run ${runId} cannot be recovered: it ended`);
   const turns = turnsOf(entries);
   // The turns with an answer and calls; a later turn without one (its model was being asked) is asked again.
   let last = 0;
-  for (const [n, turn] of turns) if ((answerOf(turn)?.toolCalls?.length ?? 0) > 0 && n > last) last = n;
+  for (const [n, turn] of turns) if ((answerOf(runId, n, turn)?.toolCalls?.length ?? 0) > 0 && n > last) last = n;
   if (last === 0) return { kind: 'again', start };
   const messages: Message[] = [...start.history, { role: 'user', content: start.input }];
   const events: RunEvent[] = [
@@ -88,7 +99,7 @@ export function recoveryOf(runId: string, entries: readonly JournalEntry[], rule
   let state: RunState = startingState(start.state);
   for (let n = 1; n < last; n++) {
     const turn = turns.get(n);
-    const answer = turn === undefined ? undefined : answerOf(turn);
+    const answer = turn === undefined ? undefined : answerOf(runId, n, turn);
     if (turn === undefined || answer === undefined) throw gap(runId, `turn ${n} has no answer`);
     told(messages, events, n, answer);
     const outcomes: Outcome[] = [];
@@ -102,7 +113,7 @@ export function recoveryOf(runId: string, entries: readonly JournalEntry[], rule
     if (outcomes.some((o) => o.kind === 'result' && o.delta !== undefined)) state = Object.freeze(assignDelta({ ...state }, mergeDeltas(outcomes)));
   }
   const turn = turns.get(last)!;
-  const answer = answerOf(turn)!;
+  const answer = answerOf(runId, last, turn)!;
   told(messages, events, last, answer);
   const calls = (answer.toolCalls ?? []).map((call, index): ResumedCall | undefined => {
     const settled = turn.settled.get(index);

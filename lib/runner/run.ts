@@ -168,7 +168,6 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       return undefined;
     }
     this.messages.push(toolMessage(outcome, contents[outcome.index]));
-    this.journal?.settled(n, outcome, contents[outcome.index]);
     return toOutcomeEvent(n, outcome);
   }
 

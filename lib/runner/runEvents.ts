@@ -5,6 +5,7 @@ import type { RunEvent } from './events.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import { Run } from './run.js';
 import { turnByTurn } from './turnByTurn.js';
+import { keptForResume } from './snapshotStore.js';
 
 /**
  * One run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE
@@ -40,7 +41,10 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
       : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
   );
-  turnByTurn(run).subscribe(subscriber);
+  // A top-level run that ends waiting tells it once its one resume can find it (its snapshot kept, its journal written).
+  const { snapshots, journal } = run.parts;
+  const guarded = plan.nesting === undefined && (snapshots !== undefined || journal !== undefined);
+  (guarded ? turnByTurn(run).pipe(keptForResume(snapshots, journal)) : turnByTurn(run)).subscribe(subscriber);
   // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
   subscriber.add(run);
 }

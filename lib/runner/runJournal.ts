@@ -1,10 +1,11 @@
 // What a run journal is to the runner: where a run writes, as it goes, what it would need to be
-// rebuilt after its process stopped (its start, each turn's model answer, each call's dispatch
-// before its body starts, each outcome as it settles, its end). The journals themselves (in
+// rebuilt after its process stopped (its start, each turn's model answer, each call of a streamed
+// turn as the model writes it, each call's dispatch before its body starts, each outcome as it is
+// decided, its end). The journals themselves (in
 // memory, on PostgreSQL) are in lib/journal/; reading a run back is recover.ts's.
 import type { Outcome } from '../batch/index.js';
 import type { RunEvent } from './events.js';
-import type { Message, ModelResponse } from './model.js';
+import type { Message, ModelResponse, ToolCall } from './model.js';
 
 /** The run began: what it was asked, for whom, from which state. */
 export interface RunStartedEntry {
@@ -26,6 +27,19 @@ export interface TurnAnsweredEntry {
   readonly response: ModelResponse;
 }
 
+/**
+ * Call `index` of a streamed turn, as the model wrote it: written as soon as the stream completes
+ * the call, before the call is gated, dispatched or settled (its turn's `answered` entry comes
+ * only once the stream ends). A turn cut off is rebuilt from these.
+ */
+export interface CallWrittenEntry {
+  readonly kind: 'called';
+  readonly runId: string;
+  readonly turn: number;
+  readonly index: number;
+  readonly call: ToolCall;
+}
+
 /** Call `index` of turn `turn` is about to start its body (written ahead: the body waits for it). */
 export interface CallDispatchedEntry {
   readonly kind: 'dispatched';
@@ -34,11 +48,14 @@ export interface CallDispatchedEntry {
   readonly index: number;
   readonly callId: string;
   readonly tool: string;
-  /** A streamed turn's call's arguments (its answer is written only once the stream ends). */
+  /** Written by earlier versions for a streamed turn's call (read back when its `called` entry is missing). */
   readonly args?: unknown;
 }
 
-/** Call `index` of turn `turn` settled: its outcome as the transcript has it, and the text the model reads for a result. */
+/**
+ * Call `index` of turn `turn` settled: its outcome as the transcript has it, and the text the model
+ * reads for a result. Written as the outcome is decided (its settle steps done), streamed turn or not.
+ */
 export interface CallSettledEntry {
   readonly kind: 'settled';
   readonly runId: string;
@@ -55,8 +72,29 @@ export interface RunEndedEntry {
   readonly event: RunEvent;
 }
 
+/**
+ * The run, which ended waiting for a person, goes on from its snapshot `digest` (written by the
+ * journal as it hands the run to the one resume that takes it): the `ended` entry before it is no
+ * longer the run's end.
+ */
+export interface RunResumedEntry {
+  readonly kind: 'resumed';
+  readonly runId: string;
+  readonly digest: string;
+}
+
 /** One line of a run's journal. */
-export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry;
+export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallWrittenEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry | RunResumedEntry;
+
+/** True when the run's journal says it ended: an `ended` entry that no `resumed` entry follows. */
+export function journaledEnd(entries: readonly JournalEntry[]): boolean {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const { kind } = entries[i]!;
+    if (kind === 'ended') return true;
+    if (kind === 'resumed') return false;
+  }
+  return false;
+}
 
 /** Hears once whether an entry is recorded: `undefined`, or the error that kept it out. */
 export interface JournalWaiter {
@@ -98,6 +136,12 @@ export interface RunJournal {
   claim(runId: string): Promise<boolean>;
   /** The runs whose owner is gone and that have not ended. */
   recoverable(): Promise<readonly RecoverableRun[]>;
+  /**
+   * Makes run `runId`, which ended waiting for a person, this journal's own again to go on from
+   * its snapshot `digest`, writing its `resumed` entry: true for the one caller that takes that
+   * snapshot; false if it was taken before (of two at once, one wins), or the run is unknown.
+   */
+  resume(runId: string, digest: string): Promise<boolean>;
   /** Resolves once every entry appended so far is recorded (or failed). */
   flushed(): Promise<void>;
   /** Writes what is pending, stops renewing leases, and lets go of what the journal made (its pool). */

@@ -48,6 +48,8 @@ export function streamed(run: Run, n: number, first: unknown, rest$: Observable<
         const call = writing.read(part);
         if (call !== undefined) {
           const position = writing.calls - 1;
+          // Known to the journal before anything else of it: a crash from here on finds it.
+          run.journal?.called(n, position, call);
           calls.next(run.callOf(call, position, writing.problemAt(position), seen, scope));
         } else if ((part as { type: string }).type === 'text-delta') run.activityText(n, (part as { delta: string }).delta);
       }),

@@ -27,7 +27,7 @@ function someNeedApproval(tools: ToolRegistry): boolean {
  * for a person (a tool of the runner needs approval), the run's `waits` hold the turn's waiting calls.
  */
 export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined): Observable<Outcome> {
-  const { parts, plan, runId } = run;
+  const { parts, plan, runId, journal } = run;
   const { tenant } = plan;
   const whole = Array.isArray(given);
   // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
@@ -71,7 +71,7 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
     return policySettle === undefined ? outcome : policySettle(outcome);
   };
   // One shape for every turn's options (a field it does not use is undefined): no object spread per turn.
-  return runBatch(calls, {
+  const outcomes$ = runBatch(calls, {
     concurrency: plan.turnConcurrency,
     shared: parts.shared,
     tenant,
@@ -84,6 +84,18 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
     scheduler: parts.scheduler,
     monitor: parts.monitor,
     onActivity: new TurnActivity(parts.activity, runId, turn, run.parent, run.trace),
-    writeAhead: run.journal?.turn(turn, !whole),
+    writeAhead: journal?.turn(turn),
   });
+  // Each outcome is journaled as the batch decides it (its settle steps done), before a streamed
+  // turn's stream has ended or an earlier call's outcome is told: a crash after it reads it back.
+  // Not an outcome settled before (a resumed run's), nor a call's that waits for a person.
+  if (journal === undefined) return outcomes$;
+  const before = whole ? (given as readonly RunnerCall[]) : undefined;
+  return outcomes$.pipe(
+    tap((outcome) => {
+      const { index } = outcome;
+      if (before?.[index]?.settled === true || waits?.waits[index] !== undefined) return;
+      journal.settled(turn, outcome, contents[index]);
+    }),
+  );
 }

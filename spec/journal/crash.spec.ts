@@ -1,7 +1,8 @@
 // A runner in a child process is killed with SIGKILL mid-batch (two calls settled, two running,
-// two queued behind a lane), and this process recovers the run from PostgreSQL: across both,
-// each settled call's body ran once, each queued call's once, the running ones are classified,
-// and the transcript is whole and in call order. Two recoveries raced: one wins.
+// two queued behind a lane), or mid-stream (a streamed turn: one call settled, three running, one
+// queued), and this process recovers the run from PostgreSQL: across both, each settled call's
+// body ran once, each queued call's once, the running ones are classified, and the transcript is
+// whole and in call order. Two recoveries raced: one wins.
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,8 +17,8 @@ import { dropTables, newPool, uniquePrefix } from './pg.js';
 const child = fileURLToPath(new URL('./crashChild.ts', import.meta.url));
 
 // Starts the child, reads its run id, and kills it with SIGKILL once it says it is ready.
-async function killedMidBatch(prefix: string, log: string): Promise<{ runId: string; pid: number }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, prefix, log], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function killedMidBatch(prefix: string, log: string, scene = 'batch'): Promise<{ runId: string; pid: number }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, prefix, log, scene], { stdio: ['ignore', 'pipe', 'inherit'] });
   let runId = '';
   for await (const line of createInterface({ input: proc.stdout! })) {
     if (line.startsWith('{')) runId = (JSON.parse(line) as { runId: string }).runId;
@@ -86,6 +87,38 @@ describe('a run whose process was killed mid-batch', function () {
     const bodies = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((row) => row.split(' '));
     expect(bodies.map(([id, by]) => `${id} ${by === String(pid) ? 'killed' : 'recovering'}`).sort()).to.deep.equal([
       'q1 killed', 'q2 killed', 's1 killed', 's2 killed', 's3 recovering', 's4 recovering',
+    ]);
+  });
+
+  it('recovers a streamed turn cut by the kill: every call it had written back in call order, a call settled before the kill read back, queued ones run once', async () => {
+    const log = join(dir, 'streamed.log');
+    writeFileSync(log, '');
+    const { runId, pid } = await killedMidBatch(prefix, log, 'streamed');
+    const note = (args: unknown): string => {
+      writeFileSync(log, `${(args as { id: string }).id} ${process.pid}\n`, { flag: 'a' });
+      return `${(args as { id: string }).id} done`;
+    };
+    const tools = new ToolRegistry().register({ name: 'quick' }, note).register({ name: 'slow' }, note).register({ name: 'note' }, note).register({ name: 'look', idempotent: true }, note);
+    const journal = new PostgresRunJournal({ pool, tablePrefix: prefix });
+    journals.push(journal);
+    const runner = runnerWith(journal, tools, [{ text: 'all done' }], { concurrency: new ConcurrencyConfig({ perTool: { slow: 1 } }) });
+    let found = false;
+    for (let i = 0; i < 100 && !found; i++) {
+      found = (await runner.recoverable()).some((run) => run.runId === runId);
+      if (!found) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(found, 'the run is recoverable once its owner is gone').to.equal(true);
+    const result = await runner.recover(agent, runId);
+    const inFlight = (tool: string): string => `${tool} was in flight when the process running it stopped. The side effect may have landed`;
+    expect(result.events.map(line)).to.deep.equal([
+      'RUN_STARTED', 'MODEL_RESPONSE',
+      'q1 result', `s1 indeterminate: ${inFlight('slow')}`, 's2 result', `n3 indeterminate: ${inFlight('note')}`, 'x4 error: look was in flight when the process running it stopped. Safe to call again',
+      'MODEL_RESPONSE', 'RUN_COMPLETED',
+    ]);
+    expect(result.events.find((e) => e.type === 'TOOL_RESULT' && e.callId === 'q1')).to.deep.include({ result: 'q1 done' });
+    const bodies = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((row) => row.split(' '));
+    expect(bodies.map(([id, by]) => `${id} ${by === String(pid) ? 'killed' : 'recovering'}`).sort()).to.deep.equal([
+      'end:q1 killed', 'n3 killed', 'q1 killed', 's1 killed', 's2 recovering', 'x4 killed',
     ]);
   });
 });

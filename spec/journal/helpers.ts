@@ -51,6 +51,10 @@ export class HeldJournal extends GroupCommit {
   protected take(): Promise<number | undefined> {
     return Promise.resolve(undefined);
   }
+
+  protected takeSnapshot(): Promise<number | undefined> {
+    return Promise.resolve(undefined);
+  }
 }
 
 /** A body's answer that never comes, until the call is stopped (so a spec's left runs end, and their bodies with them). */

@@ -20,7 +20,7 @@ export function newPool(connection = connectionString): pg.Pool {
 
 /** Drops the tables of `prefix` (in schema public). */
 export async function dropTables(pool: pg.Pool, prefix: string): Promise<void> {
-  await pool.query(`DROP TABLE IF EXISTS "public"."${prefix}entries", "public"."${prefix}runs"`);
+  await pool.query(`DROP TABLE IF EXISTS "public"."${prefix}entries", "public"."${prefix}runs", "public"."${prefix}resumed"`);
 }
 
 /** A TCP hop to the database that `cut()` severs: every connection through it destroyed, new ones refused. */

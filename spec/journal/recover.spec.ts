@@ -1,7 +1,7 @@
 // runner.recover over the in-memory journal: a run whose process stopped mid-batch (simulated:
 // the journal stops writing and its owner is gone) carried on by another runner.
 import { expect } from 'chai';
-import { ConcurrencyConfig, InMemoryRunJournal, JournalError, ScriptedProvider, stopClassOf, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { Agent, ConcurrencyConfig, ConfigError, InMemoryRunJournal, JournalError, ScriptedProvider, stopClassOf, ToolRegistry, type RunEvent } from '../../lib/index.js';
 import type { JournalEntry } from '../../lib/runner/runJournal.js';
 import { agent, runnerWith, settle, untilStopped } from './helpers.js';
 
@@ -182,6 +182,24 @@ describe('runner.recover', () => {
     const racers = [journal.reopen(), journal.reopen()].map((j) => runnerWith(j, secondTools(ran), [{ text: 'done' }], { concurrency }).recover(agent, runId));
     const settled = await Promise.allSettled(racers);
     expect(settled.map((s) => s.status).sort()).to.deep.equal(['fulfilled', 'rejected']);
+  });
+
+  it('takes nothing when it refuses: refused for another agent, or an agent whose tools are missing here, the run stays recoverable and the right agent recovers it on the same runner', async () => {
+    const ran: Counts = {};
+    const { journal, runId } = await crashed(ran);
+    const runner = runnerWith(journal.reopen(), secondTools(ran), [{ text: 'done' }], { concurrency });
+    const stranger = new Agent({ name: 'stranger', instructions: '', model: 'scripted' });
+    const refused = await runner.recover(stranger, runId).then(() => undefined, (reason: unknown) => reason);
+    expect(refused).to.be.instanceOf(ConfigError);
+    expect((refused as ConfigError).field).to.equal('agent');
+    const lacking = new Agent({ name: agent.name, instructions: '', model: 'scripted', tools: ['quick', 'slow', 'look', 'absent'] });
+    const missing = await runner.recover(lacking, runId).then(() => undefined, (reason: unknown) => reason);
+    expect(missing).to.be.instanceOf(ConfigError);
+    expect((missing as ConfigError).field).to.equal('tools');
+    expect((await runner.recoverable()).map((run) => run.runId), 'still recoverable').to.deep.equal([runId]);
+    const result = await runner.recover(agent, runId);
+    expect(result.status).to.equal('completed');
+    expect(ran, 'the queued calls ran once, in the recovery that was not refused').to.deep.equal({ q1: 1, q2: 1, s1: 1, s2: 1, s3: 1, s4: 1, l1: 1 });
   });
 
   it('starts again a run whose process stopped before its first answer was journaled', async () => {

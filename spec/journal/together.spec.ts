@@ -45,6 +45,43 @@ describe('the journal with the rest of the runner', () => {
     first.stop();
   });
 
+  it('recovers every call a streamed turn cut by a crash had written, in call order: settled ones read back, dispatched ones classified, queued ones run', async () => {
+    const journal = new InMemoryRunJournal();
+    const ran: Record<string, number> = {};
+    const count = (args: unknown): string => {
+      const { id } = args as { id: string };
+      ran[id] = (ran[id] ?? 0) + 1;
+      return `${id} done`;
+    };
+    // The first process: `quick` answers, the others hang until stopped; the recovering one: every body answers.
+    const registry = (hangs: boolean): ToolRegistry => {
+      const hang = (args: unknown, ctx: { signal: AbortSignal }): unknown => (count(args), hangs ? new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')))) : `${(args as { id: string }).id} done`);
+      return new ToolRegistry().register({ name: 'quick' }, count).register({ name: 'slow' }, hang).register({ name: 'note' }, hang).register({ name: 'look', idempotent: true }, hang);
+    };
+    const concurrency = new ConcurrencyConfig({ perTool: { slow: 1 } });
+    const ended: string[] = [];
+    // q1 settles (its end hook runs), s1 runs, s2 waits behind it in the slow lane, n3 and x4 run; the stream never ends.
+    const stream = () =>
+      new Observable<ModelStreamPart>((subscriber) => {
+        for (const [id, name] of [['q1', 'quick'], ['s1', 'slow'], ['s2', 'slow'], ['n3', 'note'], ['x4', 'look']] as const) subscriber.next({ type: 'tool-call', id, name, arguments: { id } });
+      });
+    const first = runIdOf(runnerWith(journal, registry(true), [stream] as never, { concurrency, hooks: { onToolEnd: (call) => void ended.push(call.callId) } }).run$(agent, 'go'));
+    for (let i = 0; i < 5; i++) await settle();
+    await journal.flushed();
+    expect(ended, 'q1 settled before the crash').to.deep.equal(['q1']);
+    expect(ran).to.deep.equal({ q1: 1, s1: 1, n3: 1, x4: 1 });
+    journal.simulateCrash();
+    const result = await runnerWith(journal.reopen(), registry(false), [{ text: 'done' }], { concurrency }).recover(agent, first.id());
+    first.stop();
+    expect(result.events.map(line)).to.deep.equal([
+      'RUN_STARTED', 'MODEL_RESPONSE',
+      'q1 result', 's1 indeterminate', 's2 result', 'n3 indeterminate', 'x4 error: look was in flight when the process running it stopped. Safe to call again',
+      'MODEL_RESPONSE', 'RUN_COMPLETED',
+    ]);
+    expect(ran, 'q1 ran once, before the crash; s2 once, after it').to.deep.equal({ q1: 1, s1: 1, s2: 1, n3: 1, x4: 1 });
+    expect(result.messages.filter((m) => m.role === 'tool').map((m) => m.toolCallId)).to.deep.equal(['q1', 's1', 's2', 'n3', 'x4']);
+  });
+
   describe('on a RedisLaneStore', function () {
     this.timeout(30_000);
     const prefix = uniquePrefix('journal');

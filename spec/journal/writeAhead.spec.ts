@@ -115,7 +115,7 @@ describe('a journaled run', () => {
     expect(append.getCalls().map((call) => (call.args[0] as JournalEntry).kind)).to.deep.equal(['started', 'answered', 'dispatched', 'settled', 'answered', 'ended']);
   });
 
-  it('records a streamed turn\'s calls with their arguments as each is dispatched, and its answer once the stream ends', async () => {
+  it('records each call of a streamed turn as the stream completes it, ahead of its dispatch, and its answer once the stream ends', async () => {
     const journal = new InMemoryRunJournal();
     const parts: ModelStreamPart[] = [
       { type: 'tool-call', id: 'a', name: 'work', arguments: { id: 'a' } },
@@ -125,7 +125,8 @@ describe('a journaled run', () => {
     const result = await runnerWith(journal, noting([]), turns as never).run(agent, 'go');
     await journal.flushed();
     const entries = await journal.read((result.events[0] as { runId: string }).runId);
-    expect(kinds(entries)).to.deep.equal(['started', 'dispatched:0', 'dispatched:1', 'answered', 'settled:0', 'settled:1', 'answered', 'ended']);
-    expect(entries[1]).to.deep.include({ callId: 'a', tool: 'work', args: { id: 'a' } });
+    expect(kinds(entries)).to.deep.equal(['started', 'called:0', 'dispatched:0', 'called:1', 'dispatched:1', 'answered', 'settled:0', 'settled:1', 'answered', 'ended']);
+    expect(entries[1]).to.deep.include({ call: { id: 'a', name: 'work', arguments: { id: 'a' } } });
+    expect(entries[2]).to.deep.equal({ kind: 'dispatched', runId: entries[0]!.runId, turn: 1, index: 0, callId: 'a', tool: 'work' });
   });
 });
