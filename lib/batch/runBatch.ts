@@ -3,7 +3,7 @@
 // sentence: a turn is an Observable of calls, through phases run one after another, each gated
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
-import { concat, concatMap, from, isObservable, NEVER, Observable, of, type ObservableInput, type Subscription } from 'rxjs';
+import { concat, concatMap, from, identity, isObservable, NEVER, Observable, of, tap, type ObservableInput, type Subscription } from 'rxjs';
 import { keepShape } from '../shapes.js';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './batchScope.js';
@@ -15,6 +15,7 @@ import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
 import { Stage } from './operators/stage.js';
 import { untilStopped } from './operators/untilStopped.js';
+import { CallBody } from './callBody.js';
 import type { CallNews, CallRecord } from './records.js';
 import type { BatchCall, BatchOptions, Outcome } from './types.js';
 
@@ -49,6 +50,14 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   const laned = inLanes(options);
   const inPhase = (phase$: Observable<CallRecord>): Observable<CallNews> => phase$.pipe(gated, laned);
   const timed = ceiling(limits);
+  // A write-ahead that keeps decided outcomes hears each one before the reorder (no step otherwise).
+  const writeAhead = options.writeAhead;
+  const decided =
+    writeAhead?.decided === undefined
+      ? identity
+      : tap<CallNews>((news) => {
+          if (!(news instanceof CallBody) && news.outcome !== undefined) writeAhead.decided!(news.outcome);
+        });
   const ordered = inCallOrder();
   const settled = settle(options.settle);
   return new Observable<Outcome>((subscriber) => {
@@ -66,7 +75,7 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
     subscriber.add(() => batch.close(() => stages?.unsubscribe()));
     const calls$: Observable<BatchCall> = given ? (calls as Observable<BatchCall>) : from(calls as ObservableInput<BatchCall>);
     stages = calls$
-      .pipe(phases(() => batch), concatMap(inPhase), timed, untilStopped(batch), ordered, settled)
+      .pipe(phases(() => batch), concatMap(inPhase), timed, untilStopped(batch), decided, ordered, settled)
       .subscribe(new Outcomes(subscriber));
     // A subscriber that already left ends these at once.
     return stages;

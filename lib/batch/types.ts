@@ -232,6 +232,11 @@ export interface BatchOptions {
  */
 export interface WriteAhead {
   dispatching(call: BatchCall, index: number, written: WriteAheadWaiter): void;
+  /**
+   * Hears each outcome as the batch decides it, before the reorder holds it behind an earlier
+   * call still running and before the settle steps: a journal keeps what a crash would otherwise lose.
+   */
+  decided?(outcome: Outcome): void;
 }
 
 /** Hears once whether a call's dispatch was recorded: `undefined`, or why it could not be. */

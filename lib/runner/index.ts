@@ -53,6 +53,7 @@ export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type Pe
 export { TracingAttributes, TracingEvents } from './tracingNames.js';
 export type {
   CallDispatchedEntry,
+  CallDecidedEntry,
   CallSettledEntry,
   CallWrittenEntry,
   JournalEntry,

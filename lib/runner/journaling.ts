@@ -1,6 +1,6 @@
 // A run's side of its journal: what it writes as it goes (its start, each model answer, each call
-// of a streamed turn as it is written, each call's dispatch ahead of its body, each outcome as it is
-// decided, its end). Only a top-level run is journaled:
+// of a streamed turn as it is written, each call's dispatch ahead of its body, each outcome without
+// a result as the batch decides it, each outcome as it is settled, its end). Only a top-level run is journaled:
 // a nested run is part of its caller's call, and after a crash that call is what is classified.
 import type { BatchCall, Outcome, WriteAhead, WriteAheadWaiter } from '../batch/index.js';
 import type { RunEvent } from './events.js';
@@ -41,9 +41,13 @@ export class RunJournaling {
     this.journal.append({ kind: 'ended', runId: this.runId, event });
   }
 
-  /** Turn `turn`'s write-ahead: each call's dispatch recorded before its body starts. */
-  turn(turn: number): WriteAhead {
-    return new TurnWriteAhead(this.journal, this.runId, turn);
+  /**
+   * Turn `turn`'s write-ahead: each call's dispatch recorded before its body starts, and each
+   * outcome without a result as it is decided, but for the calls `known` names (settled before, or
+   * waiting for a person).
+   */
+  turn(turn: number, known: (index: number) => boolean): WriteAhead {
+    return new TurnWriteAhead(this.journal, this.runId, turn, known);
   }
 }
 
@@ -53,7 +57,15 @@ class TurnWriteAhead implements WriteAhead {
     private readonly journal: RunJournal,
     private readonly runId: string,
     private readonly turn: number,
+    private readonly known: (index: number) => boolean,
   ) {}
+
+  // A result is journaled once settled, in its JSON form; anything else is plain data, kept at once.
+  decided(outcome: Outcome): void {
+    const { index } = outcome;
+    if (outcome.kind === 'result' || this.known(index)) return;
+    this.journal.append({ kind: 'decided', runId: this.runId, turn: this.turn, index, outcome });
+  }
 
   dispatching(call: BatchCall, index: number, written: WriteAheadWaiter): void {
     const { runId, turn } = this;

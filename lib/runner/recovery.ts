@@ -11,7 +11,7 @@ import type { RunState } from '../tools/index.js';
 import { toOutcomeEvent, toResponseEvent, type RunEvent } from './events.js';
 import type { Message, ModelResponse, ToolCall } from './model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
-import { journaledEnd, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
+import { journaledEnd, type CallDecidedEntry, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
 import { startingState, toolMessage } from './turnCalls.js';
 import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
 
@@ -30,6 +30,7 @@ interface JournaledTurn {
   answer: ModelResponse | undefined;
   readonly called: Map<number, ToolCall>;
   readonly dispatched: Map<number, CallDispatchedEntry>;
+  readonly decided: Map<number, CallDecidedEntry>;
   readonly settled: Map<number, CallSettledEntry>;
 }
 
@@ -42,13 +43,14 @@ function turnsOf(entries: readonly JournalEntry[]): Map<number, JournaledTurn> {
   const turns = new Map<number, JournaledTurn>();
   const at = (n: number): JournaledTurn => {
     let turn = turns.get(n);
-    if (turn === undefined) turns.set(n, (turn = { answer: undefined, called: new Map(), dispatched: new Map(), settled: new Map() }));
+    if (turn === undefined) turns.set(n, (turn = { answer: undefined, called: new Map(), dispatched: new Map(), decided: new Map(), settled: new Map() }));
     return turn;
   };
   for (const entry of entries) {
     if (entry.kind === 'answered') at(entry.turn).answer = entry.response;
     else if (entry.kind === 'called') at(entry.turn).called.set(entry.index, entry.call);
     else if (entry.kind === 'dispatched') at(entry.turn).dispatched.set(entry.index, entry);
+    else if (entry.kind === 'decided' && !at(entry.turn).decided.has(entry.index)) at(entry.turn).decided.set(entry.index, entry);
     else if (entry.kind === 'settled' && !at(entry.turn).settled.has(entry.index)) at(entry.turn).settled.set(entry.index, entry);
   }
   return turns;
@@ -62,7 +64,7 @@ function turnsOf(entries: readonly JournalEntry[]): Map<number, JournaledTurn> {
 function answerOf(runId: string, n: number, turn: JournaledTurn): ModelResponse | undefined {
   if (turn.answer !== undefined) return turn.answer;
   let known = -1;
-  for (const map of [turn.called, turn.dispatched, turn.settled]) for (const index of map.keys()) known = Math.max(known, index);
+  for (const map of [turn.called, turn.dispatched, turn.decided, turn.settled]) for (const index of map.keys()) known = Math.max(known, index);
   if (known < 0) return undefined;
   const calls: ToolCall[] = [];
   for (let i = 0; i <= known; i++) {
@@ -122,6 +124,9 @@ export function recoveryOf(runId: string, entries: readonly JournalEntry[], rule
       events.push(toOutcomeEvent(last, settled.outcome));
       return { outcome: settled.outcome, told: true };
     }
+    // Decided before the crash, not yet settled (an earlier call still ran): settled now, never run again.
+    const decided = turn.decided.get(index);
+    if (decided !== undefined) return { outcome: decided.outcome, gated: true };
     if (!turn.dispatched.has(index)) return undefined;
     const idempotent = rules.idempotent(call.name);
     if (idempotent && rules.callIdempotentAgain) return { gated: true };

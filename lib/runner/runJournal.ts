@@ -65,6 +65,19 @@ export interface CallSettledEntry {
   readonly content?: string;
 }
 
+/**
+ * Call `index` of turn `turn` ended without a result (an error, a refusal, never dispatched, a
+ * stop), written as the batch decides it, before its settle steps: a crash while an earlier call
+ * still runs reads it back and settles it then, rather than taking it for a call never dispatched.
+ */
+export interface CallDecidedEntry {
+  readonly kind: 'decided';
+  readonly runId: string;
+  readonly turn: number;
+  readonly index: number;
+  readonly outcome: Outcome;
+}
+
 /** The run ended, with this final event. */
 export interface RunEndedEntry {
   readonly kind: 'ended';
@@ -84,7 +97,7 @@ export interface RunResumedEntry {
 }
 
 /** One line of a run's journal. */
-export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallWrittenEntry | CallDispatchedEntry | CallSettledEntry | RunEndedEntry | RunResumedEntry;
+export type JournalEntry = RunStartedEntry | TurnAnsweredEntry | CallWrittenEntry | CallDispatchedEntry | CallDecidedEntry | CallSettledEntry | RunEndedEntry | RunResumedEntry;
 
 /** True when the run's journal says it ended: an `ended` entry that no `resumed` entry follows. */
 export function journaledEnd(entries: readonly JournalEntry[]): boolean {

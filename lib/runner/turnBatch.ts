@@ -70,6 +70,9 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
     if (outcome.kind === 'result') outcome = inJsonForm(outcome, contents);
     return policySettle === undefined ? outcome : policySettle(outcome);
   };
+  // Calls whose outcome is not this batch's to journal: settled before (a resumed run's), or waiting for a person.
+  const before = whole ? (given as readonly RunnerCall[]) : undefined;
+  const known = (index: number): boolean => before?.[index]?.settled === true || waits?.waits[index] !== undefined;
   // One shape for every turn's options (a field it does not use is undefined): no object spread per turn.
   const outcomes$ = runBatch(calls, {
     concurrency: plan.turnConcurrency,
@@ -84,18 +87,16 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
     scheduler: parts.scheduler,
     monitor: parts.monitor,
     onActivity: new TurnActivity(parts.activity, runId, turn, run.parent, run.trace),
-    writeAhead: journal?.turn(turn),
+    writeAhead: journal?.turn(turn, known),
   });
   // Each outcome is journaled as the batch decides it (its settle steps done), before a streamed
   // turn's stream has ended or an earlier call's outcome is told: a crash after it reads it back.
   // Not an outcome settled before (a resumed run's), nor a call's that waits for a person.
   if (journal === undefined) return outcomes$;
-  const before = whole ? (given as readonly RunnerCall[]) : undefined;
   return outcomes$.pipe(
     tap((outcome) => {
       const { index } = outcome;
-      if (before?.[index]?.settled === true || waits?.waits[index] !== undefined) return;
-      journal.settled(turn, outcome, contents[index]);
+      if (!known(index)) journal.settled(turn, outcome, contents[index]);
     }),
   );
 }
