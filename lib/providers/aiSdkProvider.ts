@@ -162,4 +162,4 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
       }),
   };
 }
-export { aiSdkTools, registerAiSdkTools, type AiSdkModelMessage, type AiSdkTool, type AiSdkToolCallOptions, type AiSdkToolEntry, type AiSdkToolsExtras } from './aiSdkTools.js';
+export { aiSdkTools, registerAiSdkTools, type AiSdkDescriptionOptions, type AiSdkModelMessage, type AiSdkTool, type AiSdkToolCallOptions, type AiSdkToolEntry, type AiSdkToolsExtras } from './aiSdkTools.js';

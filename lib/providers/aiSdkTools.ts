@@ -26,16 +26,30 @@ export interface AiSdkToolCallOptions {
   readonly messages: readonly AiSdkModelMessage[];
   /** Aborts when the call is stopped or outruns its ceiling (`ctx.signal`). */
   readonly abortSignal?: AbortSignal;
+  /** The tool's context, as ai 7 gives it (`extras.context[name]`; undefined if none is given). */
+  readonly context?: unknown;
 }
 
 /**
- * An AI SDK tool, as far as the runner reads one: what `tool()` from `ai` returns. `inputSchema`
- * is a Standard Schema (zod 4, valibot, arktype), the AI SDK's `jsonSchema(...)` or `zodSchema(...)`
- * wrapper, or a function returning such a wrapper (`lazySchema`).
+ * What ai 7 calls a function description with: the tool's context (`extras.context[name]` here).
+ * The runner has no sandbox, so `experimental_sandbox` is never given.
+ */
+export interface AiSdkDescriptionOptions {
+  readonly context: unknown;
+}
+
+/**
+ * An AI SDK tool, as far as the runner reads one: what `tool()` from `ai` returns, ai 6's or ai 7's.
+ * `inputSchema` is a Standard Schema (zod 4, valibot, arktype), the AI SDK's `jsonSchema(...)` or
+ * `zodSchema(...)` wrapper, or a function returning such a wrapper (`lazySchema`). `description`
+ * is a string, or (ai 7) a function of the tool's context returning one: the runner calls it once,
+ * when the tool is registered, with `{ context: extras.context[name] }`.
  */
 export interface AiSdkTool {
   readonly type?: string;
-  readonly description?: string;
+  // The parameter is `never` so that ai 7's description, typed by the tool's own context, fits;
+  // it is called with AiSdkDescriptionOptions.
+  readonly description?: string | ((options: never) => string);
   readonly inputSchema: unknown;
   // A method, so a tool's own typed `execute` (its input and the AI SDK's options) fits it.
   execute?(input: never, options: AiSdkToolCallOptions): unknown;
@@ -52,6 +66,11 @@ export interface AiSdkToolsExtras {
   readonly needsApproval?: Readonly<Record<string, boolean>>;
   /** A lane of the tool's own, taken after the tool lane (tools giving one key share it). */
   readonly lanes?: Readonly<Record<string, ToolLane>>;
+  /**
+   * The tool's context, as ai 7's `toolsContext` gives it: what a function description is called
+   * with, and `options.context` in execute. Not checked against the tool's `contextSchema`.
+   */
+  readonly context?: Readonly<Record<string, unknown>>;
 }
 
 /** One AI SDK tool as the runner's declaration and body, for `ToolRegistry.register`. */
@@ -60,7 +79,7 @@ export interface AiSdkToolEntry {
   readonly body: ToolBody<unknown>;
 }
 
-const extraFields = ['idempotent', 'parallelSafe', 'needsApproval', 'lanes'];
+const extraFields = ['idempotent', 'parallelSafe', 'needsApproval', 'lanes', 'context'];
 
 // The AI SDK's own schema wrapper (`jsonSchema(...)`, `zodSchema(...)`): the JSON Schema the
 // model is shown, and maybe a validate function whose result is `{ success, value | error }`.
@@ -129,11 +148,13 @@ function modelMessages(messages: readonly ConversationMessage[]): AiSdkModelMess
 class CallOptions implements AiSdkToolCallOptions {
   readonly toolCallId: string;
   readonly abortSignal: AbortSignal;
+  readonly context: unknown;
   #messages: readonly AiSdkModelMessage[] | undefined = undefined;
   readonly #ctx: ToolContext;
-  constructor(ctx: ToolContext) {
+  constructor(ctx: ToolContext, context: unknown) {
     this.toolCallId = ctx.callId;
     this.abortSignal = ctx.signal;
+    this.context = context;
     this.#ctx = ctx;
   }
 
@@ -148,17 +169,32 @@ function slowedDown(error: unknown): never {
   throw rateLimitedFrom(fromAiSdkError(error, 'an AI SDK tool')) ?? error;
 }
 
-function bodyOf(execute: (input: unknown, options: AiSdkToolCallOptions) => unknown): ToolBody<unknown> {
+function bodyOf(execute: (input: unknown, options: AiSdkToolCallOptions) => unknown, context: unknown): ToolBody<unknown> {
   return (input, ctx) => {
     let output: unknown;
     try {
-      output = execute(input, new CallOptions(ctx));
+      output = execute(input, new CallOptions(ctx, context));
     } catch (error) {
       slowedDown(error);
     }
     if (output !== null && typeof output === 'object' && Symbol.asyncIterator in output && !isThenable(output)) return lastOf(output as AsyncIterable<unknown>).catch(slowedDown);
     return isThenable(output) ? Promise.resolve(output).catch(slowedDown) : output;
   };
+}
+
+// The description the model is shown: a string as it is; a function (ai 7) called now, with the
+// tool's context, as the AI SDK calls it when it prepares a step's tools.
+function descriptionOf(name: string, description: unknown, context: unknown): string | undefined {
+  if (description === undefined || typeof description === 'string') return description;
+  if (typeof description !== 'function') throw new ConfigError(`${name}.description`, `tool ${name}: description must be a string or a function returning one, got ${describeValue(description)}`);
+  let text: unknown;
+  try {
+    text = (description as (options: AiSdkDescriptionOptions) => unknown)({ context });
+  } catch (error) {
+    throw new ConfigError(`${name}.description`, `tool ${name}: its description function threw: ${toErrorInfo(error).message}`);
+  }
+  if (typeof text !== 'string') throw new ConfigError(`${name}.description`, `tool ${name}: its description function must return a string, got ${describeValue(text)}`);
+  return text;
 }
 
 function flagOf(tool: AiSdkTool): boolean | undefined {
@@ -207,16 +243,18 @@ export function aiSdkTools(tools: Readonly<Record<string, AiSdkTool>>, extras: A
     const idempotent = (extras.idempotent === undefined ? undefined : own(extras.idempotent, name));
     const parallelSafe = (extras.parallelSafe === undefined ? undefined : own(extras.parallelSafe, name));
     const lane = (extras.lanes === undefined ? undefined : own(extras.lanes, name));
+    const context = extras.context === undefined ? undefined : own(extras.context, name);
+    const description = descriptionOf(name, tool.description, context);
     const declaration: ToolDeclaration<Schema | undefined> = {
       name,
-      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+      ...(description !== undefined ? { description } : {}),
       ...argsOf(name, tool.inputSchema),
       ...(needsApproval !== undefined ? { needsApproval } : {}),
       ...(idempotent !== undefined ? { idempotent } : {}),
       ...(parallelSafe !== undefined ? { parallelSafe } : {}),
       ...(lane !== undefined ? { lane } : {}),
     };
-    return { declaration, body: bodyOf(tool.execute as (input: unknown, options: AiSdkToolCallOptions) => unknown) };
+    return { declaration, body: bodyOf(tool.execute as (input: unknown, options: AiSdkToolCallOptions) => unknown, context) };
   });
 }
 

@@ -1,7 +1,7 @@
 // One run's spans: its invoke_agent span, its calls' execute_tool spans (from the turns' call
 // activity and the run's transcript), the usage its turns reported. A tracer that throws stops
 // the run's tracing, told once, and changes nothing else (`broke`).
-import type * as otel from '@opentelemetry/api';
+import type { OtelApi, OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
 import { Observable } from 'rxjs';
 import type { CallActivity, Outcome } from '../batch/index.js';
 import { stopClassOf } from '../stopClass.js';
@@ -20,14 +20,14 @@ import { TracingAttributes, TracingEvents } from './tracingNames.js';
  * throws ends this run's tracing (`broke`), never the run.
  */
 export class RunTrace {
-  readonly api: typeof otel;
+  readonly api: OtelApi;
   /** What the run is made with: the runner's parts, with a traced provider. */
   readonly parts: RunnerParts;
   /** @internal What the provider says of itself, for the invoke_agent and chat spans. */
-  readonly provider: { readonly name: string; readonly server: otel.Attributes };
-  span: otel.Span | undefined = undefined;
+  readonly provider: { readonly name: string; readonly server: OtelAttributes };
+  span: OtelSpan | undefined = undefined;
   // The run span's context: the parent of its chat and execute_tool spans.
-  context: otel.Context | undefined = undefined;
+  context: OtelContext | undefined = undefined;
   // True when a context manager carries a context into a function (the API's default does not):
   // only then is a body run inside its span's context.
   carries = false;
@@ -139,7 +139,7 @@ export class RunTrace {
   }
 
   /** @internal The span of this run's call `callId` while its body runs. */
-  runningCall(callId: string): otel.Span | undefined {
+  runningCall(callId: string): OtelSpan | undefined {
     return this.broken ? undefined : this.running(callId)?.span;
   }
 
@@ -218,7 +218,7 @@ export class RunTrace {
   private callOf(turn: number, event: CallActivity): CallSpan {
     const { api } = this;
     const description = this.tracing.description(event.tool);
-    const attributes: otel.Attributes = {
+    const attributes: OtelAttributes = {
       [TracingAttributes.OPERATION]: 'execute_tool',
       [TracingAttributes.TOOL_NAME]: event.tool,
       [TracingAttributes.TOOL_CALL_ID]: event.callId,
@@ -282,7 +282,7 @@ export class RunTrace {
     const { span } = this;
     if (span === undefined || this.ended) return;
     this.ended = true;
-    const attributes: otel.Attributes = { [TracingAttributes.RUN_STATUS]: status };
+    const attributes: OtelAttributes = { [TracingAttributes.RUN_STATUS]: status };
     if (this.inputTokens !== undefined) attributes[TracingAttributes.INPUT_TOKENS] = this.inputTokens;
     if (this.outputTokens !== undefined) attributes[TracingAttributes.OUTPUT_TOKENS] = this.outputTokens;
     if (errorType !== undefined) attributes[TracingAttributes.ERROR_TYPE] = errorType;
@@ -316,7 +316,7 @@ export class RunTrace {
     if (this.broken) return;
     this.broken = true;
     this.tracing.remove(this.runId, this);
-    const open: otel.Span[] = [];
+    const open: OtelSpan[] = [];
     for (const call of this.calls) if (call?.open) open.push(call.span!);
     for (const chat of this.chats) open.push(chat.span);
     if (this.span !== undefined && !this.ended) open.push(this.span);

@@ -1,6 +1,6 @@
 // The spans a run's trace keeps: one call's (`execute_tool`) and one model request's (`chat`),
 // and what a provider's answer says of its usage, finish reason and response (id, model).
-import type * as otel from '@opentelemetry/api';
+import type { OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
 import { toErrorInfo } from '../errors.js';
 import { stopClass, type StopClass } from '../stopClass.js';
 import type { RunTrace } from './runTrace.js';
@@ -25,11 +25,11 @@ export class CallSpan {
   stoppedByLeaving = false;
   open = true;
   // The context its body runs in (the run's, with this span), made when the body starts.
-  context: otel.Context | undefined = undefined;
+  context: OtelContext | undefined = undefined;
 
   constructor(
     /** Its span while it is open; let go once ended, so a span sent away is not kept until the turn ends. */
-    public span: otel.Span | undefined,
+    public span: OtelSpan | undefined,
     readonly callId: string,
   ) {}
 
@@ -92,7 +92,7 @@ export class ChatSpan {
 
   constructor(
     private readonly run: RunTrace,
-    readonly span: otel.Span,
+    readonly span: OtelSpan,
   ) {}
 
   /** A value came: the reply, or a part of a streamed one; its usage, finish reason and response ids are kept. */
@@ -162,11 +162,11 @@ function text(value: unknown): string | undefined {
 // What one value of an answer says for the chat span: a whole reply's usage, finish reason and
 // response ({ id, model }); a streamed turn's `usage`, `finish` and `response` parts. A count or
 // an id the provider did not report is left out, never made 0 or ''. Undefined when it says none.
-function attributesOf(value: unknown): otel.Attributes | undefined {
+function attributesOf(value: unknown): OtelAttributes | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const record = value as { type?: unknown; usage?: unknown; finishReason?: unknown; response?: unknown };
   const { type } = record;
-  let attributes: otel.Attributes | undefined;
+  let attributes: OtelAttributes | undefined;
   const set = (key: string, said: string | number | string[] | undefined): void => {
     if (said !== undefined) (attributes ??= {})[key] = said;
   };

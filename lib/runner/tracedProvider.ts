@@ -4,7 +4,7 @@
 // spans made for it, then and in what follows from it, nest under the chat span. The answer
 // passes through as it came (a Promise, an Observable, a value), watched for its ending; a
 // tracer that throws ends the run's tracing, never the request.
-import type * as otel from '@opentelemetry/api';
+import type { OtelAttributes, OtelContext } from './otelShapes.js';
 import { isObservable, Observable } from 'rxjs';
 import { isPromiseLike } from '../batch/index.js';
 import type { ModelProvider, ModelRequest } from './model.js';
@@ -23,7 +23,7 @@ export function tracedProvider(run: RunTrace, provider: ModelProvider): ModelPro
 }
 
 // The chat span of one request, or undefined once the run's tracing is over (the tracer threw).
-function open(run: RunTrace, request: ModelRequest, turn: number): { chat: ChatSpan; context: otel.Context } | undefined {
+function open(run: RunTrace, request: ModelRequest, turn: number): { chat: ChatSpan; context: OtelContext } | undefined {
   if (run.broken) return undefined;
   try {
     const { api, provider } = run;
@@ -113,10 +113,10 @@ function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, sig
 }
 
 /** What a provider says of itself for the spans: its GenAI provider name (`_OTHER` when it names none) and its server. */
-export function providerOf(provider: { readonly providerName?: unknown; readonly server?: unknown }): { name: string; server: otel.Attributes } {
+export function providerOf(provider: { readonly providerName?: unknown; readonly server?: unknown }): { name: string; server: OtelAttributes } {
   const { providerName, server } = provider;
   const name = typeof providerName === 'string' && providerName !== '' ? providerName : '_OTHER';
-  const attributes: otel.Attributes = {};
+  const attributes: OtelAttributes = {};
   if (server !== null && typeof server === 'object') {
     const { address, port } = server as { address?: unknown; port?: unknown };
     if (typeof address === 'string' && address !== '') attributes[TracingAttributes.SERVER_ADDRESS] = address;

@@ -7,7 +7,7 @@
 // runTrace.ts, the chat spans in tracedProvider.ts, the span records in traceSpans.ts.
 // @opentelemetry/api is loaded only when a tracer is given: the library imports without it.
 import { createRequire } from 'node:module';
-import type * as otel from '@opentelemetry/api';
+import type { OtelApi, OtelSpan, OtelTracer } from './otelShapes.js';
 import type { SchedulerLike, Subject } from 'rxjs';
 import { ConfigError, toErrorInfo } from '../errors.js';
 import type { ToolRegistry } from '../tools/index.js';
@@ -22,11 +22,11 @@ export { TracingAttributes, TracingEvents };
 // Loaded once, on the first runner made with a tracer. Node's `import` of the package reads its
 // CommonJS build too (its exports map has no `import` condition), so this is the same module a
 // caller's `import { trace } from '@opentelemetry/api'` gets.
-let api: typeof otel | undefined;
-function otelApi(): typeof otel {
+let api: OtelApi | undefined;
+function otelApi(): OtelApi {
   if (api === undefined) {
     try {
-      api = createRequire(import.meta.url)('@opentelemetry/api') as typeof otel;
+      api = createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
     } catch (error) {
       // Node's message goes on with the require stack: its first line says it all.
       throw new ConfigError('tracer', `a tracer needs @opentelemetry/api installed beside agent-lanes (${toErrorInfo(error).message.split('\n')[0]})`);
@@ -37,14 +37,14 @@ function otelApi(): typeof otel {
 
 /** A runner's tracing: its tracer, and the runs it is tracing now, by id (a nested run finds its caller's span). */
 export class Tracing {
-  readonly api: typeof otel;
+  readonly api: OtelApi;
   // Runs traced now, by run id.
   private readonly runs = new Map<string, RunTrace>();
   // Each tool's description, as the execute_tool spans say it, read once per tool.
   private readonly descriptions = new Map<string, string | undefined>();
 
   constructor(
-    readonly tracer: otel.Tracer,
+    readonly tracer: OtelTracer,
     readonly scheduler: SchedulerLike,
     private readonly activity: Subject<RunnerActivity>,
     private readonly tools: ToolRegistry,
@@ -69,7 +69,7 @@ export class Tracing {
   }
 
   /** The span of a call running now (a nested run's caller), if it is traced. */
-  callSpan(parent: RunParent): otel.Span | undefined {
+  callSpan(parent: RunParent): OtelSpan | undefined {
     return this.runs.get(parent.runId)?.runningCall(parent.callId);
   }
 

@@ -2,7 +2,8 @@
 // imports of agent-lanes pointed at lib/) in a process of its own, around it the runner and
 // agent of spec/docs/recipeWorld.ts. A recipe that serves HTTP is sent what useChat sends, by
 // the `ai` package's own DefaultChatTransport, to /api/chat, and its answer read with
-// readUIMessageStream; any other must exit cleanly.
+// readUIMessageStream; any other must exit cleanly, and one whose last line is a comment (the
+// README's first run) must print exactly that comment.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,9 +51,11 @@ describe('the docs\' runnable recipes', function () {
     await Promise.all(files.map((file) => rm(file, { force: true })));
   });
 
-  it('include the useChat handler and the ReadableStream reader', () => {
-    expect(recipes.map((block) => block.file)).to.include.members(['docs/streaming.md']);
-    expect(recipes.length).to.be.at.least(2);
+  it('include the README\'s first run, the useChat handler and the ReadableStream reader', () => {
+    expect(recipes.map((block) => block.file)).to.include.members(['README.md', 'docs/streaming.md']);
+    expect(recipes.length).to.be.at.least(3);
+    // The first program a reader meets is the one that runs.
+    expect(documentedBlocks(ROOT).find((block) => block.file === 'README.md')?.mark).to.equal('runs');
   });
 
   for (const block of recipes) {
@@ -64,6 +67,9 @@ describe('the docs\' runnable recipes', function () {
       if (started.port === undefined) {
         expect(started.code, started.out()).to.equal(0);
         expect(started.out().trim(), 'what the recipe printed').to.not.equal('');
+        // A last line `// ...` says what the recipe prints.
+        const said = /\n\/\/ (.*)\s*$/.exec(block.code);
+        if (said !== null) expect(started.out().trim(), 'what the recipe printed').to.equal(said[1]);
         return;
       }
       // A server: asked as useChat asks, by the SDK's own transport.

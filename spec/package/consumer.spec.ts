@@ -6,8 +6,9 @@
 // marble test of docs/testing.md in virtual time, with the project's own rxjs and with a second
 // copy beside the library's; the `agent-lanes/ai-sdk` entry compiled and run with the AI SDK's
 // mock model; and every ```ts block of the README and docs/ (as spec/docs/snippets.spec.ts reads
-// them) compiled against the installed package. One install serves every check; the folder is
-// removed at the end.
+// them) compiled against the installed package. One install serves those checks; a second
+// project installs the package with no optional peer at all and compiles, skipLibCheck off, and
+// runs the README's first run and the getting-started program. The folder is removed at the end.
 import { execFile } from 'node:child_process';
 import { access, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -109,7 +110,9 @@ describe('the packed package, installed into a fresh project', function () {
   let installed: string;
   let pkg: Manifest;
   // The compilers' verdicts, run side by side once the projects are written.
-  let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16' | 'docs' | 'aiSdk', Promise<Ran>>;
+  let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16' | 'docs' | 'aiSdk' | 'bare', Promise<Ran>>;
+  // The project with no optional peer installed.
+  let bare: string;
   // The docs' pages as modules, by file name, to name a failing block's page and line.
   let pages: ReadonlyMap<string, import('../docs/pageProgram.js').PageModule>;
 
@@ -128,6 +131,12 @@ describe('the packed package, installed into a fresh project', function () {
     app = join(temp, 'app');
     await mkdir(app);
     await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    bare = join(temp, 'bare');
+    await mkdir(bare);
+    await writeFile(join(bare, 'package.json'), JSON.stringify({ name: 'bare-consumer', private: true, type: 'module' }));
+    // The package and what the docs' Install says to install beside it, nothing else: no optional peer.
+    const bareInstall = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20'], bare, { env: npmEnv, timeoutMs: 240_000 });
+    bareInstall.catch(() => {});
     try {
       // The optional peers and packages the docs' blocks import, at the ranges this checkout tests with.
       const dev = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
@@ -141,6 +150,11 @@ describe('the packed package, installed into a fresh project', function () {
       throw new Error(
         `npm install of the packed package and its peers failed. This spec installs them from the package registry (${REGISTRY}): is it reachable?\n${(error as Error).message}`,
       );
+    }
+    try {
+      await bareInstall;
+    } catch (error) {
+      throw new Error(`npm install of the packed package alone failed (${REGISTRY}):\n${(error as Error).message}`);
     }
     installed = join(app, 'node_modules', name);
     pkg = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as Manifest;
@@ -189,6 +203,12 @@ describe('the packed package, installed into a fresh project', function () {
     await writeFile(join(esm, 'stack.ts'), "import { ConcurrencyConfig } from 'agent-lanes';\ntry {\n  new ConcurrencyConfig({ maxConcurrentTools: 0 });\n} catch (error) {\n  console.log((error as Error).stack);\n}\n");
     await writeFile(join(esm, 'tsconfig.bundler.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'preserve', moduleResolution: 'bundler', noEmit: true }, include: ['*.ts'] }));
 
+    // No optional peer: the README's first run and the getting-started program, as written.
+    const readme = await readFile(join(installed, 'README.md'), 'utf8');
+    await writeFile(join(bare, 'first-run.ts'), codeAfter(readme, '## A first run', 'README.md'));
+    await writeFile(join(bare, 'check.ts'), codeAfter(gettingStarted, '### Check the install', 'docs/getting-started.md'));
+    await writeFile(join(bare, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'nodenext', moduleResolution: 'nodenext' }, include: ['*.ts'] }));
+
     // CommonJS: plain require, and TypeScript compiled to CommonJS.
     const cjs = join(app, 'cjs');
     await mkdir(cjs);
@@ -219,6 +239,7 @@ describe('the packed package, installed into a fresh project', function () {
       cjsNode16: settled(tsc(join(cjs, 'tsconfig.node16.json'))),
       docs: settled(tsc(join(docs, 'tsconfig.json'))),
       aiSdk: settled(tsc(join(aiSdk, 'tsconfig.json'))),
+      bare: settled(tsc(join(bare, 'tsconfig.json'))),
     };
     await Promise.allSettled(Object.values(compiled));
   });
@@ -297,6 +318,23 @@ describe('the packed package, installed into a fresh project', function () {
     const documented = /\/\/ (.*)\s*$/.exec(program)![1];
     const { stdout } = await node(['check.js'], join(app, 'esm'));
     expect(stdout.trim()).to.equal(documented);
+  });
+
+  it('compiles the README\'s first run and the getting-started program with skipLibCheck off in a project with no optional peer, and runs them as documented', async () => {
+    const peers = Object.keys(pkg.peerDependencies ?? {}).filter((peer) => pkg.peerDependenciesMeta?.[peer]?.optional === true);
+    expect(peers).to.include.members(['@opentelemetry/api', 'pg', 'redis', 'ioredis', '@modelcontextprotocol/sdk', 'ai', '@ai-sdk/provider', 'zod', 'valibot', 'arktype', '@standard-schema/spec']);
+    const present: string[] = [];
+    for (const peer of peers) if (await exists(join(bare, 'node_modules', peer))) present.push(peer);
+    expect(present, 'optional peers installed').to.deep.equal([]);
+    const verdict = await compiled.bare.then(
+      () => 'compiled',
+      (e: unknown) => (e as Error).message,
+    );
+    expect(verdict).to.equal('compiled');
+    for (const program of ['first-run', 'check']) {
+      const documented = /\/\/ (.*)\s*$/.exec(await readFile(join(bare, `${program}.ts`), 'utf8'))![1];
+      expect((await node([`${program}.js`], bare)).stdout.trim(), program).to.equal(documented);
+    }
   });
 
   it('runs the agent-lanes/ai-sdk entry with the AI SDK\'s mock model, compiled under nodenext with skipLibCheck off', async () => {

@@ -4,6 +4,7 @@
 import type { LanguageModelV3Content, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
 import { jsonSchema, modelMessageSchema, tool, type ToolExecutionOptions } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
+import { tool as tool7, type ToolExecutionOptions as ToolExecutionOptions7 } from 'ai7';
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import * as v from 'valibot';
@@ -190,6 +191,50 @@ describe('the AI SDK\'s own tools', () => {
     expect(asked).to.deep.equal(['bookFlight']);
     const sent = model.doGenerateCalls[0]!.tools!.map((t) => ({ name: t.name, inputSchema: (t as { inputSchema?: unknown }).inputSchema }));
     expect(sent).to.deep.equal(registry.specs().map((spec) => ({ name: spec.name, inputSchema: spec.parameters })));
+  });
+
+  describe('ai 7\'s tool()', () => {
+    const told: unknown[] = [];
+    const seen7: Array<ToolExecutionOptions7<{ locale: string }>> = [];
+    const forecast = tool7({
+      description: ({ context }) => (told.push(context), `The forecast in ${context.locale}`),
+      inputSchema: z.object({ city: z.string() }),
+      contextSchema: z.object({ locale: z.string() }),
+      execute: async ({ city }, options) => (seen7.push(options), `sunny in ${city}`),
+    });
+    const fixed = tool7({ description: 'Says hello', inputSchema: z.object({ name: z.string() }), execute: ({ name }) => `hello ${name}` });
+
+    beforeEach(() => {
+      told.length = 0;
+      seen7.length = 0;
+    });
+
+    it('registers ai 7 tools made with zod as they are typed (a string or a function description)', () => {
+      // A type-level check as much as a run-time one: this call compiles.
+      const registry = registerAiSdkTools({ forecast, fixed }, { context: { forecast: { locale: 'pt-PT' } } });
+      expect(registry.names).to.deep.equal(['forecast', 'fixed']);
+    });
+
+    it('calls a function description with the tool\'s context, once, when it is registered, and shows the model what it returned', async () => {
+      const registry = registerAiSdkTools({ forecast, fixed }, { context: { forecast: { locale: 'pt-PT' } } });
+      expect(told).to.deep.equal([{ locale: 'pt-PT' }]);
+      const provider = new ScriptedProvider([{ toolCalls: [{ id: 'f', name: 'forecast', arguments: '{"city":"Porto"}' }] }, { text: 'ok' }]);
+      const result = await new AgentRunner({ provider, tools: registry }).run(agent, 'go');
+      expect(outcomes(result.events)).to.deep.equal(['f="sunny in Porto"']);
+      expect(provider.requests.map((request) => request.tools.map((t) => `${t.name}: ${t.description}`))).to.deep.equal([
+        ['forecast: The forecast in pt-PT', 'fixed: Says hello'],
+        ['forecast: The forecast in pt-PT', 'fixed: Says hello'],
+      ]);
+      expect(told).to.have.length(1);
+      expect(seen7.map((o) => [o.toolCallId, o.context])).to.deep.equal([['f', { locale: 'pt-PT' }]]);
+    });
+
+    it('refuses a description function that throws or answers other than a string, naming the tool', () => {
+      const broken = tool7({ description: () => { throw new Error('no locale'); }, inputSchema: z.object({}), execute: () => 1 });
+      const odd = tool7({ description: () => 7 as unknown as string, inputSchema: z.object({}), execute: () => 1 });
+      expect(() => aiSdkTools({ broken })).to.throw(ConfigError, /^tool broken: its description function threw: no locale$/);
+      expect(() => aiSdkTools({ odd })).to.throw(ConfigError, /^tool odd: its description function must return a string, got 7$/);
+    });
   });
 
   describe('refusals', () => {
