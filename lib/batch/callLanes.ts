@@ -122,6 +122,12 @@ export class CallLanes implements LaneGrantTarget {
     if (this.taken > 0) tellLanes(this.permits, this.taken, signal);
   }
 
+  /** The body starts: the rate lanes among the permits held spend their admissions now (a rate bounds body starts). */
+  started(): void {
+    const { permits } = this;
+    for (let i = 0; i < this.taken; i++) permits[i]!.started?.();
+  }
+
   /** Tells the budget lanes among the permits held what the work cost in all. */
   charge(total: number): void {
     chargeLanes(this.permits, this.taken, total);

@@ -154,6 +154,8 @@ export class CallRecord implements WriteAheadWaiter {
     if (batch.stopped !== undefined || batch.closed || body.ended) return;
     // Running from the moment its body is invoked: a call stopped before that never started.
     this.state = 'running';
+    // Its rate lanes count it from here, whatever lanes it waited in after them.
+    this.lanes.started();
     body.start(entry.monitor);
   }
 

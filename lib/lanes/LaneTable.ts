@@ -28,6 +28,12 @@ export interface Permit {
   report?(signal: LaneSignal): void;
   /** What the work cost in all, for a budget lane: the difference from what it spent so far is spent (or given back). */
   charge?(total: number): void;
+  /**
+   * The work the permit admitted started (a call's body was invoked): a rate lane spends its
+   * admission now, and counts its slot from now (an admission whose work never starts is given
+   * back by `leave()`). Told once, by whoever starts the work; lanes that count holders have none.
+   */
+  started?(): void;
 }
 
 /**

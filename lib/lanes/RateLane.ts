@@ -3,8 +3,11 @@
 // scheduler, so virtual time (TestScheduler) drives it in specs. Waiters queue in a one-permit
 // Lane (the turnstile), which gives the same order as every lane: FIFO within a party,
 // round-robin between parties. The waiter holding the turnstile is the head; it is admitted when
-// the clock allows, then the turnstile passes on. An admission holds nothing, so nothing goes
-// back to the lane: leaving only withdraws a request that still waits.
+// the clock allows, then the turnstile passes on. An admission is a reservation: the bucket is
+// debited when the call's body starts (`started()`), not when the call is admitted, and a call
+// that leaves without starting gives its reservation back. The lane admits a call only while the
+// bucket, as the starts left it, covers every admission not yet started and the new one: an
+// admitted call that waits in a later lane still has its slot whenever it starts, counted from then.
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
 import { PaceLearner } from './PaceLearner.js';
@@ -12,12 +15,20 @@ import { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
 export { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
-// Where a request to a rate lane stands.
-type RateState = 'waiting' | 'head' | 'admitted' | 'left';
+// Where a request to a rate lane stands: queued, next, admitted (its slot reserved), its call started (the slot spent), or gone.
+type RateState = 'waiting' | 'head' | 'admitted' | 'started' | 'left';
 
-/** One request to a rate lane; `leave()` withdraws it while it waits, and does nothing once admitted. */
+/**
+ * One request to a rate lane. `started()` spends its admission when the call's body starts;
+ * `leave()` withdraws it while it waits, gives the admission back while its call has not
+ * started, and does nothing after.
+ */
 export class RatePermit {
   /** @internal */ state: RateState = 'waiting';
+  /** @internal A fleet's name for the admission (its reservation in Redis), its slot on the server's clock, and when the lane let it go (scheduler ms). */
+  admission: string | undefined = undefined;
+  /** @internal */ slot = 0;
+  /** @internal */ due = 0;
   /** @internal Its place in the turnstile's queue. */ turn: LanePermit | undefined = undefined;
   /** @internal The learning cycle it was admitted in (a lane learning its pace), or -1. */ cycle = -1;
   constructor(
@@ -27,7 +38,7 @@ export class RatePermit {
   ) {}
 
   get holding(): boolean {
-    return this.state === 'admitted';
+    return this.state === 'admitted' || this.state === 'started';
   }
 
   /** @internal The turnstile granted it: it is next. */
@@ -37,6 +48,11 @@ export class RatePermit {
 
   leave(): void {
     this.lane.leave(this);
+  }
+
+  /** The call it admitted started (its body was invoked): its admission is spent now, counted from now. Once. */
+  started(): void {
+    this.lane.started(this);
   }
 
   /** How the call it admitted went: one that never started is not counted in a learned pace (it never reached the partner). */
@@ -56,6 +72,14 @@ export class RatePermit {
  */
 export interface RateDecider {
   ask(lane: RateLane): void;
+  /**
+   * The call admitted as `admission` (the name `decided`/`reserved` gave it, at `slot` on the
+   * server's clock) started `lateMs` after the lane let it go: the server spends the admission,
+   * counted from its slot plus that.
+   */
+  started?(lane: RateLane, admission: string, slot: number, lateMs: number): void;
+  /** The admission `admission` goes unused (its call left without starting, or nobody took it): the server forgets it. */
+  returned?(lane: RateLane, admission: string): void;
   /** A call a learning lane admitted in `cycle` never started: the server does not count it. */
   notThrough?(lane: RateLane, cycle: number): void;
 }
@@ -79,6 +103,11 @@ export class RateLane {
   private timer: Subscription | undefined = undefined;
   // The timer lets the head go without asking (a fleet's server reserved the admission).
   private reservation = false;
+  // A fleet's name for the admission it decided (or reserved) for the head, and its slot on the server's clock.
+  private admission: string | undefined = undefined;
+  private slot = 0;
+  // Admissions whose calls have not started yet (by the lane's own clock): each holds a slot of the bucket.
+  private outstanding = 0;
   // How many pauses began, and how many had when the question out was asked: an answer to a
   // question asked before a pause began is stale (it may admit a call the pause should hold).
   private pauses = 0;
@@ -158,9 +187,14 @@ export class RateLane {
     return (this.head === undefined ? 0 : 1) + this.turnstile.waiters;
   }
 
-  /** Nobody waits and the bucket is full again (no pause runs), and it has learned nothing to keep: the lane may be forgotten. */
+  /** Admissions of this lane's own clock whose calls have not started yet (each holds a slot of the bucket). */
+  get admitted(): number {
+    return this.outstanding;
+  }
+
+  /** Nobody waits, no admission is outstanding, the bucket is full again (no pause runs), and it has learned nothing to keep: the lane may be forgotten. */
   get idle(): boolean {
-    return this.head === undefined && this.turnstile.idle && this.tat <= this.scheduler.now() && this.pace === undefined;
+    return this.head === undefined && this.turnstile.idle && this.outstanding === 0 && this.tat <= this.scheduler.now() && this.pace === undefined;
   }
 
   occupancy(): RateOccupancy {
@@ -170,7 +204,7 @@ export class RateLane {
     if (pace !== undefined) {
       // A pace under one a second reads as one per so many seconds.
       const per = pace.perSecond >= 1 || pace.perSecond === 0 ? { limit: Math.floor(pace.perSecond), perSeconds: 1 } : { limit: 1, perSeconds: Math.round(1000 / pace.perSecond) / 1000 };
-      return { key: this.key, ...per, burst: 1, holders: 0, waiters: this.waiters, learned: true, ...(paused ? { pausedUntil: this.pausedUntil } : {}) };
+      return { key: this.key, ...per, burst: 1, holders: 0, waiters: this.waiters, learned: true, ...this.reservedPart(), ...(paused ? { pausedUntil: this.pausedUntil } : {}) };
     }
     return {
       key: this.key,
@@ -179,8 +213,13 @@ export class RateLane {
       burst: rate === undefined ? 0 : (rate.burst ?? 1),
       holders: 0,
       waiters: this.waiters,
+      ...this.reservedPart(),
       ...(paused ? { pausedUntil: this.pausedUntil } : {}),
     };
+  }
+
+  private reservedPart(): { reserved?: number } {
+    return this.outstanding > 0 ? { reserved: this.outstanding } : {};
   }
 
   /**
@@ -222,11 +261,39 @@ export class RateLane {
     if (permit.turn !== undefined) this.admitHead();
   }
 
+  /** @internal use `permit.started()` */
+  started(permit: RatePermit): void {
+    if (permit.state !== 'admitted') return;
+    permit.state = 'started';
+    const { decider } = this;
+    const admission = this.spend(permit);
+    if (decider !== undefined) {
+      if (admission !== undefined) decider.started?.(this, admission, permit.slot, Math.max(0, this.scheduler.now() - permit.due));
+      this.askAgain();
+      return;
+    }
+    // The slot is counted from the start: the next admission is spaced from it.
+    this.tat = Math.max(this.tat, this.scheduler.now()) + this.interval;
+    this.admitHead();
+  }
+
   /** @internal use `permit.leave()` */
   leave(permit: RatePermit): void {
     const { state } = permit;
-    if (state === 'left' || state === 'admitted') {
+    if (state === 'left' || state === 'started') {
       permit.state = 'left';
+      return;
+    }
+    if (state === 'admitted') {
+      // Admitted, never started: its slot goes back, and the head may take it.
+      permit.state = 'left';
+      const { decider } = this;
+      const admission = this.spend(permit);
+      if (decider === undefined) this.admitHead();
+      else {
+        if (admission !== undefined) decider.returned?.(this, admission);
+        this.askAgain();
+      }
       return;
     }
     permit.state = 'left';
@@ -237,6 +304,21 @@ export class RateLane {
     }
     this.onChange?.(this, 'withdrawn', permit.party);
     permit.turn?.leave();
+  }
+
+  // An admission leaves the outstanding ones (its call started, or it came back): its fleet name, if any.
+  private spend(permit: RatePermit): string | undefined {
+    const { admission } = permit;
+    permit.admission = undefined;
+    if (this.decider === undefined) this.outstanding--;
+    return admission;
+  }
+
+  // A fleet's server counts the admissions not started: one of this lane's started or came back,
+  // so the head (told to ask again later) asks now. A reserved admission on its way is kept.
+  private askAgain(): void {
+    if (this.head === undefined || this.asking || (this.reservation && this.timer !== undefined)) return;
+    this.admitHead();
   }
 
   /** The ms between two admissions at the steady rate, and how many ms early the burst lets one come. */
@@ -262,16 +344,21 @@ export class RateLane {
     decider.ask(this);
   }
 
-  // By the lane's own clock: 0 (and the admission recorded) when the head may go now, else how long to wait.
+  // By the lane's own clock: 0 when the head may go now, else how long to wait (Infinity: until an
+  // admission outstanding starts or comes back). The bucket, as the starts so far left it, must
+  // cover every admission not yet started and this one, as if each started now: one that starts
+  // later finds its slot all the same (the bucket only refills meanwhile), and is counted from
+  // when it starts, so a call its timer or a later lane let go late and the next one are never
+  // closer than the steady interval.
   private localWait(): number {
     const now = this.scheduler.now();
-    const at = this.tat - this.tolerance;
+    const { interval, tolerance, outstanding } = this;
+    // A lane with no rate (only pauses) spaces nothing.
+    if (interval > 0 && outstanding * interval > tolerance) return Number.POSITIVE_INFINITY;
+    const at = Math.max(this.tat, now) + outstanding * interval - tolerance;
     if (at > now) return at - now;
     // A learned pace may have grown since the last admission: this one is spaced by it already.
     if (this.pace !== undefined) this.setInterval(this.pace.admitted(now));
-    // Counted from when it goes, not from when it was due: a call its timer let go late and the
-    // next one on time are never closer than the steady interval, so no window holds one more.
-    this.tat = Math.max(this.tat, now) + this.interval;
     return 0;
   }
 
@@ -281,37 +368,59 @@ export class RateLane {
     this.tolerance = 0;
   }
 
-  /** @internal The answer to `ask`: 0, the head is admitted; more, it asks again after that many ms. */
-  decided(waitMs: number): void {
-    if (this.stale()) return;
+  /**
+   * @internal The answer to `ask`: 0, the head is admitted (as `admission` at `slot`, the
+   * server's names for it, when it counts admissions not yet started); more, it asks again after
+   * that many ms.
+   */
+  decided(waitMs: number, admission?: string, slot = 0): void {
+    if (this.stale(admission)) return;
     this.asking = false;
     this.disarm();
     const head = this.head;
     // Withdrawn while the question was out: a fleet's admission then goes unused (never more calls, only fewer).
-    if (head === undefined) return;
+    if (head === undefined) {
+      this.giveBack(admission);
+      return;
+    }
+    // Nothing to time: the head goes when an admission outstanding starts or comes back.
+    if (waitMs === Number.POSITIVE_INFINITY) return;
     if (waitMs > 0) {
       this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
       return;
     }
+    this.admission = admission;
+    this.slot = slot;
     this.admit(head);
   }
 
   /**
-   * @internal The answer to `ask`: an admission recorded for `waitMs` from now. The head then
-   * goes without asking again; if it left meanwhile, the next in the queue goes in its place
-   * (with nobody there, the admission goes unused: never more calls, only fewer).
+   * @internal The answer to `ask`: an admission recorded for `waitMs` from now (as `admission`
+   * at `slot`, when the server names it). The head then goes without asking again; if it left
+   * meanwhile, the next in the queue goes in its place (with nobody there, the admission goes
+   * unused, and back: never more calls, only fewer).
    */
-  reserved(waitMs: number): void {
-    if (this.stale()) return;
+  reserved(waitMs: number, admission?: string, slot = 0): void {
+    if (this.stale(admission)) return;
     this.asking = false;
     this.disarm();
-    if (this.head === undefined) return;
+    if (this.head === undefined) {
+      this.giveBack(admission);
+      return;
+    }
+    this.admission = admission;
+    this.slot = slot;
     if (!(waitMs > 0)) {
       this.admit(this.head);
       return;
     }
     this.reservation = true;
     this.timer = this.scheduler.schedule(RateLane.due, waitMs, this);
+  }
+
+  // An admission of a fleet's server that nobody takes: it forgets it.
+  private giveBack(admission: string | undefined): void {
+    if (admission !== undefined) this.decider?.returned?.(this, admission);
   }
 
   /** @internal A call admitted in learning cycle `cycle` never started: the pace does not count it. */
@@ -332,8 +441,9 @@ export class RateLane {
 
   // An answer of a fleet's server to a question asked before a pause began here: whatever it
   // admitted is not used (the fleet spends an admission, never a call too many); asked again.
-  private stale(): boolean {
+  private stale(admission: string | undefined): boolean {
     if (this.decider === undefined || this.askedIn === this.pauses) return false;
+    this.giveBack(admission);
     this.asking = false;
     this.admitHead();
     return true;
@@ -342,6 +452,12 @@ export class RateLane {
   private admit(head: RatePermit): void {
     this.head = undefined;
     head.state = 'admitted';
+    // Its slot is held until its call starts or it leaves (started, leave).
+    if (this.decider === undefined) this.outstanding++;
+    head.admission = this.admission;
+    head.slot = this.slot;
+    head.due = this.scheduler.now();
+    this.admission = undefined;
     if (this.pace !== undefined) head.cycle = this.pace.cycle;
     this.onChange?.(this, 'granted', head.party);
     // Told before the turnstile passes on, so admissions go out in queue order.
@@ -367,6 +483,10 @@ export class RateLane {
     this.timer?.unsubscribe();
     this.timer = undefined;
     this.reservation = false;
+    // A reserved admission nobody will take (the head left with nobody behind, a pause): back to the server.
+    const { admission } = this;
+    this.admission = undefined;
+    this.giveBack(admission);
   }
 
   // The timer came due: a function of the lane, so arming it makes no closure.

@@ -18,6 +18,8 @@ export interface RateOccupancy {
   /** Admissions hold nothing: always 0. */
   readonly holders: 0;
   readonly waiters: number;
+  /** Admissions whose calls have not started yet, each holding a slot of the bucket (absent when none; a fleet's are counted in Redis). */
+  readonly reserved?: number;
   /** Until when (scheduler ms) the lane admits nothing, when it was paused and the pause runs. */
   readonly pausedUntil?: number;
   /** A lane that learns its pace from its pauses: `limit` per `perSeconds` is what it learned so far (0: nothing yet). */

@@ -2,7 +2,7 @@
 // subscribed when the permit is granted; the permit goes back in the same teardown
 // that ends the work, whether it completed, failed, timed out or was unsubscribed.
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import type { LaneStore } from './LaneTable.js';
+import type { LaneStore, Permit } from './LaneTable.js';
 
 export interface InLaneOptions {
   /** Who is asking, for round-robin between parties (the tenant, in shared lanes). */
@@ -31,11 +31,22 @@ export function inLane<T>(store: LaneStore, key: string, limit: number, options:
       let work: { unsubscribe(): void } | undefined;
       // Set to true if the subscriber was closed before the grant came.
       let ended = false;
+      // The request, once made, and whether it was granted before `enter` returned it.
+      let permit: Permit | undefined;
+      let early = false;
+      // The work starts as it is subscribed: a rate lane counts its admission from then, told
+      // first (the work may set off a pause that must count from after it).
+      const start = (): void => {
+        permit!.started?.();
+        work = source.subscribe(subscriber);
+      };
       // Asking and installing the release happen in this one synchronous step. A store shared by
       // a fleet may lose the permit (its lease): the work then fails with why.
       const onGrant = Object.assign(
         () => {
-          if (!ended) work = source.subscribe(subscriber);
+          if (ended) return;
+          if (permit === undefined) early = true;
+          else start();
         },
         {
           lost(error: Error) {
@@ -44,12 +55,13 @@ export function inLane<T>(store: LaneStore, key: string, limit: number, options:
           },
         },
       );
-      const permit = store.enter(key, limit, onGrant, party);
-      if (!permit.holding && onQueued !== undefined) onQueued(key);
+      const asked = (permit = store.enter(key, limit, onGrant, party));
+      if (early) start();
+      else if (!asked.holding && onQueued !== undefined) onQueued(key);
       return () => {
         ended = true;
         work?.unsubscribe();
-        permit.leave();
+        asked.leave();
       };
     });
 }

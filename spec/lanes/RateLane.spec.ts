@@ -1,10 +1,24 @@
 import { expect } from 'chai';
 import { defer, merge, mergeMap, of, timer, type Observable, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Rate, type RateDecider } from '../../lib/lanes/index.js';
+import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Permit, type Rate, type RateDecider } from '../../lib/lanes/index.js';
 
 // One admission every 10 frames (virtual ms), no burst.
 const tenPerTenth: Rate = { limit: 1, perSeconds: 0.01 };
+
+// Enters a rate lane with `enter` for a call whose body starts as soon as it is admitted
+// (`admitted` told first): its admission is spent then, as a batch spends it.
+function startsAtOnce(enter: (onGrant: () => void) => Permit, admitted: () => void): Permit {
+  let permit: Permit | undefined;
+  let early = false;
+  permit = enter(() => {
+    admitted();
+    if (permit === undefined) early = true;
+    else permit.started?.();
+  });
+  if (early) permit.started?.();
+  return permit;
+}
 
 describe('RateLane (virtual time)', () => {
   let testScheduler: TestScheduler;
@@ -36,7 +50,7 @@ describe('RateLane (virtual time)', () => {
     const lane = new RateLane('rate:tool:search', tenPerTenth, late);
     const at: number[] = [];
     testScheduler.run(() => {
-      for (let i = 0; i < 4; i++) lane.enter(() => at.push(testScheduler.now()));
+      for (let i = 0; i < 4; i++) startsAtOnce((go) => lane.enter(go), () => at.push(testScheduler.now()));
     });
     // Counted from their slots (0, 10, 20, 30) the late ones would go at 13, 23, 33: the call at 13
     // and the one at 23 would then share a window of 10 with one more. Counted from when each
@@ -92,7 +106,7 @@ describe('RateLane (virtual time)', () => {
     const lane = new RateLane('rate:tool:partner', undefined, testScheduler);
     lane.learn();
     const at: Array<[string, number]> = [];
-    const admit = (id: string): void => void lane.enter(() => at.push([id, testScheduler.now()]));
+    const admit = (id: string): void => void startsAtOnce((go) => lane.enter(go), () => at.push([id, testScheduler.now()]));
     testScheduler.run(() => {
       // Nothing learned yet: every call at once. The first pause (until 10) only starts the count.
       for (const id of ['a', 'b']) admit(id);
@@ -112,7 +126,7 @@ describe('RateLane (virtual time)', () => {
     const at: number[] = [];
     testScheduler.run(() => {
       table.learnRate('rate:tool:partner', testScheduler);
-      const admit = (): void => void table.enterRate('rate:tool:partner', undefined, () => at.push(testScheduler.now()), '', testScheduler);
+      const admit = (): void => void startsAtOnce((go) => table.enterRate('rate:tool:partner', undefined, go, '', testScheduler), () => at.push(testScheduler.now()));
       table.pause('rate:tool:partner', 0.01, 'slow down', testScheduler);
       // Three calls between the pauses' ends (10 and 1,010), one refused: 2 a second, one every 500 ms.
       testScheduler.schedule(() => (admit(), admit(), admit()), 10);

@@ -178,6 +178,7 @@ export class RedisLaneStore implements LaneStore {
       prefix: this.prefix,
       processId: this.processId,
       rateJitterMs: settings.rateJitterMs,
+      leaseMs: settings.leaseMs,
       connection: this.connection,
       keepText: this.keepText,
       ask: (script, keys, args) => this.transport.ask(script, keys, args),

@@ -2,8 +2,12 @@
 // waiters in an in-process rate lane (FIFO within a tenant, tenants round-robin); the head of
 // the queue asks Redis, and one Lua script decides: admitted now (the admission recorded, GCRA,
 // by Redis's own clock, TIME), admitted for a time shortly ahead (reserved: the process lets its
-// head go then), or how many ms to wait before asking again. A process that dies holds back at
-// most its one reserved admission, never a permit. A pause is written beside the lane's bucket (the
+// head go then), or how many ms to wait before asking again. An admission is a reservation until
+// the process reports its call's body started: the bucket is debited then, from the slot plus how
+// late the call started (a call that waited in a concurrency lane counts from its start), and the
+// script admits only while the bucket covers every reservation not yet started. A call that leaves
+// without starting gives its reservation back; a dead process's reservations end with their lease
+// (refreshed while their calls wait), so it holds back at most those for a lease, never a permit. A pause is written beside the lane's bucket (the
 // script honours it) and published, so every process of the fleet pauses its in-process lane too
 // (a tool with no rate declared is paused only in process, as there is nothing in Redis to ask).
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
@@ -16,7 +20,7 @@ import { Pending } from './pending.js';
 import { script, type Script } from './scripts.js';
 
 const noop = (): void => undefined;
-import { messageOf } from './transport.js';
+import { messageOf, unref } from './transport.js';
 
 // One hash per rate lane: `tat` (when the bucket is empty until, Redis ms) and `paused` (until when).
 // ARGV: the ms between admissions, how many ms early the burst lets one come, and the horizon:
@@ -24,6 +28,12 @@ import { messageOf } from './transport.js';
 // its head go then, without asking again), so the slots of the steady rate are kept by Redis's
 // clock and a late timer or a round trip never thins them. Replies as text ('0': admitted now; a
 // number: ask again after that many ms), since Redis would cut a Lua number to an integer.
+// KEYS[2]: the lane's reservations not yet started (a sorted set, scored by when each lease ends);
+// ARGV[5] the new admission's name, ARGV[6] its lease (ms), ARGV[7] the burst. The bucket, as the
+// starts left it, must cover every reservation and the new one, as if each started at its slot:
+// while the reservations fill the burst the asker is told to ask again shortly (or sooner, when one
+// of its own starts or comes back), since when they start is not known. An admission's reply ends
+// with '@<slot>' (Redis ms), which its start reports back.
 // ARGV[4] '1': a lane that learns its pace (the rule of PaceLearner, RateLane.ts): its interval
 // is the pace kept in the hash (`pace`, calls a second; none yet: every call at once), grown by
 // one a second per second since it last changed; each admission is counted (`count`) in the
@@ -60,6 +70,14 @@ local function counted(reply)
   redis.call('HINCRBY', K, 'count', 1)
   return reply .. '|' .. (redis.call('HGET', K, 'cycle') or '0') .. '|' .. string.format('%.3f', pace)
 end
+local O, id, lease, burst = KEYS[2], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+redis.call('ZREMRANGEBYSCORE', O, '-inf', now)
+local out = redis.call('ZCARD', O)
+local function reserve(slot)
+  redis.call('ZADD', O, slot + lease, id)
+  redis.call('PEXPIRE', O, math.ceil(slot - now + lease) + 1000)
+  return '@' .. string.format('%.3f', slot)
+end
 local tat = tonumber(redis.call('HGET', K, 'tat') or '0')
 local paused = tonumber(redis.call('HGET', K, 'paused') or '0')
 if paused > 0 then
@@ -68,22 +86,21 @@ if paused > 0 then
   redis.call('HDEL', K, 'paused')
   redis.call('HSET', K, 'tat', string.format('%.3f', tat))
 end
-local at = tat - tolerance
+keep(math.ceil(math.max(tat, now) - now) + 1000)
+if learn then burst = 1 end
+if interval > 0 and out >= burst then
+  -- Every slot the burst has is reserved: ask again once one may have started.
+  return string.format('%.3f', math.max(1, math.min(interval / 2, 250)))
+end
+local at = math.max(tat, now) + out * interval - tolerance
 if at > now then
   if at - now <= horizon then
-    tat = tat + interval
-    redis.call('HSET', K, 'tat', string.format('%.3f', tat))
-    keep(math.ceil(tat - now) + 1000)
-    return counted('r' .. string.format('%.3f', at - now))
+    return counted('r' .. string.format('%.3f', at - now) .. reserve(at))
   end
-  keep(math.ceil(tat - now) + 1000)
   -- Never '0.000': that reads as admitted.
   return string.format('%.3f', math.max(0.001, at - now - horizon))
 end
-tat = math.max(tat, now) + interval
-redis.call('HSET', K, 'tat', string.format('%.3f', tat))
-keep(math.ceil(tat - now) + 1000)
-return counted('0')
+return counted('0' .. reserve(now))
 `);
 
 // A learning lane's pause (ARGV: the pause's end, Redis ms), when a new one: not one more refusal
@@ -127,6 +144,45 @@ end
 return 1
 `);
 
+// A reservation's call started (ARGV: its name, when it started by the server's clock as the
+// process reckons it, the ms between admissions, '1' for a learning lane): the bucket is debited
+// from then (never later than now), whether or not its lease ran out meanwhile.
+const startedScript: Script = script(String.raw`
+local K, O = KEYS[1], KEYS[2]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+redis.call('ZREM', O, ARGV[1])
+local interval = tonumber(ARGV[3])
+if ARGV[4] == '1' then
+  local pace = tonumber(redis.call('HGET', K, 'pace') or '0')
+  interval = 0
+  if pace > 0 then interval = 1000 / pace end
+end
+local at = math.min(tonumber(ARGV[2]), now)
+local tat = math.max(tonumber(redis.call('HGET', K, 'tat') or '0'), at) + interval
+redis.call('HSET', K, 'tat', string.format('%.3f', tat))
+local ttl = redis.call('PTTL', K)
+if ttl < math.ceil(tat - now) + 1000 then redis.call('PEXPIRE', K, math.ceil(tat - now) + 1000) end
+return 1
+`);
+
+// Reservations given back (ARGV: their names): their calls never started.
+const returnedScript: Script = script(String.raw`
+for i = 1, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+return 1
+`);
+
+// The leases of reservations whose calls still wait (ARGV: the lease in ms, then their names),
+// renewed from now; one whose lease already ran out is not brought back.
+const renewScript: Script = script(String.raw`
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local lease = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', 'GT', now + lease, ARGV[i]) end
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], lease + 1000) end
+return 1
+`);
+
 // ARGV: how many ms to pause, the channel, the message, and '1' for a lane that learns its pace
 // (learnOnPause). Keeps the later of two pauses.
 const pauseScript: Script = script(String.raw`
@@ -161,6 +217,8 @@ export interface FleetRateHost {
   readonly processId: string;
   /** How late an admitted call may reach its partner (ms): admissions are spaced to leave room for it (options.ts). */
   readonly rateJitterMs: number;
+  /** How long a reservation not yet started outlives its process's last word (ms). */
+  readonly leaseMs: number;
   /** Hears `channel` of the fleet's news from now on (news.ts). */
   listen(channel: string, heard: (text: string) => void): void;
   /** Runs a script, bounded by the store's timeout. */
@@ -198,6 +256,11 @@ export class FleetRates implements RateDecider {
   // Questions to Redis not yet answered.
   private readonly pending = new Pending();
   private closed = false;
+  // This process's reservations whose calls have not started, by name: the lane key each is of.
+  private readonly reservations = new Map<string, string>();
+  private made = 0;
+  // Renews their leases every third of a lease while there are any.
+  private renewing: ReturnType<typeof setInterval> | undefined = undefined;
 
   constructor(private readonly host: FleetRateHost) {
     this.table = new LaneTable({ rateDecider: this });
@@ -248,20 +311,29 @@ export class FleetRates implements RateDecider {
       return;
     }
     const { interval, tolerance } = this.spacingOf(lane);
-    const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0'];
-    const answered = this.host.ask(admitScript, [this.keyOf(lane.key)], args).then(
+    const id = `${this.host.processId}:${(++this.made).toString(36)}`;
+    const burst = lane.rate?.burst ?? 1;
+    const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0', id, String(this.host.leaseMs), String(burst)];
+    const answered = this.host.ask(admitScript, this.keysOf(lane.key), args).then(
       (reply) => {
-        // '0', 'r<ms>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
-        const [decision = '', cycle, pace] = typeof reply === 'string' ? reply.split('|') : [];
+        // '0@<slot>', 'r<ms>@<slot>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
+        const [answer = '', cycle, pace] = typeof reply === 'string' ? reply.split('|') : [];
+        const [decision = '', slotText] = answer.split('@');
         const reserved = decision.startsWith('r');
         const wait = Number(reserved ? decision.slice(1) : decision);
-        if (decision === '' || !Number.isFinite(wait) || wait < 0) {
+        const slot = Number(slotText);
+        if (decision === '' || !Number.isFinite(wait) || wait < 0 || (slotText !== undefined && !Number.isFinite(slot))) {
           lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
           return;
         }
         if (cycle !== undefined) lane.learned(Number(cycle), Number(pace));
-        if (reserved) lane.reserved(wait);
-        else lane.decided(wait);
+        if (slotText === undefined) {
+          lane.decided(wait);
+          return;
+        }
+        this.reserve(id, lane.key);
+        if (reserved) lane.reserved(wait, id, slot);
+        else lane.decided(wait, id, slot);
       },
       (error: unknown) => lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key} could not ask Redis: ${messageOf(error)}`)),
     );
@@ -276,6 +348,49 @@ export class FleetRates implements RateDecider {
     if (rate === undefined || jitter === 0) return lane.spacing;
     const interval = (rate.perSeconds * 1000 + jitter) / rate.limit;
     return { interval, tolerance: ((rate.burst ?? 1) - 1) * interval };
+  }
+
+  /** @internal (RateDecider) The call admitted as `admission` started: Redis debits the bucket from its slot plus `lateMs`. */
+  started(lane: RateLane, admission: string, slot: number, lateMs: number): void {
+    if (!this.reservations.delete(admission) || this.closed) return;
+    const { interval } = this.spacingOf(lane);
+    const args = [admission, (slot + lateMs).toFixed(3), interval.toFixed(3), lane.learning ? '1' : '0'];
+    this.pending.track(this.host.ask(startedScript, this.keysOf(lane.key), args).then(noop, () => {
+      // Not reached: the bucket is not debited for this start, and its reservation ends with its lease.
+    }));
+  }
+
+  /** @internal (RateDecider) The admission `admission` goes unused: Redis forgets its reservation. */
+  returned(lane: RateLane, admission: string): void {
+    if (!this.reservations.delete(admission) || this.closed) return;
+    this.pending.track(this.host.ask(returnedScript, [this.keysOf(lane.key)[1]!], [admission]).then(noop, () => {
+      // Not reached: the reservation ends with its lease.
+    }));
+  }
+
+  // A reservation Redis made for this process: its lease is renewed until its call starts or it comes back.
+  private reserve(id: string, key: string): void {
+    this.reservations.set(id, key);
+    this.renewing ??= unref(setInterval(() => this.renew(), Math.max(1, Math.floor(this.host.leaseMs / 3))));
+  }
+
+  private renew(): void {
+    if (this.reservations.size === 0 || this.closed) {
+      clearInterval(this.renewing);
+      this.renewing = undefined;
+      return;
+    }
+    const byLane = new Map<string, string[]>();
+    for (const [id, key] of this.reservations) {
+      const ids = byLane.get(key);
+      if (ids === undefined) byLane.set(key, [id]);
+      else ids.push(id);
+    }
+    for (const [key, ids] of byLane) {
+      this.pending.track(this.host.ask(renewScript, [this.keysOf(key)[1]!], [String(this.host.leaseMs), ...ids]).then(noop, () => {
+        // Not reached: the reservations end with their leases unless the next renewal comes first.
+      }));
+    }
   }
 
   /** @internal (RateDecider) A call learning lane `lane` admitted in `cycle` never started: Redis does not count it. */
@@ -294,11 +409,19 @@ export class FleetRates implements RateDecider {
   /** No more questions, and no pause heard (the store closes the news connection). */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.renewing);
+    this.renewing = undefined;
     await this.idle();
   }
 
   private keyOf(key: string): string {
     return `${laneBase(this.host.prefix, key)}:rate`;
+  }
+
+  // The lane's bucket and its reservations not yet started (one hash tag: one slot of a Cluster).
+  private keysOf(key: string): string[] {
+    const base = this.keyOf(key);
+    return [base, `${base}:o`];
   }
 
   // Hears the fleet's pauses from the first use on (a failed subscription leaves this process to

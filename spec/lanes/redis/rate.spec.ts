@@ -13,6 +13,23 @@ import type { RateWorkerConfig, RateWorkerMessage } from './rateWorker.js';
 
 const workerFile = fileURLToPath(new URL('./rateWorker.ts', import.meta.url));
 
+// Asks `store`'s rate lane `key` for an admission for a call whose body starts as soon as it is
+// admitted (`admitted` told first): its reservation is spent then, as a batch spends it.
+function startsAtOnce(store: RedisLaneStore, key: string, rate: { limit: number; perSeconds: number } | undefined, admitted: (permit: Permit) => void): Permit {
+  let permit: Permit | undefined;
+  let early = false;
+  const go = (): void => {
+    permit!.started?.();
+    admitted(permit!);
+  };
+  permit = store.enterRate(key, rate, () => {
+    if (permit === undefined) early = true;
+    else go();
+  }, 'acme', asyncScheduler);
+  if (early) go();
+  return permit;
+}
+
 describe('fleet rate lanes on a RedisLaneStore', function () {
   this.timeout(90_000);
   const prefix = uniquePrefix('rate');
@@ -75,6 +92,45 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
     expect(stamps[stamps.length - 1]! - stamps[0]!, 'ms from the first admission to the last').to.be.at.least((36 - rate.burst) * 100 - 100);
   });
 
+  it('counts body starts behind a fleet-wide tool lane: calls admitted while it was busy do not start back to back', async () => {
+    // 4 a second (one every 255 ms with the default jitter), one call of the tool at once across
+    // 2 processes x 1 run x 4 calls; one process's first body holds the tool lane 900 ms, the others 10 ms.
+    const rate = { limit: 4, perSeconds: 1, burst: 1 };
+    const base = { prefix: `${prefix}starts:`, rate, runs: 1, calls: 4, perTool: 1, bodyMs: 10 };
+    let ready = 0;
+    const done: Array<Extract<RateWorkerMessage, { type: 'done' }>> = [];
+    const pair: ChildProcess[] = [];
+    for (let i = 0; i < 2; i++) {
+      const config: RateWorkerConfig = i === 0 ? { ...base, firstMs: 900 } : base;
+      const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      child.on('message', (message: RateWorkerMessage) => {
+        if (message.type === 'ready') ready++;
+        else done.push(message);
+      });
+      children.push(child);
+      pair.push(child);
+    }
+    await until(() => ready === 2, 'every process started', 60_000);
+    pair[0]!.send('go');
+    // The second process starts once the first holds the tool lane.
+    await sleep(100);
+    pair[1]!.send('go');
+    await until(() => done.length === 2, 'every process done', 60_000);
+    await Promise.all(pair.map(exited));
+    expect(done.flatMap((d) => d.others), 'calls that did not succeed').to.deep.equal([]);
+    const stamps = (await client.lRange(`${prefix}starts:stamps`, 0, -1)).map(Number).sort((a, b) => a - b);
+    expect(stamps).to.have.length(8);
+    let most = 0;
+    for (let i = 0; i < stamps.length; i++) {
+      let j = i;
+      while (j < stamps.length && stamps[j]! < stamps[i]! + 1000) j++;
+      most = Math.max(most, j - i);
+    }
+    // Counted at admission, the calls admitted while the first body ran would start within a few ms of each other.
+    expect(most, `most body starts in one second, fleet-wide (starts ${stamps.map((s) => s - stamps[0]!).join(', ')} ms)`).to.be.at.most(rate.limit);
+    await clearPrefix(client, `${prefix}starts:`);
+  });
+
   it("shares a pause through Redis: another process's store waits it out, and hears of it for a tool with no rate", async () => {
     const one = new RedisLaneStore({ client, prefix, leaseSeconds: 5 });
     const two = new RedisLaneStore({ client: other, prefix, leaseSeconds: 5 });
@@ -86,7 +142,7 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       const rate = { limit: 100, perSeconds: 1 };
       let admittedAt = 0;
       // A first admission, so the lane exists in Redis; then one pauses it for 600 ms.
-      await new Promise<void>((resolve) => one.enterRate('rate:tool:search', rate, () => resolve(), 'acme', asyncScheduler));
+      await new Promise<void>((resolve) => startsAtOnce(one, 'rate:tool:search', rate, () => resolve()));
       // Both stores subscribe to the pause channel on their first use, without waiting: a pause
       // published before two's subscription is in place would never reach it.
       await until(async () => {
@@ -99,10 +155,10 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       await until(() => two.paused('rate:tool:plain'), 'the other store hearing of the pause', 5_000);
       let permit: Permit | undefined;
       await new Promise<void>((resolve) => {
-        permit = two.enterRate('rate:tool:search', rate, () => {
+        permit = startsAtOnce(two, 'rate:tool:search', rate, () => {
           admittedAt = performance.now();
           resolve();
-        }, 'acme', asyncScheduler);
+        });
       });
       expect(permit?.holding).to.equal(true);
       expect(admittedAt - pausedAt, 'ms from the pause to the next admission in another store').to.be.at.least(550);
@@ -120,7 +176,7 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
     const hash = `${prefix}{${key}}:rate`;
     const admit = (store: RedisLaneStore): Promise<{ at: number; permit: Permit }> =>
       new Promise((resolve) => {
-        const permit: Permit = store.enterRate(key, undefined, () => queueMicrotask(() => resolve({ at: performance.now(), permit })), 'acme', asyncScheduler);
+        startsAtOnce(store, key, undefined, (permit) => resolve({ at: performance.now(), permit }));
       });
     try {
       one.learnRate(key, asyncScheduler);
@@ -158,7 +214,7 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
       // 10 a second, one at a time: 100 ms apart at the rate, 105 with 50 ms of jitter left over a second.
       const rate = { limit: 10, perSeconds: 1 };
       const at: number[] = [];
-      await Promise.all(Array.from({ length: 3 }, () => new Promise<void>((resolve) => store.enterRate('rate:tool:jitter', rate, () => (at.push(performance.now()), resolve()), 'acme', asyncScheduler))));
+      await Promise.all(Array.from({ length: 3 }, () => new Promise<void>((resolve) => startsAtOnce(store, 'rate:tool:jitter', rate, () => (at.push(performance.now()), resolve())))));
       for (let i = 1; i < at.length; i++) expect(at[i]! - at[i - 1]!, 'ms between two admissions').to.be.at.least(104);
     } finally {
       await store.close();

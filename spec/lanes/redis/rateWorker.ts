@@ -16,6 +16,10 @@ export interface RateWorkerConfig {
   /** Runs of one turn each, and calls per turn. */
   readonly runs: number;
   readonly calls: number;
+  /** A fleet-wide concurrency lane behind the rate lane (perTool), and how long a body runs (ms; the first call of the first run `firstMs`). */
+  readonly perTool?: number;
+  readonly bodyMs?: number;
+  readonly firstMs?: number;
 }
 
 /** What a worker tells its parent. */
@@ -32,8 +36,11 @@ const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: 
 
 // The body's start, by Redis's clock in ms, on the fleet's list of stamps.
 const stamp = `local t = redis.call('TIME') redis.call('RPUSH', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) return 1`;
+let bodies = 0;
 const body = async (): Promise<string> => {
+  const ms = bodies++ === 0 && config.firstMs !== undefined ? config.firstMs : (config.bodyMs ?? 0);
   await client.eval(stamp, 1, `${config.prefix}stamps`);
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
   return 'ok';
 };
 
@@ -43,7 +50,7 @@ const agents = Array.from({ length: config.runs }, (_, run) => {
   script[`r${run}`] = [{ toolCalls: Array.from({ length: config.calls }, (_, i) => ({ id: `c${i}`, name: 'stamp', arguments: {} })) }, { text: 'done' }];
   return new Agent({ name: `r${run}`, instructions: '', model: 'scripted' });
 });
-const concurrency = new ConcurrencyConfig({ perToolRate: { stamp: config.rate } });
+const concurrency = new ConcurrencyConfig({ perToolRate: { stamp: config.rate }, ...(config.perTool === undefined ? {} : { perTool: { stamp: config.perTool } }) });
 const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes });
 await client.ping();
 tell({ type: 'ready' });
