@@ -112,6 +112,11 @@ export class RateLane {
   // question asked before a pause began is stale (it may admit a call the pause should hold).
   private pauses = 0;
   private askedIn = 0;
+  // When the question out was asked (this process's clock), and the round trip of the answer that
+  // admitted the head: the server's slot lies somewhere in it, so a start is counted as late as
+  // the slot could make it (never sooner than the partner may see it).
+  private askedAt = 0;
+  private lag = 0;
   // A lane that learns its pace (PaceLearner); undefined for one with a rate of its own, or none.
   private pace: PaceLearner | undefined = undefined;
   // The rate, kept for reports.
@@ -341,6 +346,7 @@ export class RateLane {
     if (this.asking) return;
     this.asking = true;
     this.askedIn = this.pauses;
+    this.askedAt = this.scheduler.now();
     decider.ask(this);
   }
 
@@ -391,6 +397,7 @@ export class RateLane {
     }
     this.admission = admission;
     this.slot = slot;
+    this.lag = this.scheduler.now() - this.askedAt;
     this.admit(head);
   }
 
@@ -410,6 +417,7 @@ export class RateLane {
     }
     this.admission = admission;
     this.slot = slot;
+    this.lag = this.scheduler.now() - this.askedAt;
     if (!(waitMs > 0)) {
       this.admit(this.head);
       return;
@@ -456,8 +464,9 @@ export class RateLane {
     if (this.decider === undefined) this.outstanding++;
     head.admission = this.admission;
     head.slot = this.slot;
-    head.due = this.scheduler.now();
+    head.due = this.scheduler.now() - this.lag;
     this.admission = undefined;
+    this.lag = 0;
     if (this.pace !== undefined) head.cycle = this.pace.cycle;
     this.onChange?.(this, 'granted', head.party);
     // Told before the turnstile passes on, so admissions go out in queue order.
