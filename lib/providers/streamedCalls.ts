@@ -20,32 +20,52 @@ export type CallPart = Extract<ModelStreamPart, { type: 'tool-call' }>;
  * complete before the next one starts.
  */
 export class StartOrder<K> {
-  // Calls started and not yet handed on, in start order, each with its part once it is complete.
-  private readonly waiting: Array<{ readonly key: K; part: CallPart | undefined }> = [];
+  // Calls started, in start order; those before `head` went on.
+  private readonly entries: Array<{ readonly key: K; part: CallPart | undefined }> = [];
+  // The first call not handed on yet.
+  private head = 0;
+  // The calls not handed on yet, by key.
+  private readonly byKey = new Map<K, { readonly key: K; part: CallPart | undefined }>();
 
   /** A call started: its place is here. A call already started keeps its place. */
   started(key: K): void {
-    if (!this.waiting.some((entry) => entry.key === key)) this.waiting.push({ key, part: undefined });
+    if (this.byKey.has(key)) return;
+    const entry = { key, part: undefined };
+    this.entries.push(entry);
+    this.byKey.set(key, entry);
   }
 
   /** A call is complete: the calls that go on now, in start order. A call not started before starts now. */
   complete(key: K, part: CallPart): CallPart[] {
-    const entry = this.waiting.find((e) => e.key === key);
-    if (entry === undefined) this.waiting.push({ key, part });
-    else entry.part = part;
-    let n = 0;
-    while (n < this.waiting.length && this.waiting[n]!.part !== undefined) n++;
-    return n === 0 ? [] : this.waiting.splice(0, n).map((e) => e.part!);
+    this.started(key);
+    this.byKey.get(key)!.part = part;
+    const out: CallPart[] = [];
+    const { entries } = this;
+    while (this.head < entries.length && entries[this.head]!.part !== undefined) {
+      const entry = entries[this.head++]!;
+      this.byKey.delete(entry.key);
+      out.push(entry.part!);
+    }
+    if (this.head === entries.length) this.forget();
+    return out;
   }
 
   /** The reply ended: every call not handed on, in start order, an open one as `unfinished` says (undefined: left out). */
   ended(unfinished: (key: K) => CallPart | undefined): CallPart[] {
     const out: CallPart[] = [];
-    for (const { key, part } of this.waiting.splice(0)) {
+    for (const { key, part } of this.entries.slice(this.head)) {
       const call = part ?? unfinished(key);
       if (call !== undefined) out.push(call);
     }
+    this.forget();
     return out;
+  }
+
+  // Nothing waits: the calls that went on are dropped.
+  private forget(): void {
+    this.entries.length = 0;
+    this.head = 0;
+    this.byKey.clear();
   }
 }
 
