@@ -272,9 +272,12 @@ describe('A streamed call whose JSON never closes, through the runner (g1..g4, g
             await settle(city === 'Lisbon' ? 20 : 0);
             return { city, rooms: city.length };
           });
-          // After the first segment: until g1's body started (it must, before anything more is written).
-          // After the second: until g3's body started, or a moment to let it (it starts there only where the wire says g2 is over).
-          model = await wire.make(scenario, [() => orAfter(started('Lisbon'), 2000), () => orAfter(Promise.all([started('Porto'), started('Faro')]).then(() => undefined), 100)]);
+          // After the first segment: until g1's body has started (it must, before anything more is written).
+          // After the second: until g3's and g4's have, where the wire says g2 is over there; elsewhere
+          // they must not start before the finish, and a moment gives them the chance to show they would.
+          const later = Promise.all([started('Porto'), started('Faro')]).then(() => undefined);
+          const laterWait = scenario.laterCallsStartIn[wire.name] === 2 ? 2000 : 100;
+          model = await wire.make(scenario, [() => orAfter(started('Lisbon'), 2000), () => orAfter(later, laterWait)]);
           const result: RunResult = await new AgentRunner({ provider: model.provider, tools }).run(planner, 'Hotels in Lisbon, Atlantis, Porto and Faro?');
 
           expect(result.status).to.equal('completed');
