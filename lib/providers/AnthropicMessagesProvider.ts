@@ -14,6 +14,7 @@ import { ProviderReplyError, ProviderStreamError } from './errors.js';
 import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, responseInfo, serverOf, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 import { streamedReply, type EventDecoder } from './streamedReply.js';
+import { StartOrder, type CallPart } from './streamedCalls.js';
 
 export interface AnthropicMessagesOptions {
   /** The API key, sent as `x-api-key`. Default `process.env.ANTHROPIC_API_KEY`; optional for a server other than api.anthropic.com. */
@@ -198,13 +199,18 @@ const StreamEventCodec = t.intersection([
 /**
  * Reads a streamed Messages reply, event by event. Text deltas go on as they come; a `tool_use`
  * block's input arrives as pieces of JSON and its call is handed on when the block stops (its
- * input parsed, as the whole reply gives it). `message_stop` ends the reply with its usage and
- * stop reason. An `error` event, an event of the wrong shape, or a stream that ends before
- * `message_stop` fails the reply.
+ * input parsed, as the whole reply gives it; pieces that never form JSON go on as their text,
+ * which the runner refuses as that call's error). Calls go on in the order their blocks started
+ * (see StartOrder): the wire stops each block before the next starts, and should blocks overlap,
+ * one stopped while an earlier one is open waits for it. `message_stop` hands on, in its place, a
+ * block that never stopped, then ends the reply with its usage and stop reason. An `error` event,
+ * an event of the wrong shape, or a stream that ends before `message_stop` fails the reply.
  */
 export class MessagesStreamEvents implements EventDecoder {
   // The tool_use blocks being written, by index: id, name, and the input's JSON so far.
   private readonly blocks = new Map<number, { id: string; name: string; json: string }>();
+  // The blocks' calls not handed on yet, by block index, in the order the blocks started.
+  private readonly order = new StartOrder<number>();
   private readonly usage = { inputTokens: 0, outputTokens: 0 };
   private stopReason: string | undefined = undefined;
   // Events read, to name a bad one.
@@ -240,6 +246,7 @@ export class MessagesStreamEvents implements EventDecoder {
         const use = ToolUseBlock.decode({ input: {}, ...content_block });
         if (isLeft(use)) throw new ProviderReplyError(this.provider, describeFailures(use.left, `event ${n}.content_block`));
         this.blocks.set(index ?? -1, { id: use.right.id, name: use.right.name, json: '' });
+        this.order.started(index ?? -1);
         return false;
       }
       case 'content_block_delta': {
@@ -254,7 +261,7 @@ export class MessagesStreamEvents implements EventDecoder {
         const block = this.blocks.get(index ?? -1);
         if (block === undefined) return false;
         this.blocks.delete(index ?? -1);
-        emit({ type: 'tool-call', id: block.id, name: block.name, arguments: blockInput(block.json) });
+        for (const part of this.order.complete(index ?? -1, blockCall(block))) emit(part);
         return false;
       }
       case 'message_delta': {
@@ -263,6 +270,8 @@ export class MessagesStreamEvents implements EventDecoder {
         return false;
       }
       case 'message_stop':
+        for (const part of this.order.ended((at) => blockCall(this.blocks.get(at)!))) emit(part);
+        this.blocks.clear();
         emit({ type: 'usage', ...this.usage });
         if (this.stopReason !== undefined) emit({ type: 'finish', finishReason: finishReasonOf(this.stopReason) });
         return true;
@@ -285,6 +294,8 @@ export class MessagesStreamEvents implements EventDecoder {
     if (usage.output_tokens !== undefined) this.usage.outputTokens = usage.output_tokens;
   }
 }
+
+const blockCall = (block: { id: string; name: string; json: string }): CallPart => ({ type: 'tool-call', id: block.id, name: block.name, arguments: blockInput(block.json) });
 
 // A tool_use block's input from its pieces: the object they spell (an empty input is `{}`), or,
 // when they do not spell one, the text itself, which the runner refuses as that call's error.

@@ -1,8 +1,8 @@
 // A ModelProvider over the OpenAI Chat Completions wire (`POST {baseURL}/chat/completions`),
 // so any compatible server works: tools go out as `tools`, several `tool_calls` come back in
 // one reply, and tool results go back as `tool` messages in call order. Plain `fetch`, no SDK.
-// By default the reply streams (`stream: true`): each tool call is handed on as soon as the
-// next one begins, so it runs while the model writes the rest.
+// By default the reply streams (`stream: true`): each tool call is handed on as soon as its
+// arguments close, so it runs while the model writes the rest.
 import type { EventSourceMessage } from 'eventsource-parser';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
@@ -14,6 +14,7 @@ import { ProviderReplyError, ProviderStreamError } from './errors.js';
 import { checkTimeoutSeconds, clip, DEFAULT_TIMEOUT_SECONDS, postJson, providerLabel, redact, responseInfo, serverOf, retryPolicy, type RetryOptions, type RetryPolicy } from './http.js';
 import { resolveKey } from './keys.js';
 import { streamedReply, type EventDecoder } from './streamedReply.js';
+import { closesObject, StartOrder, type CallPart } from './streamedCalls.js';
 
 export interface OpenAIChatOptions {
   /** The API key, sent as `Authorization: Bearer`. Default `process.env.OPENAI_API_KEY`; optional for a server other than api.openai.com. */
@@ -178,15 +179,26 @@ export function fromChatCompletion(reply: unknown, provider: string): ModelRespo
 }
 
 /**
- * Reads a streamed chat completion, chunk by chunk. The pieces of one call's arguments share the
- * call's index; the call is complete when a piece of the next call, the finish reason or the
- * end comes, and is handed on then. Text pieces go on as they come; usage comes last (asked
- * for with `stream_options.include_usage`), then `[DONE]`. An error chunk, a chunk that is not
- * JSON or not of the wire's shape, or a stream that ends before any finish reason, fails the reply.
+ * Reads a streamed chat completion, chunk by chunk. The pieces of one call's arguments carry the
+ * call's index; a piece with an index not seen before starts a call, as does a piece bringing a
+ * new id to an index in use (the call there is over). A call is complete when its arguments so
+ * far are a whole JSON object (an object cannot go on once closed), and otherwise when the finish
+ * reason or the end comes, with what was written of it. Pieces may go back to an earlier index:
+ * they join that call, so a server that interleaves its calls' pieces gives each call once. A
+ * piece for a call already complete is not read.
+ *
+ * Calls go on in the order their first pieces came (see StartOrder): a call complete while an
+ * earlier one is still open waits for it. So a call whose arguments never parse keeps its place,
+ * and the calls after it go on with it at the finish. Text pieces go on as they come; usage comes
+ * last (asked for with `stream_options.include_usage`), then `[DONE]`. An error chunk, a chunk
+ * that is not JSON or not of the wire's shape, or a stream that ends before any finish reason,
+ * fails the reply.
  */
 export class ChatCompletionChunks implements EventDecoder {
-  // The call being written: its index in the reply, its id and name, its arguments so far.
-  private open: { index: number; id: string; name: string; args: string } | undefined = undefined;
+  // The call at each index of the reply: its id and name, its arguments so far, whether it went on.
+  private readonly calls = new Map<number, WrittenCall>();
+  // The calls not handed on yet, in the order they started.
+  private readonly order = new StartOrder<WrittenCall>();
   // True once a finish reason came: an end of body without `[DONE]` is then an end.
   private finished = false;
   // Chunks read, to name a bad one.
@@ -232,15 +244,23 @@ export class ChatCompletionChunks implements EventDecoder {
         if (typeof content === 'string' && content !== '') emit({ type: 'text-delta', delta: content });
         if (typeof refusal === 'string' && refusal !== '') emit({ type: 'text-delta', delta: refusal });
         for (const piece of tool_calls ?? []) {
-          if (this.open === undefined || this.open.index !== piece.index) {
-            this.flush(emit);
-            this.open = { index: piece.index, id: '', name: '', args: '' };
+          const id = typeof piece.id === 'string' && piece.id !== '' ? piece.id : undefined;
+          let call = this.calls.get(piece.index);
+          if (call === undefined || (id !== undefined && call.id !== '' && call.id !== id)) {
+            // A new id at an index in use: the call there is over, with what was written of it.
+            if (call !== undefined && !call.sent) this.handOn(call, emit);
+            call = { id: '', name: '', args: '', sent: false };
+            this.calls.set(piece.index, call);
+            this.order.started(call);
           }
-          const open = this.open;
-          if (typeof piece.id === 'string' && piece.id !== '') open.id = piece.id;
+          if (call.sent) continue;
+          if (id !== undefined) call.id = id;
           const fn = piece.function;
-          if (typeof fn?.name === 'string' && fn.name !== '' && open.name === '') open.name = fn.name;
-          if (typeof fn?.arguments === 'string') open.args += fn.arguments;
+          if (typeof fn?.name === 'string' && fn.name !== '' && call.name === '') call.name = fn.name;
+          if (typeof fn?.arguments === 'string' && fn.arguments !== '') {
+            call.args += fn.arguments;
+            if (closesObject(call.args, fn.arguments)) this.handOn(call, emit);
+          }
         }
       }
       if (typeof finish_reason === 'string') {
@@ -258,14 +278,31 @@ export class ChatCompletionChunks implements EventDecoder {
     this.flush(emit);
   }
 
-  // Hands on the call being written: its arguments are complete.
+  // A call is complete: it goes on once the calls started before it have.
+  private handOn(call: WrittenCall, emit: (part: ModelStreamPart) => void): void {
+    call.sent = true;
+    for (const part of this.order.complete(call, callPart(call))) emit(part);
+  }
+
+  // The reply is over: every call not handed on goes on, in its place, with what was written of it.
   private flush(emit: (part: ModelStreamPart) => void): void {
-    const open = this.open;
-    if (open === undefined) return;
-    this.open = undefined;
-    emit({ type: 'tool-call', id: open.id, name: open.name, arguments: open.args });
+    const parts = this.order.ended((call) => {
+      call.sent = true;
+      return callPart(call);
+    });
+    for (const part of parts) emit(part);
   }
 }
+
+/** A call of a streamed chat completion: its id and name, its arguments so far, whether it went on. */
+interface WrittenCall {
+  id: string;
+  name: string;
+  args: string;
+  sent: boolean;
+}
+
+const callPart = (call: WrittenCall): CallPart => ({ type: 'tool-call', id: call.id, name: call.name, arguments: call.args });
 
 /**
  * A model behind an OpenAI-compatible Chat Completions endpoint.

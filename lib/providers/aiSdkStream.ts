@@ -4,6 +4,7 @@
 // writing the calls after it, whatever the provider package does with its `tool-call` parts.
 import type { ModelStreamPart } from '../runner/index.js';
 import { finishReasonOf, responseInfoOf, usageOf, type AiSdkStreamPart } from './aiSdkModel.js';
+import { closesObject, StartOrder } from './streamedCalls.js';
 
 type Part<T extends string> = Extract<AiSdkStreamPart, { type: T }>;
 
@@ -43,37 +44,23 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
   // Ids of calls handed on, so a second tool-call part for one of them is not a second call.
   const handedOn = new Set<string>();
 
-  // The runner's calls in the order the model started writing them, each with its part once it is complete.
-  const order: Array<{ readonly id: string; part: ModelStreamPart | undefined }> = [];
-
-  // A call's place is where the model started writing it: a complete call goes on once every
-  // call started before it has (one whose JSON is still open holds the later ones back).
-  const released = (): ModelStreamPart[] | undefined => {
-    let n = 0;
-    while (n < order.length && order[n]!.part !== undefined) n++;
-    return n === 0 ? undefined : order.splice(0, n).map((entry) => entry.part!);
-  };
+  // The runner's calls in the order the model started writing them.
+  const order = new StartOrder<string>();
 
   const handOn = (id: string, name: string, args: string): ModelStreamPart[] | undefined => {
     handedOn.add(id);
-    const part: ModelStreamPart = { type: 'tool-call', id, name, arguments: args };
-    const entry = order.find((e) => e.id === id);
-    if (entry === undefined) order.push({ id, part });
-    else entry.part = part;
-    return released();
+    const out = order.complete(id, { type: 'tool-call', id, name, arguments: args });
+    return out.length === 0 ? undefined : out;
   };
 
   // The stream is over: a call whose input never completed goes on in its place with what was written of it.
-  const rest = (): ModelStreamPart[] => {
-    for (const entry of order) {
-      const call = open.get(entry.id);
-      if (entry.part === undefined && call !== undefined) {
-        handedOn.add(entry.id);
-        entry.part = { type: 'tool-call', id: entry.id, name: call.name, arguments: call.input };
-      }
-    }
-    return order.splice(0).flatMap((entry) => (entry.part === undefined ? [] : [entry.part]));
-  };
+  const rest = (): ModelStreamPart[] =>
+    order.ended((id) => {
+      const call = open.get(id);
+      if (call === undefined) return undefined;
+      handedOn.add(id);
+      return { type: 'tool-call', id, name: call.name, arguments: call.input };
+    });
 
   const complete = (id: string, call: OpenCall): ModelStreamPart[] | undefined => {
     if (call.sent !== undefined || call.raw || call.input.trim() === '') return undefined;
@@ -92,7 +79,7 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         // The provider's own calls, and a second start for a call already handed on, are not read.
         if (start.providerExecuted === true || handedOn.has(start.id)) return undefined;
         open.set(start.id, { name: start.toolName, input: '', raw: start.inputEncoding === 'text', sent: undefined });
-        if (!order.some((e) => e.id === start.id)) order.push({ id: start.id, part: undefined });
+        order.started(start.id);
         return undefined;
       }
       case 'tool-input-delta': {
@@ -100,7 +87,7 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         const call = open.get(id);
         if (call === undefined || call.sent !== undefined) return undefined;
         call.input += delta;
-        return !call.raw && closesObject(delta) && isWholeObject(call.input) ? complete(id, call) : undefined;
+        return !call.raw && closesObject(call.input, delta) ? complete(id, call) : undefined;
       }
       case 'tool-input-end': {
         const { id } = part as Part<'tool-input-end'>;
@@ -133,24 +120,4 @@ export function streamReader(): (part: AiSdkStreamPart) => ModelStreamPart[] | u
         return undefined;
     }
   };
-}
-
-// Whether a delta ends in `}` (trailing whitespace aside): only then can the input have become a
-// whole object, so the input is parsed at most once per such delta, not once per delta.
-function closesObject(delta: string): boolean {
-  for (let i = delta.length - 1; i >= 0; i--) {
-    const c = delta.charCodeAt(i);
-    if (c === 0x7d) return true;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
-  }
-  return false;
-}
-
-function isWholeObject(text: string): boolean {
-  try {
-    const value: unknown = JSON.parse(text);
-    return value !== null && typeof value === 'object' && !Array.isArray(value);
-  } catch {
-    return false;
-  }
 }

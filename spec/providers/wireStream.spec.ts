@@ -41,8 +41,8 @@ const wires: Wire[] = [
     prefix: 'openai',
     make: (server, stream = true) => new OpenAIChatProvider({ baseURL: `${server.url}/v1`, apiKey: KEY, stream, retry: { sleep: async () => undefined } }),
     streamError: { code: 'server_error', message: 'The server had an error while processing your request. Sorry about that!' },
-    // The role chunk, the call's opening chunk and 6 pieces of arguments, and the next call's first chunk, which completes it.
-    firstCallChunks: 9,
+    // The role chunk, the call's opening chunk and 6 pieces of arguments, the last of which closes its object.
+    firstCallChunks: 8,
   },
   {
     title: 'AnthropicMessagesProvider',
