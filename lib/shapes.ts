@@ -52,9 +52,10 @@ export function keepShape(make: () => object): void {
  *
  * It helps one regime: a service whose bursts of runs are separated by full collections (a
  * quiet spell with nothing in flight, then a burst). There a burst's first round no longer runs
- * interpreted while the engine's code is compiled again; docs/performance.md ("Kept shapes")
- * gives the figures. A warm process (nothing collected between rounds) and a fresh one gain
- * nothing. Call it once, at startup, after importing; later calls do nothing. It never throws:
+ * interpreted while the engine's code is compiled again: measured after a full collection, a
+ * round of 500 runs of 4 calls took about 40 % less CPU, and a run of 10,000 calls about half
+ * the time per call (docs/performance.md, "Kept shapes"). A warm process (nothing collected between rounds) gains nothing within
+ * the noise. Call it once, at startup, after importing; later calls do nothing. It never throws:
  * an exemplar that cannot be made is left out, and it is only a speed-up.
  */
 export function keepWarmShapes(): void {
