@@ -717,7 +717,7 @@ const workloads: Record<string, () => Promise<void>> = {
   w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal, partner,
   // The regimes a service meets, each beside its floors (bench/regimes.ts).
   ...Object.fromEntries(
-    (['regimeWarm', 'regimeAfterGc', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2'] as const).map((name) => [name, () => regimes[name](row)]),
+    (['regimeWarm', 'regimeAfterGc', 'regimeAfterGcKept', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2', 'regimeW2Kept'] as const).map((name) => [name, () => regimes[name](row)]),
   ),
 };
 // The node flags a workload's process runs with, besides --expose-gc.

@@ -9,11 +9,13 @@
 // timers, no runner), and the same 500 runs as bare RxJS (each run's 4 calls through
 // `from`, `mergeMap` and `toArray`: what RxJS alone pays to subscribe a small pipeline per run);
 // and, to show what the loop monitor costs, the runner with it off.
-// W2 at N = 10,000 is measured as the harness does too: gc() before each run.
+// W2 at N = 10,000 is measured as the harness does too: gc() before each run. The two regimes
+// with collections are measured twice, each in a process of its own: as imported, and after the
+// process called keepWarmShapes() (the shapes it keeps are what a collection would free).
 import { performance } from 'node:perf_hooks';
 import * as t from 'io-ts';
 import { from, lastValueFrom, mergeMap, toArray } from 'rxjs';
-import { Agent, AgentRunner, ConcurrencyConfig, ToolRegistry, type ModelRequest, type ModelResponse } from '../lib/index.js';
+import { Agent, AgentRunner, ConcurrencyConfig, keepWarmShapes, ToolRegistry, type ModelRequest, type ModelResponse } from '../lib/index.js';
 import type { Row } from './row.js';
 
 const RUNS = 500;
@@ -95,16 +97,21 @@ export async function regimeWarm(row: (r: Row) => void): Promise<void> {
 }
 
 /** W3 after a full collection: 2 untimed rounds, then gc() before each of 5 (median). */
-export async function regimeAfterGc(row: (r: Row) => void): Promise<void> {
+export async function regimeAfterGc(row: (r: Row) => void, kept = ''): Promise<void> {
   for (const [figure, make] of rounds) {
     const round = make();
     for (let i = 0; i < 2; i++) await round();
     const times: number[] = [];
+    // CPU time of the process per round too, which a machine loaded by other work disturbs less than wall time.
+    const cpu: number[] = [];
     for (let i = 0; i < 5; i++) {
       gc();
+      const before = process.cpuUsage();
       times.push(await timed(round));
+      const { user, system } = process.cpuUsage(before);
+      cpu.push((user + system) / 1000);
     }
-    row({ workload: 'Regime: W3 after a full collection', figure, value: perSecond(median(times)), unit: 'calls/s', note: '2 warm-ups, gc() before each of 5 rounds, median' });
+    row({ workload: `Regime: W3 after a full collection${kept}`, figure, value: perSecond(median(times)), unit: 'calls/s', note: `2 warm-ups, gc() before each of 5 rounds, median; CPU ${median(cpu).toFixed(0)} ms a round` });
   }
 }
 
@@ -123,7 +130,7 @@ export const regimeColdTimerFloor = (row: (r: Row) => void) => coldRounds(row, r
 export const regimeColdRxjsFloor = (row: (r: Row) => void) => coldRounds(row, rounds[2]![0], rounds[2]![1]);
 
 /** W2 at N = 10,000 as the harness measures it: (run of N - run of 0) / N, gc() before each run of N. */
-export async function regimeW2(row: (r: Row) => void): Promise<void> {
+export async function regimeW2(row: (r: Row) => void, kept = ''): Promise<void> {
   const n = 10_000;
   const run = service(async () => 'ok');
   for (let i = 0; i < 20; i++) await run(0);
@@ -136,7 +143,7 @@ export async function regimeW2(row: (r: Row) => void): Promise<void> {
     full.push(await timed(() => run(n)));
   }
   const zero = median(empty);
-  row({ workload: 'Regime: W2 N=10,000, gc() before each', figure: 'agent-lanes, every lane', value: median(full.map((ms) => ((ms - zero) / n) * 1000)), unit: 'us/call', note: `a run of 0 calls: ${(zero * 1000).toFixed(0)} us` });
+  row({ workload: `Regime: W2 N=10,000, gc() before each${kept}`, figure: 'agent-lanes, every lane', value: median(full.map((ms) => ((ms - zero) / n) * 1000)), unit: 'us/call', note: `a run of 0 calls: ${(zero * 1000).toFixed(0)} us` });
   // The floor in the same regime: the same N bodies through one bare mergeMap, collected.
   const bare = () => lastValueFrom(from(Array.from({ length: n }, (_, i) => i)).pipe(mergeMap(async () => 'ok'), toArray()));
   for (let i = 0; i < 5; i++) await bare();
@@ -145,5 +152,16 @@ export async function regimeW2(row: (r: Row) => void): Promise<void> {
     gc();
     floor.push(await timed(bare));
   }
-  row({ workload: 'Regime: W2 N=10,000, gc() before each', figure: 'floor: bare mergeMap', value: (median(floor) / n) * 1000, unit: 'us/call' });
+  row({ workload: `Regime: W2 N=10,000, gc() before each${kept}`, figure: 'floor: bare mergeMap', value: (median(floor) / n) * 1000, unit: 'us/call' });
+}
+
+// The same two regimes in a process that asked for the kept shapes first (lib/shapes.ts).
+const keptLabel = ', keepWarmShapes()';
+export async function regimeAfterGcKept(row: (r: Row) => void): Promise<void> {
+  keepWarmShapes();
+  await regimeAfterGc(row, keptLabel);
+}
+export async function regimeW2Kept(row: (r: Row) => void): Promise<void> {
+  keepWarmShapes();
+  await regimeW2(row, keptLabel);
 }

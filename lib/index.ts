@@ -32,6 +32,7 @@ export {
 } from './errors.js';
 export { rateLimitedFrom } from './rateLimited.js';
 export { jsonForm, jsonText, type JsonValue } from './json.js';
+export { keepWarmShapes } from './shapes.js';
 export { StopClasses, stopClassOf, type ClassifiedEvent, type ClassifiedOutcome, type StopClass } from './stopClass.js';
 export { Lane, LaneTable, inLane, RateLane, type LaneChange, type LaneOccupancy, type OnGrant, type LaneStore, type LaneStoreNotice, type LanePauseNotice, type LaneLimitNotice, type LaneNotice, type Permit, type Rate, type RateOccupancy } from './lanes/index.js';
 export {

@@ -1,6 +1,6 @@
 // The context a call's body is handed, made by its body part when the body starts.
 import type { Loan } from '../lanes/index.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
 
@@ -75,5 +75,7 @@ export class CallContext implements InvokeContext {
   }
 }
 
-// One per call: its shape is kept between bursts (lib/shapes.ts).
-keepShape(() => new CallContext(undefined as never));
+/** @internal One inert object of each class this module makes per call, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  keep(() => new CallContext(undefined as never));
+}

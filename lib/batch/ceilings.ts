@@ -9,7 +9,7 @@
 // too. So a ceiling costs three array slots, not an object and a boxed number (72 bytes a
 // call in a batch of thousands), and the batch closes every queue when it ends.
 import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { MAX_TIMER_MS } from '../time.js';
 
 const neverStale = (): boolean => false;
@@ -132,13 +132,21 @@ export class Ceilings<T> {
   }
 }
 
-// One of each per batch: their shapes are kept between bursts (lib/shapes.ts), and those of
-// the scheduler action and the Node timer a queue waits on (both ended at once, kept ended).
-keepShape(() => new Ceilings(asyncScheduler));
-keepShape(() => new DurationQueue(asyncScheduler, 1, neverStale));
-const endedAction = asyncScheduler.schedule(neverStale, MAX_TIMER_MS);
-endedAction.unsubscribe();
-keepShape(() => endedAction);
-const endedTimer = setTimeout(neverStale, MAX_TIMER_MS);
-clearTimeout(endedTimer);
-keepShape(() => endedTimer);
+/**
+ * @internal One of each per batch, inert, for keepWarmShapes (lib/shapes.ts), with the scheduler
+ * action and the Node timer a queue waits on (both ended at once, kept ended).
+ */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Ceilings(asyncScheduler));
+  keep(() => new DurationQueue(asyncScheduler, 1, neverStale));
+  keep(() => {
+    const endedAction = asyncScheduler.schedule(neverStale, MAX_TIMER_MS);
+    endedAction.unsubscribe();
+    return endedAction;
+  });
+  keep(() => {
+    const endedTimer = setTimeout(neverStale, MAX_TIMER_MS);
+    clearTimeout(endedTimer);
+    return endedTimer;
+  });
+}

@@ -4,7 +4,7 @@
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
 import { concat, concatMap, from, identity, isObservable, NEVER, Observable, of, tap, type ObservableInput, type Subscription } from 'rxjs';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './batchScope.js';
 import { ceiling } from './operators/ceiling.js';
@@ -89,8 +89,12 @@ class Outcomes extends Stage<CallRecord, Outcome> {
   }
 }
 
-// An idle batch for the life of the process (lib/shapes.ts): one call whose body never answers,
-// in a turn that never ends, timed by a ceiling it has not got, so the hidden classes of a
-// batch, its stages and its records outlive every burst. It holds no timer and no shared lane.
-const idleCall: BatchCall = { callId: 'idle', tool: 'idle', invoke: () => NEVER };
-keepShape(() => runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());
+/**
+ * @internal An idle batch, for keepWarmShapes (lib/shapes.ts): one call whose body never answers,
+ * in a turn that never ends, timed by a ceiling it has not got, so the hidden classes of a batch,
+ * its stages and its records outlive every burst. It holds no timer and no shared lane.
+ */
+export function keepShapes(keep: Keep): void {
+  const idleCall: BatchCall = { callId: 'idle', tool: 'idle', invoke: () => NEVER };
+  keep(() => runBatch(concat(of(idleCall), NEVER), { concurrency: new ConcurrencyConfig({ perToolSeconds: { none: 1 } }) }).subscribe());
+}

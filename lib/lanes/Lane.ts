@@ -3,7 +3,7 @@
 // served round-robin, so one party's long queue cannot hold back another's call;
 // within a party, grants are FIFO. Everything here is synchronous and O(1).
 import type { LimitChange } from './AdaptiveLimit.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 
 /** What a lane reports of itself: how many hold a permit and how many wait for one. */
 export interface LaneOccupancy {
@@ -271,9 +271,11 @@ export class Lane {
   }
 }
 
-// Lanes a table drops when idle, and their permits, keep their shapes between bursts (lib/shapes.ts).
-const inertLane = new Lane('', 1);
-keepShape(() => inertLane);
-keepShape(() => new LanePermit(inertLane, ''));
-keepShape(() => new QueuedPermit(inertLane, '', () => undefined));
-keepShape(() => new PartyQueue(''));
+/** @internal A lane (a table drops its idle ones) and its permits and queues, inert, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  const inertLane = new Lane('', 1);
+  keep(() => inertLane);
+  keep(() => new LanePermit(inertLane, ''));
+  keep(() => new QueuedPermit(inertLane, '', () => undefined));
+  keep(() => new PartyQueue(''));
+}

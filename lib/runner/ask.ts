@@ -11,7 +11,7 @@ import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
 export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
@@ -175,7 +175,11 @@ export class Request extends DirectSubscriber<unknown> {
   }
 }
 
-// One per request: its shape is kept between bursts (lib/shapes.ts), with that of the plain
-// EventTarget each request's AbortSignal is made from before it becomes a signal.
-keepShape(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
-keepShape(() => new EventTarget());
+/**
+ * @internal One request, inert, for keepWarmShapes (lib/shapes.ts), with the plain EventTarget
+ * each request's AbortSignal is made from before it becomes a signal.
+ */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+  keep(() => new EventTarget());
+}

@@ -1,7 +1,7 @@
 // How run() resolves: a run's events collected as they come, then folded into its RunResult
 // with what the run handed over as it ended (state, messages, its nested runs' tokens).
 import { DirectSubscriber } from '../directSubscriber.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { statusOf, type RunEvent } from './events.js';
 import { addedUsage, type Usage } from './model.js';
 import type { RunFinal, RunFinish } from './parts.js';
@@ -75,5 +75,7 @@ export class Collector extends DirectSubscriber<RunEvent> implements RunFinish {
   }
 }
 
-// One per run: its shape is kept between bursts (lib/shapes.ts).
-keepShape(() => new Collector(() => undefined, () => undefined, [], undefined));
+/** @internal One inert object of each class this module makes per run, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Collector(() => undefined, () => undefined, [], undefined));
+}

@@ -10,7 +10,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
@@ -365,4 +365,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   }
 }
 
-keepShape(() => new Run({ deadline: {}, shared: { concurrency: {}, lanes: {} } } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined)); // its shape, kept (lib/shapes.ts)
+/** @internal One inert object of each class this module makes per run, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Run({ deadline: {}, shared: { concurrency: {}, lanes: {} } } as never, { agent: {}, history: [], input: '', initial: {} } as never, undefined));
+}

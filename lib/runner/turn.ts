@@ -6,7 +6,7 @@
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { RunError } from '../errors.js';
 import { providerFailure, responseOf, Request, type ReplyObserver } from './ask.js';
 import { ending, failed, type RunEvent } from './events.js';
@@ -258,5 +258,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
   }
 }
 
-// One per turn: its shape is kept between bursts (lib/shapes.ts).
-keepShape(() => new Turn(undefined as never, 0, undefined as never));
+/** @internal One inert object of each class this module makes per turn, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Turn(undefined as never, 0, undefined as never));
+}

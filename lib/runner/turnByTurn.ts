@@ -3,7 +3,7 @@
 // model answered and how the batch went decide whether there is one).
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { DirectSubscriber } from '../directSubscriber.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 
 /** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
 export interface TurnSource<T> {
@@ -130,7 +130,9 @@ class TurnReader<T> extends DirectSubscriber<T> {
   }
 }
 
-// One sequence per run and a reader per turn: their shapes are kept between bursts (lib/shapes.ts).
-const inertTurns = new Turns<never>(undefined as never, undefined as never);
-keepShape(() => inertTurns);
-keepShape(() => new TurnReader(inertTurns));
+/** @internal A sequence per run and a reader per turn, inert, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  const inertTurns = new Turns<never>(undefined as never, undefined as never);
+  keep(() => inertTurns);
+  keep(() => new TurnReader(inertTurns));
+}

@@ -6,7 +6,7 @@ import type { Subject } from 'rxjs';
 import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, RunInput, ToolCall } from './model.js';
 import type { PolicyTarget } from './policies.js';
@@ -338,9 +338,11 @@ export function neverStarted(why: string): RunResult {
   return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
 }
 
-// A scope and an activity sink per turn, a call and a context per call: their shapes are kept between bursts (lib/shapes.ts).
-const inertScope = new TurnScope({ trace: undefined, nested: () => Promise.reject(new Error('inert')) }, '', '', emptyState);
-keepShape(() => inertScope);
-keepShape(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
-keepShape(() => new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
-keepShape(() => new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));
+/** @internal A scope and an activity sink per turn, a call and a context per call, inert, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  const inertScope = new TurnScope({ trace: undefined, nested: () => Promise.reject(new Error('inert')) }, '', '', emptyState);
+  keep(() => inertScope);
+  keep(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
+  keep(() => new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
+  keep(() => new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));
+}

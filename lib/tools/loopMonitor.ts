@@ -8,7 +8,7 @@
 import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
-import { keepShape } from '../shapes.js';
+import type { Keep } from '../shapes.js';
 
 /** Who hears that a watched body held the loop too long (a call's record: no closure per call). */
 export interface StallListener {
@@ -37,8 +37,10 @@ export class Watch {
 
 // One storage and one hook for every monitor of the process. Node keeps each AsyncLocalStorage
 // ever made in a list it walks for every async resource created, so a storage per monitor
-// (per runner) would slow every Promise of a process that makes runners as it goes.
-const storage = new AsyncLocalStorage<Watch>();
+// (per runner) would slow every Promise of a process that makes runners as it goes. Both are
+// made when the first body is watched, never at import.
+let storage: AsyncLocalStorage<Watch> | undefined;
+let hook: AsyncHook | undefined;
 // Callbacks may nest (a callback that synchronously enters another async scope), so each keeps
 // its own start: two stacks side by side, so that timing a callback allocates nothing.
 const watchedStack: Array<Watch | undefined> = [];
@@ -67,7 +69,7 @@ function turnOffIfIdle(): void {
   if (active !== 0) return;
   if (enabled) {
     enabled = false;
-    hook.disable();
+    hook?.disable();
   }
   // The storage too, even if the hook never went on: once used, an AsyncLocalStorage keeps a
   // hook of Node's own on, which copies its context onto every Promise and timer the process
@@ -75,12 +77,13 @@ function turnOffIfIdle(): void {
   // watched call). `storage.run` turns it back on for the next watched call.
   if (stored) {
     stored = false;
-    storage.disable();
+    storage?.disable();
   }
 }
-const hook: AsyncHook = createHook({
-  before: () => {
-    const watched = storage.getStore();
+// Times each callback run in a watched body's context (on only while one may be in flight).
+const timing = {
+  before: (): void => {
+    const watched = storage?.getStore();
     watchedStack.push(watched);
     // Only a watched call's callbacks are timed.
     startStack.push(watched === undefined ? 0 : performance.now());
@@ -92,7 +95,7 @@ const hook: AsyncHook = createHook({
     const loadedBefore = loadedStack.pop();
     if (watched !== undefined && start !== undefined && loadedBefore !== undefined) check(watched, performance.now() - start, loadedBefore);
   },
-});
+};
 
 function check(watched: Watch, elapsed: number, loadedBefore: number): void {
   if (elapsed <= watched.monitor.limitMs || watched.stalled || watched.released) return;
@@ -136,7 +139,7 @@ export class LoopMonitor {
     stored = true;
     let value: T;
     try {
-      value = storage.run(watch, body, arg);
+      value = (storage ??= new AsyncLocalStorage<Watch>()).run(watch, body, arg);
     } catch (error) {
       watch.release();
       throw error;
@@ -147,7 +150,7 @@ export class LoopMonitor {
     // running is no longer its call's (the watch is released with the call).
     if (!enabled && ((typeof value === 'object' && value !== null) || typeof value === 'function')) {
       enabled = true;
-      hook.enable();
+      (hook ??= createHook(timing)).enable();
     }
     return value;
   }
@@ -159,15 +162,23 @@ export class LoopMonitor {
   }
 }
 
-// A watch per call: its shape is kept between bursts (lib/shapes.ts). So are those of a Promise
-// and a timer made while the storage is on, which carry its context as a property of their own:
-// one of each is made in it (the timer cleared at once), then the storage is turned off again.
-const inertWatch = new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined });
-keepShape(() => inertWatch);
-storage.run(inertWatch, () => {
-  keepShape(() => Promise.resolve());
-  const timer = setTimeout(turnOffIfIdle, 1);
-  clearTimeout(timer);
-  keepShape(() => timer);
-});
-storage.disable();
+/**
+ * @internal A watch per call, inert, for keepWarmShapes (lib/shapes.ts), with a Promise and a
+ * timer made while the storage is on (they carry its context as a property of their own): one of
+ * each is made in it (the timer cleared at once), then the storage is turned off again.
+ */
+export function keepShapes(keep: Keep): void {
+  const inertWatch = new Watch(new LoopMonitor(1), '', { loopStalled: () => undefined });
+  keep(() => inertWatch);
+  const inStorage = (storage ??= new AsyncLocalStorage<Watch>());
+  inStorage.run(inertWatch, () => {
+    keep(() => Promise.resolve());
+    keep(() => {
+      const timer = setTimeout(turnOffIfIdle, 1);
+      clearTimeout(timer);
+      return timer;
+    });
+  });
+  // Off again, unless a watched body is in flight (its own release turns it off).
+  if (!stored) inStorage.disable();
+}

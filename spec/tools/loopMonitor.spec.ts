@@ -16,6 +16,7 @@ import {
   type ModelResponse,
   type RunEvent,
 } from '../../lib/index.js';
+import { keepShapes } from '../../lib/tools/loopMonitor.js';
 
 // A body run as a call of `tool` under `monitor`: timed now and in every callback it schedules;
 // what the engine does for each call (open, run, release), in one step for these specs.
@@ -187,6 +188,16 @@ describe('loop monitor', () => {
       watched.release();
       await later;
       expect(stalls).to.deep.equal([]);
+    });
+
+    it('keeps charging a body in flight while the kept shapes are made (keepWarmShapes leaves its context on)', async () => {
+      const monitor = new LoopMonitor(20);
+      const stalls: string[] = [];
+      const watched = watch(monitor, 'crunch', () => new Promise<void>((resolve) => setTimeout(resolve, 2)).then(() => block(40)), (error) => stalls.push(error.tool));
+      keepShapes((make) => void make());
+      await watched.value;
+      watched.release();
+      expect(stalls).to.deep.equal(['crunch']);
     });
 
     it('charges each stall after an await to its own call, each by its own monitor\'s limit, with both in flight', async () => {
