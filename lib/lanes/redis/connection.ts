@@ -152,10 +152,14 @@ export function nodeRedisConnection(client: NodeRedisClientLike): RedisConnectio
           await (sharded ? sub.sUnsubscribe(channel) : sub.unsubscribe(channel));
         },
         async close() {
-          if (!sub.isOpen) return;
-          // Not connected (Redis unreachable, the client trying again): nothing to say goodbye
-          // to, and a goodbye would wait for the connection for as long as the outage lasts.
-          if (sub.isReady === false) return drop();
+          // Not connected (still connecting, or Redis unreachable and the client trying again):
+          // nothing to say goodbye to, and a goodbye would wait for the connection for as long as
+          // the outage lasts. Dropped now, and again should the connection come up after all.
+          if (!sub.isOpen || sub.isReady === false) {
+            drop();
+            void connected.then(drop, ignore);
+            return;
+          }
           if (typeof sub.close === 'function') await sub.close();
           else if (typeof sub.quit === 'function') await sub.quit();
           else drop();
