@@ -202,7 +202,7 @@ return 1
 `);
 
 // An admission given back (ARGV: its name, then `tat` before and after it, or '' for one reported
-// late, whose debit is settled already): its call never started.
+// late, whose debit is counted already): its call never started.
 const returnedScript: Script = script(String.raw`
 local K, O = KEYS[1], KEYS[2]
 ${takeBack}
@@ -426,7 +426,10 @@ export class FleetRates implements RateDecider {
   /** @internal (RateDecider) This process's calls of `lane` reported late and not started fill its burst: its head waits for one. */
   holds(lane: RateLane): boolean {
     const late = this.lateByLane.get(lane.key) ?? 0;
-    return late > 0 && late >= (lane.learning ? 1 : (lane.rate?.burst ?? 1));
+    if (late === 0) return false;
+    // As the admission script: a lane that spaces nothing (a learning lane with no pace yet) holds no one back.
+    if (lane.learning) return lane.occupancy().limit > 0;
+    return late >= (lane.rate?.burst ?? 1);
   }
 
   // Not started within its grace: Redis keeps it as a reservation until it starts or comes back.
@@ -444,7 +447,7 @@ export class FleetRates implements RateDecider {
   }
 
   // An admission leaves this process's books (its call started, or it came back): what it was.
-  private settle(admission: string): Admission | undefined {
+  private forget(admission: string): Admission | undefined {
     const entry = this.admissions.get(admission);
     if (entry === undefined) return undefined;
     this.admissions.delete(admission);
@@ -470,7 +473,7 @@ export class FleetRates implements RateDecider {
    * from its start.
    */
   started(lane: RateLane, admission: string, slot: number, lateMs: number): void {
-    const entry = this.settle(admission);
+    const entry = this.forget(admission);
     if (entry === undefined || this.closed) return;
     const overran = !entry.late && entry.letGo !== undefined && performance.now() - entry.letGo > this.graceOf(lane);
     if (!entry.late && !overran) return;
@@ -483,7 +486,7 @@ export class FleetRates implements RateDecider {
 
   /** @internal (RateDecider) The admission `admission` goes unused: Redis forgets its reservation, or takes its debit back while nothing was admitted since. */
   returned(lane: RateLane, admission: string): void {
-    const entry = this.settle(admission);
+    const entry = this.forget(admission);
     if (entry === undefined || this.closed) return;
     const args = entry.late ? [admission, '', ''] : [admission, entry.before, entry.after];
     this.pending.track(this.host.ask(returnedScript, this.keysOf(lane.key), args).then(noop, () => {
