@@ -82,6 +82,17 @@ export interface RateDecider {
   returned?(lane: RateLane, admission: string): void;
   /** A call a learning lane admitted in `cycle` never started: the server does not count it. */
   notThrough?(lane: RateLane, cycle: number): void;
+  /**
+   * The lane let the call admitted as `admission` go and its body has not started yet (it waits
+   * in a later lane, say); not told of one whose body started as the lane let it go.
+   */
+  waiting?(lane: RateLane, admission: string): void;
+  /**
+   * True while the lane's head must not go, nor ask: admissions of this lane the decider let go
+   * are outstanding with the server (reported late, not started). The lane asks again when one of
+   * its calls starts or leaves.
+   */
+  holds?(lane: RateLane): boolean;
 }
 
 /** Told of every admission, wait and withdrawal (for occupancy streams), and of pauses. */
@@ -344,6 +355,8 @@ export class RateLane {
     }
     // One question at a time: its answer is for whoever is the head when it comes.
     if (this.asking) return;
+    // Its own calls outstanding fill the burst: it asks once one starts or leaves.
+    if (decider.holds?.(this) === true) return;
     this.asking = true;
     this.askedIn = this.pauses;
     this.askedAt = this.scheduler.now();
@@ -458,6 +471,16 @@ export class RateLane {
   }
 
   private admit(head: RatePermit): void {
+    const { decider } = this;
+    if (decider?.holds?.(this) === true) {
+      // Decided before one of this lane's calls was reported late: the admission goes back
+      // unused, and the head asks again once one of those starts or leaves.
+      const { admission } = this;
+      this.admission = undefined;
+      this.lag = 0;
+      this.giveBack(admission);
+      return;
+    }
     this.head = undefined;
     head.state = 'admitted';
     // Its slot is held until its call starts or it leaves (started, leave).
@@ -471,6 +494,8 @@ export class RateLane {
     this.onChange?.(this, 'granted', head.party);
     // Told before the turnstile passes on, so admissions go out in queue order.
     grant(head.onGrant);
+    // Let go, not started (it waits in a later lane): a fleet's server may need to know.
+    if (decider !== undefined && head.state === 'admitted' && head.admission !== undefined) decider.waiting?.(this, head.admission);
     head.turn!.leave();
   }
 

@@ -2,12 +2,15 @@
 // waiters in an in-process rate lane (FIFO within a tenant, tenants round-robin); the head of
 // the queue asks Redis, and one Lua script decides: admitted now (the admission recorded, GCRA,
 // by Redis's own clock, TIME), admitted for a time shortly ahead (reserved: the process lets its
-// head go then), or how many ms to wait before asking again. An admission is a reservation until
-// the process reports its call's body started: the bucket is debited then, from the slot plus how
-// late the call started (a call that waited in a concurrency lane counts from its start), and the
-// script admits only while the bucket covers every reservation not yet started. A call that leaves
-// without starting gives its reservation back; a dead process's reservations end with their lease
-// (refreshed while their calls wait), so it holds back at most those for a lease, never a permit. A pause is written beside the lane's bucket (the
+// head go then), or how many ms to wait before asking again. The bucket is debited at admission,
+// as if the call started at its slot, which most do (the rate lane is the last thing they wait
+// on): such a call costs one script. One whose body has not started within a grace of the lane
+// letting it go (it waits in a concurrency lane, a write-ahead) is reported late: Redis then
+// keeps it as a reservation (a sorted set, leased, refreshed while it waits) and admits only while
+// the bucket covers every reservation not yet started, until the process reports its start (the
+// bucket debited from then) or gives it back; the process's own next admissions wait for it too.
+// A dead process's reservations end with their lease, so it holds back at most those for a
+// lease, never a permit. A pause is written beside the lane's bucket (the
 // script honours it) and published, so every process of the fleet pauses its in-process lane too
 // (a tool with no rate declared is paused only in process, as there is nothing in Redis to ask).
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
@@ -28,12 +31,13 @@ import { messageOf, unref } from './transport.js';
 // its head go then, without asking again), so the slots of the steady rate are kept by Redis's
 // clock and a late timer or a round trip never thins them. Replies as text ('0': admitted now; a
 // number: ask again after that many ms), since Redis would cut a Lua number to an integer.
-// KEYS[2]: the lane's reservations not yet started (a sorted set, scored by when each lease ends);
-// ARGV[5] the new admission's name, ARGV[6] its lease (ms), ARGV[7] the burst. The bucket, as the
-// starts left it, must cover every reservation and the new one, as if each started at its slot:
-// while the reservations fill the burst the asker is told to ask again shortly (or sooner, when one
-// of its own starts or comes back), since when they start is not known. An admission's reply ends
-// with '@<slot>' (Redis ms), which its start reports back.
+// KEYS[2]: the lane's calls reported late, not yet started (a sorted set, scored by when each
+// lease ends); ARGV[5] the new admission's name, ARGV[7] the burst. The bucket, debited for every
+// admission at its slot, must cover every late reservation and the new one: while they fill the
+// burst the asker is told to ask again shortly (or sooner, when one of its own starts or comes
+// back), since when they start is not known. An admission's reply ends with
+// '@<slot>~<before>~<after>' (Redis ms): its slot, and `tat` before and after it was debited, so
+// a report of it may take the debit back while nothing was admitted since (`tat` still <after>).
 // ARGV[4] '1': a lane that learns its pace (the rule of PaceLearner, RateLane.ts): its interval
 // is the pace kept in the hash (`pace`, calls a second; none yet: every call at once), grown by
 // one a second per second since it last changed; each admission is counted (`count`) in the
@@ -59,7 +63,8 @@ if learn then
     interval = 0
   end
   tolerance = 0
-  horizon = math.min(math.max(2 * interval, 20), 1000)
+  horizon = 20
+  if interval >= 40 then horizon = math.min(interval / 2, 1000) end
 end
 local function keep(ms)
   if learn then ms = math.max(ms, 3600000) end
@@ -70,15 +75,19 @@ local function counted(reply)
   redis.call('HINCRBY', K, 'count', 1)
   return reply .. '|' .. (redis.call('HGET', K, 'cycle') or '0') .. '|' .. string.format('%.3f', pace)
 end
-local O, id, lease, burst = KEYS[2], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local O, burst = KEYS[2], tonumber(ARGV[7])
 redis.call('ZREMRANGEBYSCORE', O, '-inf', now)
 local out = redis.call('ZCARD', O)
-local function reserve(slot)
-  redis.call('ZADD', O, slot + lease, id)
-  redis.call('PEXPIRE', O, math.ceil(slot - now + lease) + 1000)
-  return '@' .. string.format('%.3f', slot)
-end
 local tat = tonumber(redis.call('HGET', K, 'tat') or '0')
+-- The admission debits the bucket from its slot: '@<slot>~<tat before>~<tat after>'.
+local function debit(slot)
+  local before = string.format('%.3f', math.max(tat, now))
+  tat = math.max(tat, now) + interval
+  local after = string.format('%.3f', tat)
+  redis.call('HSET', K, 'tat', after)
+  keep(math.ceil(tat - now) + 1000)
+  return '@' .. string.format('%.3f', slot) .. '~' .. before .. '~' .. after
+end
 local paused = tonumber(redis.call('HGET', K, 'paused') or '0')
 if paused > 0 then
   -- A pause ends at the steady rate, without a burst: the bucket is empty when it ends.
@@ -95,12 +104,12 @@ end
 local at = math.max(tat, now) + out * interval - tolerance
 if at > now then
   if at - now <= horizon then
-    return counted('r' .. string.format('%.3f', at - now) .. reserve(at))
+    return counted('r' .. string.format('%.3f', at - now) .. debit(at))
   end
   -- Never '0.000': that reads as admitted.
   return string.format('%.3f', math.max(0.001, at - now - horizon))
 end
-return counted('0' .. reserve(now))
+return counted('0' .. debit(now))
 `);
 
 // A learning lane's pause (ARGV: the pause's end, Redis ms), when a new one: not one more refusal
@@ -144,14 +153,40 @@ end
 return 1
 `);
 
-// A reservation's call started (ARGV: its name, when it started by the server's clock as the
-// process reckons it, the ms between admissions, '1' for a learning lane): the bucket is debited
-// from then (never later than now), whether or not its lease ran out meanwhile.
+// Takes back an admission's debit (ARGV[i]: `tat` before it, ARGV[i + 1]: after it) while nothing
+// was admitted since: `tat` still reads as it left it. Else the debit stays (fewer calls, never more).
+const takeBack = String.raw`
+local function takeBack(i)
+  if ARGV[i + 1] ~= '' and redis.call('HGET', K, 'tat') == ARGV[i + 1] then redis.call('HSET', K, 'tat', ARGV[i]) end
+end
+`;
+
+// A call not started within its grace (ARGV: its name, its lease in ms, `tat` before and after
+// its admission): a reservation until it starts or comes back, and its debit taken back if nothing
+// was admitted since (the reservation holds its slot now).
+const lateScript: Script = script(String.raw`
+local K, O = KEYS[1], KEYS[2]
+${takeBack}
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
+local lease = tonumber(ARGV[2])
+redis.call('ZADD', O, now + lease, ARGV[1])
+redis.call('PEXPIRE', O, lease + 1000)
+takeBack(3)
+return 1
+`);
+
+// A late call started (ARGV: its name, when it started by the server's clock as the process
+// reckons it, the ms between admissions, '1' for a learning lane; then, for one whose lateness was
+// not reported, `tat` before and after its admission, else ''): the bucket is debited from then
+// (never later than now), whether or not its lease ran out meanwhile.
 const startedScript: Script = script(String.raw`
 local K, O = KEYS[1], KEYS[2]
+${takeBack}
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000
 redis.call('ZREM', O, ARGV[1])
+takeBack(5)
 local interval = tonumber(ARGV[3])
 if ARGV[4] == '1' then
   local pace = tonumber(redis.call('HGET', K, 'pace') or '0')
@@ -166,9 +201,13 @@ if ttl < math.ceil(tat - now) + 1000 then redis.call('PEXPIRE', K, math.ceil(tat
 return 1
 `);
 
-// Reservations given back (ARGV: their names): their calls never started.
+// An admission given back (ARGV: its name, then `tat` before and after it, or '' for one reported
+// late, whose debit is counted already): its call never started.
 const returnedScript: Script = script(String.raw`
-for i = 1, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+local K, O = KEYS[1], KEYS[2]
+${takeBack}
+redis.call('ZREM', O, ARGV[1])
+takeBack(2)
 return 1
 `);
 
@@ -201,14 +240,37 @@ return 1
 `);
 
 /**
- * How far ahead (ms) a process may hold an admission at a steady `interval`: two slots, at least
- * 20 ms (a busy process's timer lag and a round trip), so the next slot is held by someone while
- * the current one is used; at most a second, where lag no longer matters. An admission held by a
- * process whose head left, with nobody behind it, goes unused: at most one per process and lane,
- * never an extra call.
+ * How far ahead (ms) a process may hold an admission at a steady `interval`: at least 20 ms (a
+ * busy process's timer lag and a round trip), so at a fast rate the next slot is held by someone
+ * while the current one is used; half an interval for a slower one (at most a second), so an
+ * admission is decided at least half an interval after the one before it was let go, by when a
+ * late report of that one has reached Redis. An admission held by a process whose head left, with
+ * nobody behind it, goes unused: at most one per process and lane, never an extra call.
  */
 export function reservationHorizon(interval: number): number {
-  return Math.min(Math.max(2 * interval, 20), 1000);
+  return interval >= 40 ? Math.min(interval / 2, 1000) : 20;
+}
+
+/**
+ * How long (ms) a call the lane let go may take to start and still count as started at its slot:
+ * a quarter of an interval, a quarter of `rateJitterMs` (the room left for a call reaching its
+ * partner late, which this uses), and 5 ms at most. 0 with no jitter room: every call not started
+ * as the lane lets it go is reported late.
+ */
+export function startGrace(interval: number, rateJitterMs: number): number {
+  return Math.min(interval > 0 ? interval / 4 : Number.POSITIVE_INFINITY, rateJitterMs / 4, 5);
+}
+
+// An admission Redis made for this process, until its call starts or comes back: its lane, `tat`
+// before and after it was debited, when the lane let it go (performance.now()), the timer of its
+// grace, and whether it was reported late.
+interface Admission {
+  readonly key: string;
+  readonly before: string;
+  readonly after: string;
+  letGo: number | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  late: boolean;
 }
 
 /** What the fleet's rate lanes need of their store. */
@@ -256,10 +318,12 @@ export class FleetRates implements RateDecider {
   // Questions to Redis not yet answered.
   private readonly pending = new Pending();
   private closed = false;
-  // This process's reservations whose calls have not started, by name: the lane key each is of.
-  private readonly reservations = new Map<string, string>();
+  // This process's admissions whose calls have not started, by name.
+  private readonly admissions = new Map<string, Admission>();
+  // How many of them were reported late, by lane key (Redis keeps those as reservations).
+  private readonly lateByLane = new Map<string, number>();
   private made = 0;
-  // Renews their leases every third of a lease while there are any.
+  // Renews the leases of those reported late every third of a lease while there are any.
   private renewing: ReturnType<typeof setInterval> | undefined = undefined;
 
   constructor(private readonly host: FleetRateHost) {
@@ -316,13 +380,14 @@ export class FleetRates implements RateDecider {
     const args = [interval.toFixed(3), tolerance.toFixed(3), reservationHorizon(interval).toFixed(3), lane.learning ? '1' : '0', id, String(this.host.leaseMs), String(burst)];
     const answered = this.host.ask(admitScript, this.keysOf(lane.key), args).then(
       (reply) => {
-        // '0@<slot>', 'r<ms>@<slot>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
+        // '0@<slot>~<before>~<after>', 'r<ms>@<slot>~<before>~<after>' or '<ms>'; a learning lane's admission adds '|<cycle>|<pace>'.
         const [answer = '', cycle, pace] = typeof reply === 'string' ? reply.split('|') : [];
-        const [decision = '', slotText] = answer.split('@');
+        const [decision = '', debit] = answer.split('@');
+        const [slotText, before = '', after = ''] = debit === undefined ? [] : debit.split('~');
         const reserved = decision.startsWith('r');
         const wait = Number(reserved ? decision.slice(1) : decision);
         const slot = Number(slotText);
-        if (decision === '' || !Number.isFinite(wait) || wait < 0 || (slotText !== undefined && !Number.isFinite(slot))) {
+        if (decision === '' || !Number.isFinite(wait) || wait < 0 || (slotText !== undefined && (!Number.isFinite(slot) || before === '' || after === ''))) {
           lane.failed(new LaneLostError(lane.key, `rate lane ${lane.key}: Redis answered ${String(reply)}, not a wait in ms`));
           return;
         }
@@ -331,7 +396,7 @@ export class FleetRates implements RateDecider {
           lane.decided(wait);
           return;
         }
-        this.reserve(id, lane.key);
+        this.admissions.set(id, { key: lane.key, before, after, letGo: undefined, timer: undefined, late: false });
         if (reserved) lane.reserved(wait, id, slot);
         else lane.decided(wait, id, slot);
       },
@@ -350,38 +415,94 @@ export class FleetRates implements RateDecider {
     return { interval, tolerance: ((rate.burst ?? 1) - 1) * interval };
   }
 
-  /** @internal (RateDecider) The call admitted as `admission` started: Redis debits the bucket from its slot plus `lateMs`. */
+  /** @internal (RateDecider) The call admitted as `admission` was let go and has not started: past its grace, it is reported late. */
+  waiting(lane: RateLane, admission: string): void {
+    const entry = this.admissions.get(admission);
+    if (entry === undefined || entry.letGo !== undefined || this.closed) return;
+    entry.letGo = performance.now();
+    entry.timer = unref(setTimeout(() => this.late(lane, admission), this.graceOf(lane)));
+  }
+
+  /** @internal (RateDecider) This process's calls of `lane` reported late and not started fill its burst: its head waits for one. */
+  holds(lane: RateLane): boolean {
+    const late = this.lateByLane.get(lane.key) ?? 0;
+    if (late === 0) return false;
+    // As the admission script: a lane that spaces nothing (a learning lane with no pace yet) holds no one back.
+    if (lane.learning) return lane.occupancy().limit > 0;
+    return late >= (lane.rate?.burst ?? 1);
+  }
+
+  // Not started within its grace: Redis keeps it as a reservation until it starts or comes back.
+  private late(lane: RateLane, admission: string): void {
+    const entry = this.admissions.get(admission);
+    if (entry === undefined || entry.late || this.closed) return;
+    entry.timer = undefined;
+    entry.late = true;
+    this.lateByLane.set(entry.key, (this.lateByLane.get(entry.key) ?? 0) + 1);
+    this.renewing ??= unref(setInterval(() => this.renew(), Math.max(1, Math.floor(this.host.leaseMs / 3))));
+    const args = [admission, String(this.host.leaseMs), entry.before, entry.after];
+    this.pending.track(this.host.ask(lateScript, this.keysOf(lane.key), args).then(noop, () => {
+      // Not reached: the call counts from its slot, as if on time (its start report, when it comes, debits the bucket again).
+    }));
+  }
+
+  // An admission leaves this process's books (its call started, or it came back): what it was.
+  private forget(admission: string): Admission | undefined {
+    const entry = this.admissions.get(admission);
+    if (entry === undefined) return undefined;
+    this.admissions.delete(admission);
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    if (entry.late) {
+      const late = (this.lateByLane.get(entry.key) ?? 1) - 1;
+      if (late > 0) this.lateByLane.set(entry.key, late);
+      else this.lateByLane.delete(entry.key);
+    }
+    return entry;
+  }
+
+  // The grace of a call of `lane` (startGrace), at its spacing.
+  private graceOf(lane: RateLane): number {
+    return startGrace(this.spacingOf(lane).interval, this.host.rateJitterMs);
+  }
+
+  /**
+   * @internal (RateDecider) The call admitted as `admission` started, `lateMs` after its slot: one
+   * that started within its grace was counted at its slot already, and nothing is sent; one
+   * reported late (or found late only now, its grace timer held up) has Redis debit the bucket
+   * from its start.
+   */
   started(lane: RateLane, admission: string, slot: number, lateMs: number): void {
-    if (!this.reservations.delete(admission) || this.closed) return;
+    const entry = this.forget(admission);
+    if (entry === undefined || this.closed) return;
+    const overran = !entry.late && entry.letGo !== undefined && performance.now() - entry.letGo > this.graceOf(lane);
+    if (!entry.late && !overran) return;
     const { interval } = this.spacingOf(lane);
-    const args = [admission, (slot + lateMs).toFixed(3), interval.toFixed(3), lane.learning ? '1' : '0'];
+    const args = [admission, (slot + lateMs).toFixed(3), interval.toFixed(3), lane.learning ? '1' : '0', entry.late ? '' : entry.before, entry.late ? '' : entry.after];
     this.pending.track(this.host.ask(startedScript, this.keysOf(lane.key), args).then(noop, () => {
       // Not reached: the bucket is not debited for this start, and its reservation ends with its lease.
     }));
   }
 
-  /** @internal (RateDecider) The admission `admission` goes unused: Redis forgets its reservation. */
+  /** @internal (RateDecider) The admission `admission` goes unused: Redis forgets its reservation, or takes its debit back while nothing was admitted since. */
   returned(lane: RateLane, admission: string): void {
-    if (!this.reservations.delete(admission) || this.closed) return;
-    this.pending.track(this.host.ask(returnedScript, [this.keysOf(lane.key)[1]!], [admission]).then(noop, () => {
-      // Not reached: the reservation ends with its lease.
+    const entry = this.forget(admission);
+    if (entry === undefined || this.closed) return;
+    const args = entry.late ? [admission, '', ''] : [admission, entry.before, entry.after];
+    this.pending.track(this.host.ask(returnedScript, this.keysOf(lane.key), args).then(noop, () => {
+      // Not reached: a reservation ends with its lease; a debit stays (fewer calls, never more).
     }));
   }
 
-  // A reservation Redis made for this process: its lease is renewed until its call starts or it comes back.
-  private reserve(id: string, key: string): void {
-    this.reservations.set(id, key);
-    this.renewing ??= unref(setInterval(() => this.renew(), Math.max(1, Math.floor(this.host.leaseMs / 3))));
-  }
-
   private renew(): void {
-    if (this.reservations.size === 0 || this.closed) {
+    if (this.lateByLane.size === 0 || this.closed) {
       clearInterval(this.renewing);
       this.renewing = undefined;
       return;
     }
     const byLane = new Map<string, string[]>();
-    for (const [id, key] of this.reservations) {
+    for (const [id, { key, late }] of this.admissions) {
+      if (!late) continue;
       const ids = byLane.get(key);
       if (ids === undefined) byLane.set(key, [id]);
       else ids.push(id);
@@ -411,6 +532,9 @@ export class FleetRates implements RateDecider {
     this.closed = true;
     clearInterval(this.renewing);
     this.renewing = undefined;
+    for (const entry of this.admissions.values()) clearTimeout(entry.timer);
+    this.admissions.clear();
+    this.lateByLane.clear();
     await this.idle();
   }
 

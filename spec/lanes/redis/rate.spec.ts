@@ -7,7 +7,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { asyncScheduler } from 'rxjs';
-import { RedisLaneStore, type LanePauseNotice, type Permit } from '../../../lib/lanes/index.js';
+import { nodeRedisConnection, RedisLaneStore, type LanePauseNotice, type Permit, type RedisConnection } from '../../../lib/lanes/index.js';
 import { clearPrefix, nodeRedis, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 import type { RateWorkerConfig, RateWorkerMessage } from './rateWorker.js';
 
@@ -28,6 +28,32 @@ function startsAtOnce(store: RedisLaneStore, key: string, rate: { limit: number;
   }, 'acme', asyncScheduler);
   if (early) go();
   return permit;
+}
+
+// The scripts sent through a connection, split by their answers: an admission's is text (admitted,
+// reserved, or how long to wait); a report's (a start, a late call, one given back, a lease renewed) is 1.
+class ScriptCounting implements RedisConnection {
+  asks = 0;
+  reports = 0;
+  constructor(private readonly inner: RedisConnection) {}
+
+  async evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.counted(await this.inner.evalsha(sha1, keys, args));
+  }
+
+  async eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.counted(await this.inner.eval(script, keys, args));
+  }
+
+  subscriber(onReady: () => void): ReturnType<RedisConnection['subscriber']> {
+    return this.inner.subscriber(onReady);
+  }
+
+  private counted(reply: unknown): unknown {
+    if (typeof reply === 'string') this.asks++;
+    else this.reports++;
+    return reply;
+  }
 }
 
 describe('fleet rate lanes on a RedisLaneStore', function () {
@@ -129,6 +155,72 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
     // Counted at admission, the calls admitted while the first body ran would start within a few ms of each other.
     expect(most, `most body starts in one second, fleet-wide (starts ${stamps.map((s) => s - stamps[0]!).join(', ')} ms)`).to.be.at.most(rate.limit);
     await clearPrefix(client, `${prefix}starts:`);
+  });
+
+  it('sends nothing more for a call that starts as it is admitted: one script per admission', async () => {
+    const counting = new ScriptCounting(nodeRedisConnection(client));
+    const store = new RedisLaneStore({ client: counting, prefix: `${prefix}ontime:`, leaseSeconds: 5 });
+    try {
+      // 50 a second, 8 calls whose bodies start the moment the lane lets them go.
+      const rate = { limit: 50, perSeconds: 1 };
+      let admitted = 0;
+      await Promise.all(Array.from({ length: 8 }, () => new Promise<void>((resolve) => startsAtOnce(store, 'rate:tool:ontime', rate, () => (admitted++, resolve())))));
+      await store.idle();
+      await sleep(50);
+      await store.idle();
+      expect(admitted).to.equal(8);
+      expect(counting.reports, 'scripts sent beyond the admissions (starts, late calls, give-backs)').to.equal(0);
+      expect(counting.asks, 'admission scripts').to.be.at.least(8);
+    } finally {
+      await store.close();
+      await clearPrefix(client, `${prefix}ontime:`);
+    }
+  });
+
+  it('reports a call held in a fleet tool lane past its grace as late: the next admission, in another process, waits for its start', async () => {
+    const at = `${prefix}late:`;
+    const counting = new ScriptCounting(nodeRedisConnection(client));
+    const one = new RedisLaneStore({ client: counting, prefix: at, leaseSeconds: 5 });
+    const two = new RedisLaneStore({ client: other, prefix: at, leaseSeconds: 5 });
+    try {
+      // 10 a second: one every 102 ms with the default rateJitterMs.
+      const rate = { limit: 10, perSeconds: 1 };
+      // A body holds the fleet's tool lane of 1 for 400 ms (taken through the other store, so
+      // that one's connection carries only its rate lane's scripts).
+      const blocker = two.enter('tool:late', 1, () => undefined);
+      await two.idle();
+      expect(blocker.holding).to.equal(true);
+      // Call x is admitted, then waits in the tool lane: its body starts once the blocker leaves.
+      let xStarted = 0;
+      let xAdmitted = 0;
+      let toolPermit: Permit | undefined;
+      const x = one.enterRate('rate:tool:late', rate, () => {
+        xAdmitted = performance.now();
+        toolPermit = two.enter('tool:late', 1, () => {
+          x.started?.();
+          xStarted = performance.now();
+        });
+      }, 'acme', asyncScheduler);
+      await until(() => xAdmitted > 0, 'x admitted', 5_000);
+      // Past x's grace (and its report's round trip), call y asks from the other store.
+      await sleep(60);
+      let yAdmitted = 0;
+      const y = startsAtOnce(two, 'rate:tool:late', rate, () => (yAdmitted = performance.now()));
+      await sleep(400 - 60);
+      blocker.leave();
+      await until(() => xStarted > 0 && yAdmitted > 0, 'x started and y admitted', 5_000);
+      // Counted at x's admission, y would go 102 ms after it, long before x's body starts.
+      expect(yAdmitted - xStarted, `ms from x's start to y's admission (x admitted at 0, started at ${Math.round(xStarted - xAdmitted)})`).to.be.at.least(95);
+      await one.idle();
+      expect(counting.reports, "one's reports: x late, then x started").to.equal(2);
+      toolPermit?.leave();
+      x.leave();
+      y.leave();
+    } finally {
+      await one.close();
+      await two.close();
+      await clearPrefix(client, at);
+    }
   });
 
   it("shares a pause through Redis: another process's store waits it out, and hears of it for a tool with no rate", async () => {
