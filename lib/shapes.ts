@@ -8,6 +8,8 @@
 // collection frees those maps, and every function compiled against them is thrown away
 // ("deoptimizing ... reason: weak objects") and runs interpreted until compiled again, under the
 // next burst's load. docs/performance.md ("Kept shapes") has what keeping them saves, and where.
+// Only the library's entry imports this module: the modules it keeps shapes of hand them over
+// through the `Keep` type (lib/keep.ts), so the arrows go one way, from here to them.
 import { keepShapes as batchShapes } from './batch/runBatch.js';
 import { keepShapes as callShapes } from './batch/callContext.js';
 import { keepShapes as ceilingShapes } from './batch/ceilings.js';
@@ -19,9 +21,9 @@ import { keepShapes as turnShapes } from './runner/turn.js';
 import { keepShapes as turnsShapes } from './runner/turnByTurn.js';
 import { keepShapes as turnCallShapes } from './runner/turnCalls.js';
 import { keepShapes as watchShapes } from './tools/loopMonitor.js';
+import type { Keep } from './keep.js';
 
-/** @internal How a module hands over its exemplars: each is made by `make`, which may throw. */
-export type Keep = (make: () => object) => void;
+export type { Keep };
 
 // One inert object of each kept class, for the life of the process, once asked for.
 const kept: object[] = [];

@@ -11,7 +11,7 @@ import { failed, type RunEvent } from './events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { RunnerParts } from './parts.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
 export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };

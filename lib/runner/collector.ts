@@ -1,7 +1,7 @@
 // How run() resolves: a run's events collected as they come, then folded into its RunResult
 // with what the run handed over as it ended (state, messages, its nested runs' tokens).
 import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { statusOf, type RunEvent } from './events.js';
 import { addedUsage, type Usage } from './model.js';
 import type { RunFinal, RunFinish } from './parts.js';

@@ -10,7 +10,7 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';

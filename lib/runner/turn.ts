@@ -6,7 +6,7 @@
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import type { Outcome, StopReason } from '../batch/index.js';
 import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { RunError } from '../errors.js';
 import { providerFailure, responseOf, Request, type ReplyObserver } from './ask.js';
 import { ending, failed, type RunEvent } from './events.js';

@@ -3,7 +3,7 @@
 // model answered and how the batch went decide whether there is one).
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
 import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 
 /** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
 export interface TurnSource<T> {

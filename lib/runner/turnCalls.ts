@@ -6,7 +6,7 @@ import type { Subject } from 'rxjs';
 import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
 import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../errors.js';
 import { jsonForm, type JsonValue } from '../json.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
 import type { Message, RunInput, ToolCall } from './model.js';
 import type { PolicyTarget } from './policies.js';
