@@ -14,12 +14,12 @@ import { keepShapes as batchShapes } from './batch/runBatch.js';
 import { keepShapes as callShapes } from './batch/callContext.js';
 import { keepShapes as ceilingShapes } from './batch/ceilings.js';
 import { keepShapes as laneShapes } from './lanes/Lane.js';
-import { keepShapes as requestShapes } from './runner/ask.js';
+import { keepShapes as requestShapes } from './runner/model/ask.js';
 import { keepShapes as collectorShapes } from './runner/collector.js';
 import { keepShapes as runShapes } from './runner/run.js';
-import { keepShapes as turnShapes } from './runner/turn.js';
-import { keepShapes as turnsShapes } from './runner/turnByTurn.js';
-import { keepShapes as turnCallShapes } from './runner/turnCalls.js';
+import { keepShapes as turnShapes } from './runner/turn/turn.js';
+import { keepShapes as turnsShapes } from './runner/turn/turnByTurn.js';
+import { keepShapes as turnCallShapes } from './runner/turn/turnCalls.js';
 import { keepShapes as watchShapes } from './tools/loopMonitor.js';
 import type { Keep } from './keep.js';
 

@@ -5,13 +5,13 @@ import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
 import type { Agent } from './Agent.js';
-import type { Message, ModelProvider, RunInput, Usage } from './model.js';
-import type { Policies } from './policies.js';
-import type { SnapshotStore } from './snapshotStore.js';
-import type { RunJournal } from './runJournal.js';
-import type { ResumePoint } from './resumePoint.js';
-import type { NestedResume } from './snapshot.js';
-import type { Tracing } from './tracing.js';
+import type { Message, ModelProvider, RunInput, Usage } from './model/model.js';
+import type { Policies } from './turn/policies.js';
+import type { SnapshotStore } from './resume/snapshotStore.js';
+import type { RunJournal } from './journal/runJournal.js';
+import type { ResumePoint } from './resume/resumePoint.js';
+import type { NestedResume } from './resume/snapshot.js';
+import type { Tracing } from './trace/tracing.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
 /** What a run needs of its runner: made once per runner and shared by its runs. */

@@ -4,8 +4,8 @@ import { Observable, type Subscriber } from 'rxjs';
 import type { RunEvent } from './events.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import { Run } from './run.js';
-import { turnByTurn } from './turnByTurn.js';
-import { keptForResume } from './snapshotStore.js';
+import { turnByTurn } from './turn/turnByTurn.js';
+import { keptForResume } from './resume/snapshotStore.js';
 
 /**
  * One run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE

@@ -2,8 +2,8 @@
 // one would give them, the next turn known only once the one before it completes (what the
 // model answered and how the batch went decide whether there is one).
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
-import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../keep.js';
+import { DirectSubscriber } from '../../directSubscriber.js';
+import type { Keep } from '../../keep.js';
 
 /** Where the turns come from: the next one once the one before it completed, and what a failed one ends with. */
 export interface TurnSource<T> {

@@ -3,9 +3,9 @@
 // it needs approval), hashed over canonical JSON. A snapshot or a journal carries it, and a run
 // resumed elsewhere is refused when the agent or its tools changed meanwhile.
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../canonical.js';
-import { schemaName, type ToolRegistry } from '../tools/index.js';
-import type { Agent } from './Agent.js';
+import { canonicalJson } from '../../canonical.js';
+import { schemaName, type ToolRegistry } from '../../tools/index.js';
+import type { Agent } from '../Agent.js';
 
 /** The hex sha256 of what a resumed run relies on of `agent` and the tools of `registry` it may call. */
 export function agentFingerprint(agent: Agent, registry: ToolRegistry): string {

@@ -5,14 +5,14 @@
 import { createHash } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import { errorOutcome, type Outcome } from '../batch/index.js';
-import { canonicalJson } from '../canonical.js';
-import { describeFailures, describeValue } from '../config/index.js';
-import { ConfigError, ToolRejectedError, toErrorInfo } from '../errors.js';
-import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
-import { hasOwn, own } from '../own.js';
-import type { RunState } from '../tools/index.js';
-import type { Message, Usage } from './model.js';
+import { errorOutcome, type Outcome } from '../../batch/index.js';
+import { canonicalJson } from '../../canonical.js';
+import { describeFailures, describeValue } from '../../config/index.js';
+import { ConfigError, ToolRejectedError, toErrorInfo } from '../../errors.js';
+import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../../nesting.js';
+import { hasOwn, own } from '../../own.js';
+import type { RunState } from '../../tools/index.js';
+import type { Message, Usage } from '../model/model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
 
 /** What the snapshot's `format` says. */
@@ -36,7 +36,7 @@ export interface RunSnapshot {
   readonly format: typeof snapshotFormat;
   readonly version: number;
   readonly runId: string;
-  /** The agent's name; `fingerprint` is its and its tools' (lib/runner/fingerprint.ts). */
+  /** The agent's name; `fingerprint` is its and its tools' (lib/runner/resume/fingerprint.ts). */
   readonly agent: string;
   readonly fingerprint: string;
   readonly tenant: string;

@@ -1,8 +1,8 @@
 // The spans a run's trace keeps: one call's (`execute_tool`) and one model request's (`chat`),
 // and what a provider's answer says of its usage, finish reason and response (id, model).
 import type { OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
-import { toErrorInfo } from '../errors.js';
-import { stopClass, type StopClass } from '../stopClass.js';
+import { toErrorInfo } from '../../errors.js';
+import { stopClass, type StopClass } from '../../stopClass.js';
 import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
 

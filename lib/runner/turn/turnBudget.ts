@@ -3,9 +3,9 @@
 // have something left (a turn's tokens are not known in advance); once the provider reports its
 // usage, the turn is charged its tokens in place of the reservation. A turn the budget
 // cannot cover is not started: the run ends RUN_FAILED with the BudgetExceededError.
-import type { BudgetSpec, OnGrant, Permit } from '../lanes/index.js';
-import type { Usage } from './model.js';
-import type { RunnerParts } from './parts.js';
+import type { BudgetSpec, OnGrant, Permit } from '../../lanes/index.js';
+import type { Usage } from '../model/model.js';
+import type { RunnerParts } from '../parts.js';
 
 /** The runner's token budget per tenant, if it declared one (a budget is the runner's: it spans every agent). */
 export function tokenBudgetOf(parts: RunnerParts): BudgetSpec | undefined {

@@ -9,11 +9,11 @@
 import { createRequire } from 'node:module';
 import type { OtelApi, OtelSpan, OtelTracer } from './otelShapes.js';
 import type { SchedulerLike, Subject } from 'rxjs';
-import { ConfigError, toErrorInfo } from '../errors.js';
-import type { ToolRegistry } from '../tools/index.js';
-import type { RunnerParts, RunPlan } from './parts.js';
+import { ConfigError, toErrorInfo } from '../../errors.js';
+import type { ToolRegistry } from '../../tools/index.js';
+import type { RunnerParts, RunPlan } from '../parts.js';
 import { RunTrace } from './runTrace.js';
-import type { RunnerActivity, RunParent } from './types.js';
+import type { RunnerActivity, RunParent } from '../types.js';
 
 import { TracingAttributes, TracingEvents } from './tracingNames.js';
 

@@ -3,9 +3,9 @@
 // guardrail refuses). After the reorder, in call order: the output guardrail, then
 // onToolEnd (for every call). A policy that throws refuses, with its message; it never
 // crashes the run.
-import { errorOutcome, isPromiseLike, reportUnhandled, stopOf, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
-import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../errors.js';
-import type { ToolOutcomeEvent } from './events.js';
+import { errorOutcome, isPromiseLike, reportUnhandled, stopOf, type BatchCall, type GateVerdict, type Outcome } from '../../batch/index.js';
+import { ToolRejectedError, toErrorInfo, type ErrorInfo, type PolicyName } from '../../errors.js';
+import type { ToolOutcomeEvent } from '../events.js';
 
 /** A call as policies see it. */
 export interface PolicyCall {

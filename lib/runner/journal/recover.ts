@@ -1,14 +1,14 @@
 // runner.recover and runner.recoverable: a run whose process stopped, taken over from its
 // journal (its lease claimed, so of two processes one wins) and carried on to its end.
-import { describeValue } from '../config/index.js';
-import { ConfigError, JournalError } from '../errors.js';
-import type { Agent } from './Agent.js';
-import type { ResumePoint } from './resumePoint.js';
+import { describeValue } from '../../config/index.js';
+import { ConfigError, JournalError } from '../../errors.js';
+import type { Agent } from '../Agent.js';
+import type { ResumePoint } from '../resume/resumePoint.js';
 import { recoveryOf, type Recovery } from './recovery.js';
 import { journaledEnd, type RecoverableRun, type RunJournal, type RunStartedEntry } from './runJournal.js';
-import type { ToolRegistry } from '../tools/index.js';
-import type { RunOptions, RunResult } from './types.js';
-import type { RunInput } from './model.js';
+import type { ToolRegistry } from '../../tools/index.js';
+import type { RunOptions, RunResult } from '../types.js';
+import type { RunInput } from '../model/model.js';
 
 /** What `runner.recover` may be told. */
 export interface RecoverOptions {

@@ -4,11 +4,11 @@
 // wrong is a ConfigError naming its place (`input[3].toolCallId`) and what was expected there.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import { describeValue, failures } from '../config/index.js';
-import { ConfigError } from '../errors.js';
-import { describePath, nestedTooDeep, tooDeep } from '../nesting.js';
-import { frozenPlainCopy, jsonLike, NotPlainDataError } from '../tools/index.js';
-import type { Message, ToolCall } from '../conversation.js';
+import { describeValue, failures } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+import { describePath, nestedTooDeep, tooDeep } from '../../nesting.js';
+import { frozenPlainCopy, jsonLike, NotPlainDataError } from '../../tools/index.js';
+import type { Message, ToolCall } from '../../conversation.js';
 
 /** A run's input as the run keeps it: the text it answers, and the conversation before it. */
 export interface CheckedInput {

@@ -6,8 +6,8 @@
 // tracer that throws ends the run's tracing, never the request.
 import type { OtelAttributes, OtelContext } from './otelShapes.js';
 import { isObservable, Observable } from 'rxjs';
-import { isPromiseLike } from '../batch/index.js';
-import type { ModelProvider, ModelRequest } from './model.js';
+import { isPromiseLike } from '../../batch/index.js';
+import type { ModelProvider, ModelRequest } from '../model/model.js';
 import { ChatSpan } from './traceSpans.js';
 import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';

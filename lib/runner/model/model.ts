@@ -4,12 +4,12 @@
 // provider interface itself.
 import { isLeft, isRight, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
-import { describeFailures, describeValue } from '../config/index.js';
+import { describeFailures, describeValue } from '../../config/index.js';
 import type { Observable } from 'rxjs';
-import type { ToolSpec } from '../tools/index.js';
-import type { Message, ToolCall } from '../conversation.js';
+import type { ToolSpec } from '../../tools/index.js';
+import type { Message, ToolCall } from '../../conversation.js';
 
-export type { Message, RunInput, ToolCall } from '../conversation.js';
+export type { Message, RunInput, ToolCall } from '../../conversation.js';
 
 export interface ModelRequest {
   /** The agent's name. */

@@ -1,14 +1,14 @@
 // runner.resume's checks: a snapshot read back, refused unless it was taken of this agent with
 // these tools, for this tenant, unchanged since, in a format this library reads; then the
 // person's answers, as the resume point the run goes on from (resumePoint.ts).
-import { describeValue } from '../config/index.js';
-import { ConfigError } from '../errors.js';
-import type { ToolRegistry } from '../tools/index.js';
-import { Agent } from './Agent.js';
+import { describeValue } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+import type { ToolRegistry } from '../../tools/index.js';
+import { Agent } from '../Agent.js';
 import { agentFingerprint } from './fingerprint.js';
 import type { ResumePoint } from './resumePoint.js';
 import { checkedSnapshot, resumePointOf, type Approvals } from './snapshot.js';
-import type { ResumeOptions, RunOptions } from './types.js';
+import type { ResumeOptions, RunOptions } from '../types.js';
 
 /** resume's options: the answers, apart from the run's own options. */
 export function resumeOptions(options: ResumeOptions): { approvals: Approvals; runOptions: RunOptions } {

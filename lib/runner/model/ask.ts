@@ -3,15 +3,15 @@
 // makes of a reply that fails or does not decode.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
-import { isPromiseLike, reportUnhandled } from '../batch/index.js';
-import { describeValue } from '../config/index.js';
-import { DirectSubscriber } from '../directSubscriber.js';
-import { ProviderError, toErrorInfo } from '../errors.js';
-import { failed, type RunEvent } from './events.js';
+import { isPromiseLike, reportUnhandled } from '../../batch/index.js';
+import { describeValue } from '../../config/index.js';
+import { DirectSubscriber } from '../../directSubscriber.js';
+import { ProviderError, toErrorInfo } from '../../errors.js';
+import { failed, type RunEvent } from '../events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
-import type { RunnerParts } from './parts.js';
-import type { Keep } from '../keep.js';
+import type { RunnerParts } from '../parts.js';
+import type { Keep } from '../../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
 export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };

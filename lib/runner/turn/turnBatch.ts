@@ -1,13 +1,13 @@
 // One turn's calls as the batch runs them: the policies' gate and settle steps, the JSON form of
 // each result, the calls held back for a person (interrupts.ts), and the runner's lanes.
 import { tap, type Observable } from 'rxjs';
-import { runBatch, type BatchCall, type Outcome, type StopReason } from '../batch/index.js';
-import type { ToolRegistry } from '../tools/index.js';
-import { toOutcomeEvent, type ToolOutcomeEvent } from './events.js';
+import { runBatch, type BatchCall, type Outcome, type StopReason } from '../../batch/index.js';
+import type { ToolRegistry } from '../../tools/index.js';
+import { toOutcomeEvent, type ToolOutcomeEvent } from '../events.js';
 import { TurnWaits } from './interrupts.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { pastGated } from './resumePoint.js';
-import type { Run } from './run.js';
+import { pastGated } from '../resume/resumePoint.js';
+import type { Run } from '../run.js';
 import { afterArguments, inJsonForm, TurnActivity, type RunnerCall } from './turnCalls.js';
 
 // Whether some tool of a registry needs approval (a nested run may then wait for a person), by its version.

@@ -4,15 +4,15 @@
 // batch's subscriber. A streamed turn is handed to `streamed` (streamedTurn.ts) once its first
 // part comes.
 import { Observable, type Subscriber, type Unsubscribable } from 'rxjs';
-import type { Outcome, StopReason } from '../batch/index.js';
-import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../keep.js';
-import { RunError } from '../errors.js';
-import { providerFailure, responseOf, Request, type ReplyObserver } from './ask.js';
-import { ending, failed, type RunEvent } from './events.js';
-import type { ModelRequest } from './model.js';
-import { isStreamPart } from './modelStream.js';
-import type { Run } from './run.js';
+import type { Outcome, StopReason } from '../../batch/index.js';
+import { DirectSubscriber } from '../../directSubscriber.js';
+import type { Keep } from '../../keep.js';
+import { RunError } from '../../errors.js';
+import { providerFailure, responseOf, Request, type ReplyObserver } from '../model/ask.js';
+import { ending, failed, type RunEvent } from '../events.js';
+import type { ModelRequest } from '../model/model.js';
+import { isStreamPart } from '../model/modelStream.js';
+import type { Run } from '../run.js';
 import { streamed } from './streamedTurn.js';
 import { askTokenBudget } from './turnBudget.js';
 

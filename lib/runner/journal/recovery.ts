@@ -3,17 +3,17 @@
 // the crash left it (a settled call's outcome read back, never run again; a call dispatched and
 // never settled classified as the stop classes say; a call never dispatched run as any call is).
 // The run then goes on through a resume point (resumePoint.ts).
-import { assignDelta, mergeDeltas, type Outcome } from '../batch/index.js';
-import { lostOutcome } from '../batch/stops.js';
-import { JournalError, ProcessStoppedError, toErrorInfo } from '../errors.js';
-import { processStopped } from '../stopClass.js';
-import type { RunState } from '../tools/index.js';
-import { toOutcomeEvent, toResponseEvent, type RunEvent } from './events.js';
-import type { Message, ModelResponse, ToolCall } from './model.js';
-import type { ResumedCall, ResumePoint } from './resumePoint.js';
+import { assignDelta, mergeDeltas, type Outcome } from '../../batch/index.js';
+import { lostOutcome } from '../../batch/stops.js';
+import { JournalError, ProcessStoppedError, toErrorInfo } from '../../errors.js';
+import { processStopped } from '../../stopClass.js';
+import type { RunState } from '../../tools/index.js';
+import { toOutcomeEvent, toResponseEvent, type RunEvent } from '../events.js';
+import type { Message, ModelResponse, ToolCall } from '../model/model.js';
+import type { ResumedCall, ResumePoint } from '../resume/resumePoint.js';
 import { journaledEnd, type CallDecidedEntry, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
-import { startingState, toolMessage } from './turnCalls.js';
-import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../nesting.js';
+import { startingState, toolMessage } from '../turn/turnCalls.js';
+import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../../nesting.js';
 
 /** How a journaled run goes on: from a resume point, or (no turn of it was journaled, so nothing of it ran) from its start again. */
 export type Recovery = { readonly kind: 'point'; readonly start: RunStartedEntry; readonly point: ResumePoint } | { readonly kind: 'again'; readonly start: RunStartedEntry };

@@ -2,10 +2,10 @@
 // of a streamed turn as it is written, each call's dispatch ahead of its body, each outcome without
 // a result as the batch decides it, each outcome as it is settled, its end). Only a top-level run is journaled:
 // a nested run is part of its caller's call, and after a crash that call is what is classified.
-import type { BatchCall, Outcome, WriteAhead, WriteAheadWaiter } from '../batch/index.js';
-import type { RunEvent } from './events.js';
-import type { ModelResponse, ToolCall } from './model.js';
-import type { RunPlan } from './parts.js';
+import type { BatchCall, Outcome, WriteAhead, WriteAheadWaiter } from '../../batch/index.js';
+import type { RunEvent } from '../events.js';
+import type { ModelResponse, ToolCall } from '../model/model.js';
+import type { RunPlan } from '../parts.js';
 import type { RunJournal } from './runJournal.js';
 
 /** One journaled run's writer: entries appended to its journal, never awaited but by a call's dispatch. */

@@ -3,9 +3,9 @@
 // turn as the model writes it, each call's dispatch before its body starts, each outcome as it is
 // decided, its end). The journals themselves (in
 // memory, on PostgreSQL) are in lib/journal/; reading a run back is recover.ts's.
-import type { Outcome } from '../batch/index.js';
-import type { RunEvent } from './events.js';
-import type { Message, ModelResponse, ToolCall } from './model.js';
+import type { Outcome } from '../../batch/index.js';
+import type { RunEvent } from '../events.js';
+import type { Message, ModelResponse, ToolCall } from '../model/model.js';
 
 /** The run began: what it was asked, for whom, from which state. */
 export interface RunStartedEntry {

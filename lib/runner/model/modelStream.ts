@@ -3,7 +3,7 @@
 // the stream completes it, and at the end the response the turn amounts to: the very response
 // a provider giving the turn whole would have given, so the transcript is the same either way.
 import { isLeft } from 'fp-ts/lib/Either.js';
-import { describeFailures, describeValue } from '../config/index.js';
+import { describeFailures, describeValue } from '../../config/index.js';
 import { decodeToolCall, FinishReasonCodec, UsageCodec, type DecodedResponse, type FinishReason, type ModelResponse, type ToolCall, type Usage } from './model.js';
 
 /**

@@ -3,10 +3,10 @@
 // the run's tracing, told once, and changes nothing else (`broke`).
 import type { OtelApi, OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
 import { Observable } from 'rxjs';
-import type { CallActivity, Outcome } from '../batch/index.js';
-import { stopClassOf } from '../stopClass.js';
-import type { RunEvent } from './events.js';
-import type { RunnerParts, RunPlan } from './parts.js';
+import type { CallActivity, Outcome } from '../../batch/index.js';
+import { stopClassOf } from '../../stopClass.js';
+import type { RunEvent } from '../events.js';
+import type { RunnerParts, RunPlan } from '../parts.js';
 import { providerOf, tracedProvider } from './tracedProvider.js';
 import { CallSpan, type ChatSpan, type SpanUsage } from './traceSpans.js';
 import type { Tracing } from './tracing.js';

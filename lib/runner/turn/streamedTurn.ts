@@ -1,13 +1,13 @@
 // A streamed turn: its calls handed to its batch as the model writes them, its outcomes held
 // until the response is complete, so its transcript is the whole turn's.
 import { catchError, concat, concatMap, connectable, defer, EMPTY, filter, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
-import type { Outcome, StopReason } from '../batch/index.js';
-import { toErrorInfo } from '../errors.js';
-import { providerFailure } from './ask.js';
-import { ending, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import type { ModelResponse } from './model.js';
-import { WrittenTurn } from './modelStream.js';
-import type { Run } from './run.js';
+import type { Outcome, StopReason } from '../../batch/index.js';
+import { toErrorInfo } from '../../errors.js';
+import { providerFailure } from '../model/ask.js';
+import { ending, type RunEvent, type ToolOutcomeEvent } from '../events.js';
+import type { ModelResponse } from '../model/model.js';
+import { WrittenTurn } from '../model/modelStream.js';
+import type { Run } from '../run.js';
 import type { RunnerCall } from './turnCalls.js';
 
 /**

@@ -3,10 +3,10 @@
 // this process's memory. Entries expire: a person who never answers leaves nothing behind for
 // good. PostgresSnapshotStore (lib/journal/) is the one for a fleet.
 import { concatMap, from, of, type MonoTypeOperatorFunction } from 'rxjs';
-import { describeValue, refuseUnknownFields } from '../config/index.js';
-import { ApprovalRefusedError, ConfigError, JournalError } from '../errors.js';
-import type { RunEvent } from './events.js';
-import type { RunJournal } from './runJournal.js';
+import { describeValue, refuseUnknownFields } from '../../config/index.js';
+import { ApprovalRefusedError, ConfigError, JournalError } from '../../errors.js';
+import type { RunEvent } from '../events.js';
+import type { RunJournal } from '../journal/runJournal.js';
 import type { RunSnapshot } from './snapshot.js';
 
 /** What a store keeps of a waiting run: its snapshot, and whose run it is. */

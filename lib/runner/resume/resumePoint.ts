@@ -4,15 +4,15 @@
 // passed their gate already (dispatched without asking again), the rest run as any call does.
 // The run then goes on to its next turns. Snapshots (snapshot.ts) and a run journal both build one.
 import { concat, defer, filter, from, map, type Observable } from 'rxjs';
-import type { BatchCall, GateVerdict, Outcome } from '../batch/index.js';
-import { describeValue } from '../config/index.js';
-import { ConfigError } from '../errors.js';
-import type { RunState } from '../tools/index.js';
-import type { RunEvent, ToolOutcomeEvent } from './events.js';
-import type { Message, ToolCall, Usage } from './model.js';
-import type { Run } from './run.js';
+import type { BatchCall, GateVerdict, Outcome } from '../../batch/index.js';
+import { describeValue } from '../../config/index.js';
+import { ConfigError } from '../../errors.js';
+import type { RunState } from '../../tools/index.js';
+import type { RunEvent, ToolOutcomeEvent } from '../events.js';
+import type { Message, ToolCall, Usage } from '../model/model.js';
+import type { Run } from '../run.js';
 import type { NestedResume } from './snapshot.js';
-import type { RunnerCall } from './turnCalls.js';
+import type { RunnerCall } from '../turn/turnCalls.js';
 
 /** One call of the resumed turn, by its place in the model's calls. */
 export interface ResumedCall {

@@ -3,14 +3,14 @@
 // batch runs everything else the order rules allow; the outcomes from the first waiting call on
 // are held here, and once the batch is over the run either ends `interrupted` (its snapshot
 // keeps them) or, stopped meanwhile, tells them as any stopped batch would.
-import { errorOutcome, type BatchCall, type GateVerdict, type Outcome } from '../batch/index.js';
-import { CallStoppedError } from '../errors.js';
-import { jsonForm } from '../json.js';
-import { neverDispatchedMessage } from '../stopClass.js';
-import type { RunEvent } from './events.js';
-import { agentFingerprint } from './fingerprint.js';
-import type { Run } from './run.js';
-import { pendingOf, snapshotDigest, snapshotFormat, snapshotVersion, type RunSnapshot, type SnapshotCall } from './snapshot.js';
+import { errorOutcome, type BatchCall, type GateVerdict, type Outcome } from '../../batch/index.js';
+import { CallStoppedError } from '../../errors.js';
+import { jsonForm } from '../../json.js';
+import { neverDispatchedMessage } from '../../stopClass.js';
+import type { RunEvent } from '../events.js';
+import { agentFingerprint } from '../resume/fingerprint.js';
+import type { Run } from '../run.js';
+import { pendingOf, snapshotDigest, snapshotFormat, snapshotVersion, type RunSnapshot, type SnapshotCall } from '../resume/snapshot.js';
 import type { RunnerCall } from './turnCalls.js';
 
 /** Why a call waits: its own approval, an earlier call's (it is in a later phase), its nested run's. */

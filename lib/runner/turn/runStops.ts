@@ -1,10 +1,10 @@
 // What can stop a run from outside: the caller's signal and the runner's runSeconds, each an
 // Observable of the stop it gives. The run (run.ts) merges them into its one stop.
 import { Observable } from 'rxjs';
-import { cancelled, type StopReason } from '../batch/index.js';
-import { DeadlineExceededError, toErrorInfo } from '../errors.js';
-import { scheduleAfter } from '../time.js';
-import type { RunnerParts, RunPlan } from './parts.js';
+import { cancelled, type StopReason } from '../../batch/index.js';
+import { DeadlineExceededError, toErrorInfo } from '../../errors.js';
+import { scheduleAfter } from '../../time.js';
+import type { RunnerParts, RunPlan } from '../parts.js';
 
 // The caller's signal as a stop: at once if it is aborted already.
 function aborted(signal: AbortSignal): Observable<StopReason> {

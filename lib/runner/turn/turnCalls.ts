@@ -3,16 +3,16 @@
 // result goes back in, the tool message the model reads, and the run's state as bodies see it.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Subject } from 'rxjs';
-import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../batch/index.js';
-import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../errors.js';
-import { jsonForm, type JsonValue } from '../json.js';
-import type { Keep } from '../keep.js';
-import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../tools/index.js';
-import type { Message, RunInput, ToolCall } from './model.js';
+import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../../batch/index.js';
+import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
+import { jsonForm, type JsonValue } from '../../json.js';
+import type { Keep } from '../../keep.js';
+import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
+import type { Message, RunInput, ToolCall } from '../model/model.js';
 import type { PolicyTarget } from './policies.js';
-import type { NestedResume } from './snapshot.js';
-import type { RunnerActivity, RunParent, RunResult } from './types.js';
-import { tooDeep } from '../nesting.js';
+import type { NestedResume } from '../resume/snapshot.js';
+import type { RunnerActivity, RunParent, RunResult } from '../types.js';
+import { tooDeep } from '../../nesting.js';
 
 /**
  * A result outcome with its result in its JSON form, and the text the model reads for it in
