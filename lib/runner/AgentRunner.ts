@@ -17,7 +17,7 @@ import type { Approve, Guardrails, Hooks } from './turn/policies.js';
 import { Collector } from './collector.js';
 import { resumeOptions, resumePointFor } from './resume/resume.js';
 import { resumedCalls, type ResumePoint } from './resume/resumePoint.js';
-import type { Approvals, RunSnapshot } from './resume/snapshot.js';
+import type { Approvals, RunSnapshot } from './resume/snapshotFormat.js';
 import { runEvents } from './runEvents.js';
 import { Tracing } from './trace/tracing.js';
 import { emptyState, startingState } from './turn/turnCalls.js';

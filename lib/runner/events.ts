@@ -5,7 +5,7 @@ import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
 import { stopClassOf, type StopClass } from '../stopClass.js';
 import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model/model.js';
-import type { PendingCall, RunSnapshot } from './resume/snapshot.js';
+import type { PendingCall, RunSnapshot } from './resume/snapshotFormat.js';
 
 export type RunEventType =
   | 'RUN_STARTED'

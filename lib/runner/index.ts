@@ -49,7 +49,7 @@ export {
 } from './model/model.js';
 export { isStreamPart, StreamPartError, WrittenTurn } from './model/modelStream.js';
 export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './turn/policies.js';
-export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './resume/snapshot.js';
+export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './resume/snapshotFormat.js';
 export { TracingAttributes, TracingEvents } from './trace/tracingNames.js';
 export type {
   CallDispatchedEntry,

@@ -1,6 +1,6 @@
 // What a run needs of its runner, and a run's plan: the engine's own types, apart from the
 // public ones in types.ts (whose declarations an app reads), since they name the runner's parts.
-import type { SchedulerLike, Subject } from 'rxjs';
+import type { Observable, SchedulerLike, Subject } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { LaneStore, Loan } from '../lanes/index.js';
 import type { LoopMonitor, RunState, ToolRegistry, ToolSpec } from '../tools/index.js';
@@ -10,8 +10,9 @@ import type { Policies } from './turn/policies.js';
 import type { SnapshotStore } from './resume/snapshotStore.js';
 import type { RunJournal } from './journal/runJournal.js';
 import type { ResumePoint } from './resume/resumePoint.js';
-import type { NestedResume } from './resume/snapshot.js';
-import type { Tracing } from './trace/tracing.js';
+import type { NestedResume } from './resume/snapshotFormat.js';
+import type { RunEvent } from './events.js';
+import type { BodyTrace } from './turn/turnCalls.js';
 import type { RunnerActivity, RunOptions, RunParent, RunResult } from './types.js';
 
 /** What a run needs of its runner: made once per runner and shared by its runs. */
@@ -32,13 +33,29 @@ export interface RunnerParts {
   /** Resumes a sub-agent's run that waited, for the `runAgent` of a call run again on resume. */
   readonly resumeNested: (agent: Agent, resumes: NestedResume, options: RunOptions, nesting: Nesting) => Promise<RunResult>;
   /** The runner's tracing, when it was given a tracer. */
-  readonly tracing: Tracing | undefined;
+  readonly tracing: RunTracing | undefined;
   /** The tools an agent may call now, and what the provider is shown of them (reread when the registry changes). */
   readonly toolsOf: (agent: Agent) => AgentTools;
   /** Where top-level runs are journaled, if anywhere. */
   readonly journal: RunJournal | undefined;
   /** Where a top-level run that ends waiting for a person leaves its snapshot for its one resume, if anywhere. */
   readonly snapshots: SnapshotStore | undefined;
+}
+
+/** The runner's tracing, as a run uses it (trace/tracing.ts is the one there is). */
+export interface RunTracing {
+  /** A run's trace, before the run is made: the run takes `trace.parts`, whose provider is traced. */
+  open(parts: RunnerParts, plan: RunPlan): OpenTrace;
+}
+
+/** One run's trace: what the run is made with, its start, its transcript followed; its calls' bodies run inside their spans. */
+export interface OpenTrace extends BodyTrace {
+  /** The runner's parts, with a traced provider. */
+  readonly parts: RunnerParts;
+  /** The run was made (its id known): its span starts. */
+  begin(runId: string): void;
+  /** The run's transcript, with its spans kept up to date. */
+  follow(run$: Observable<RunEvent>): Observable<RunEvent>;
 }
 
 /** An agent's tools on one runner, as of the registry's `version`. */

@@ -4,29 +4,31 @@
 // answers without calls or the run stops. `run$()` is this Observable, and `run()` is it
 // folded: one engine path. The run's stop is a composition of what can stop it (the caller's
 // signal, runSeconds), replayed to every turn; a failure under FAIL_RUN is the batch's own.
-// A turn is in turn.ts, a streamed one in streamedTurn.ts: this file is the run they share.
+// A turn is in turn/turn.ts, a streamed one in turn/streamedTurn.ts: this file is the run they
+// share, and the one place its state changes (turn/turnRun.ts is what a turn sees of it).
 import { randomUUID } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import type { Keep } from '../keep.js';
+import type { OnGrant } from '../lanes/index.js';
 import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import type { TurnSource } from './turn/turnByTurn.js';
 import { RunJournaling } from './journal/journaling.js';
-import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
+import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
 import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turn/turnCalls.js';
-import type { RunTrace } from './trace/runTrace.js';
-import { resumedTurn } from './resume/resumePoint.js';
+import { resumedTurn } from './turn/resumedTurn.js';
 import { stopSources } from './turn/runStops.js';
-import { interrupted, type TurnWaits } from './turn/interrupts.js';
+import { interrupted, type TurnWaits, type WaitingRun } from './turn/interrupts.js';
 import { turn } from './turn/turn.js';
 import { turnBatch } from './turn/turnBatch.js';
-import { tokenBudgetOf, tokensOf } from './turn/turnBudget.js';
+import { askTokenBudget, tokenBudgetOf, tokensOf } from './turn/turnBudget.js';
+import type { TurnRun } from './turn/turnRun.js';
 import type { BudgetSpec, Permit } from '../lanes/index.js';
-import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
+import type { AgentTools, OpenTrace, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
@@ -38,7 +40,7 @@ function flat(text: string): string {
 }
 
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
-export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
+export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly runId: string;
   // Where the run is journaled, if its runner has a journal (a nested run never is: it is part of its caller's call).
   readonly journal: RunJournaling | undefined;
@@ -54,9 +56,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   // The tokens of the run's own turns so far (a snapshot keeps them).
   usage: Usage | undefined = undefined;
   // The calls of the turn now running that wait for a person, when one may (interrupts.ts).
-  waits: TurnWaits | undefined = undefined;
+  private waits: TurnWaits | undefined = undefined;
   // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
-  asked: readonly Message[] = [];
+  private asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
   stopped: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
@@ -69,14 +71,14 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   // The tools the agent may call, as of the registry's last change this run has seen.
   private tools: AgentTools;
   // The tenant's token budget, if the runner declared one, and the current turn's place in it (turnBudget.ts).
-  readonly tokenBudget: BudgetSpec | undefined;
-  turnBudget: Permit | undefined = undefined;
+  private readonly tokenBudget: BudgetSpec | undefined;
+  private turnBudget: Permit | undefined = undefined;
 
   constructor(
     readonly parts: RunnerParts,
     readonly plan: RunPlan,
     /** The run's spans, when the runner traces: its calls' bodies run inside their spans. */
-    readonly trace: RunTrace | undefined,
+    readonly trace: OpenTrace | undefined,
   ) {
     const { history, resume } = plan;
     this.runId = resume?.runId ?? flat(randomUUID());
@@ -182,7 +184,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.waits = undefined;
     if (waits?.waiting === true && failure === undefined && this.stopped === undefined) {
       const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
-      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this, n, outcomes, waits));
+      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
     }
     const held: RunEvent[] = [];
     for (const outcome of waits?.later ?? []) {
@@ -191,6 +193,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     }
     const last = this.afterBatch(n, outcomes, failure);
     return last === undefined ? held : [...held, last];
+  }
+
+  // What the snapshot of the run, as it waits for a person, keeps of it.
+  private waiting(): WaitingRun {
+    const { plan } = this;
+    return { runId: this.runId, agent: plan.agent, tools: this.parts.tools, tenant: plan.tenant, messages: this.messages, state: this.state, usage: this.usage, nestedUsage: this.nestedUsage };
   }
 
   // The run's final event, if it has not ended already, as the events to emit.
@@ -268,9 +276,24 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
   }
 
-  /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
-  scope(): TurnScope {
-    return new TurnScope(this, this.runId, this.plan.tenant, this.state, this.asked);
+  /** The turn's place in its tenant's token budget, if the runner declared one: charged the turn's tokens once the model reports them. */
+  budgetFor(turn: OnGrant): Permit | undefined {
+    const { tokenBudget } = this;
+    if (tokenBudget === undefined) return undefined;
+    return (this.turnBudget = askTokenBudget(this.parts, tokenBudget, this.plan.tenant, turn));
+  }
+
+  /** The next turn's request: the conversation so far and the tools now; the conversation is what the turn's bodies read. */
+  request(): ModelRequest {
+    const { agent } = this.plan;
+    const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...this.messages], tools: this.toolsNow().specs };
+    this.asked = request.messages;
+    return request;
+  }
+
+  /** What a turn's calls share: the run, its tenant, the state and the conversation they read (`asked`: a resumed turn's). One per turn. */
+  scope(asked: readonly Message[] = this.asked): TurnScope {
+    return new TurnScope(this, this.runId, this.plan.tenant, this.state, asked);
   }
 
   /**
@@ -355,7 +378,9 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
    * JSON as it settles. `stop$` is the run's stop, or what a streamed turn adds to it.
    */
   batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined = this.stop$): Observable<Outcome> {
-    return turnBatch(this, turn, given, contents, stop$);
+    const { outcomes$, waits } = turnBatch(this, turn, given, contents, stop$);
+    this.waits = waits;
+    return outcomes$;
   }
 
   // Tells watchers of activity$ a piece of the model's text as it is written; made only if someone watches.

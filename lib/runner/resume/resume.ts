@@ -7,7 +7,8 @@ import type { ToolRegistry } from '../../tools/index.js';
 import { Agent } from '../Agent.js';
 import { agentFingerprint } from './fingerprint.js';
 import type { ResumePoint } from './resumePoint.js';
-import { checkedSnapshot, resumePointOf, type Approvals } from './snapshot.js';
+import { checkedSnapshot, resumePointOf } from './snapshot.js';
+import type { Approvals } from './snapshotFormat.js';
 import type { ResumeOptions, RunOptions } from '../types.js';
 
 /** resume's options: the answers, apart from the run's own options. */

@@ -2,17 +2,15 @@
 // goes on. Its turn's calls are the model's, as its conversation holds them; some have their
 // outcome already (never run again: their events go out in call order, among the others'), some
 // passed their gate already (dispatched without asking again), the rest run as any call does.
-// The run then goes on to its next turns. Snapshots (snapshot.ts) and a run journal both build one.
-import { concat, defer, filter, from, map, type Observable } from 'rxjs';
-import type { BatchCall, GateVerdict, Outcome } from '../../batch/index.js';
+// The run then goes on to its next turns. Snapshots (snapshot.ts) and a run journal both build one;
+// the resumed turn itself is turn/resumedTurn.ts.
+import type { Outcome } from '../../batch/index.js';
 import { describeValue } from '../../config/index.js';
 import { ConfigError } from '../../errors.js';
 import type { RunState } from '../../tools/index.js';
-import type { RunEvent, ToolOutcomeEvent } from '../events.js';
+import type { RunEvent } from '../events.js';
 import type { Message, ToolCall, Usage } from '../model/model.js';
-import type { Run } from '../run.js';
-import type { NestedResume } from './snapshot.js';
-import type { RunnerCall } from '../turn/turnCalls.js';
+import type { NestedResume } from './snapshotFormat.js';
 
 /** One call of the resumed turn, by its place in the model's calls. */
 export interface ResumedCall {
@@ -50,8 +48,6 @@ export interface ResumePoint {
   readonly events?: readonly RunEvent[];
 }
 
-const noMalformed: ReadonlyMap<number, string> = new Map();
-
 /**
  * The model's calls of the point's turn (those of its last assistant message, at `asked` in its
  * messages), checked against `calls`: a ConfigError names the first field that does not fit.
@@ -78,54 +74,4 @@ export function resumedCalls(point: ResumePoint): { readonly toolCalls: readonly
     if (calls[index]?.told !== true) throw new ConfigError(`calls[${index}].told`, `the first ${told} calls are answered in messages: calls[${index}] must be told, with its outcome`);
   }
   return { toolCalls, asked };
-}
-
-/**
- * The gate of a resumed batch: calls that passed it before go straight on, the others are asked
- * by `next` as any call is.
- */
-export function pastGated(next: (call: BatchCall, index: number) => GateVerdict | Promise<GateVerdict>, calls: readonly RunnerCall[]): (call: BatchCall, index: number) => GateVerdict | Promise<GateVerdict> {
-  if (!calls.some((call) => call.gated)) return next;
-  return (call, index) => ((call as RunnerCall).gated ? undefined : next(call, index));
-}
-
-/**
- * The resumed turn, as an Observable of its events: the outcomes of the turn's batch in call
- * order (those told before left out; those known already re-emitted, never run again), then the
- * run's final event, or nothing when it goes on to its next turn. No MODEL_RESPONSE: the
- * transcript it goes on from has the turn's.
- */
-export function resumedTurn(run: Run, point: ResumePoint): Observable<RunEvent> {
-  return defer(() => {
-    const { toolCalls, asked } = resumedCalls(point);
-    const { turn: n, messages } = point;
-    // The turn's bodies read the conversation as the model was sent it: up to its answer.
-    run.asked = messages.slice(0, asked);
-    const calls = run.callsOf(toolCalls, noMalformed, run.scope());
-    const contents = new Array<string | undefined>(calls.length);
-    point.calls.forEach((resumed, index) => {
-      if (resumed === undefined) return;
-      const call = calls[index]!;
-      const { outcome } = resumed;
-      call.outcome = outcome;
-      call.told = resumed.told === true;
-      call.settled = call.told || resumed.settled === true;
-      call.gated = resumed.gated === true;
-      call.resumes = resumed.nested;
-      // A result settled before goes back to the model as it was told: its JSON form's text.
-      if (call.settled && outcome?.kind === 'result') contents[index] = typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result);
-    });
-    const outcomes: Outcome[] = [];
-    return concat(
-      run.batchOf(n, calls, contents).pipe(
-        filter((outcome) => {
-          outcomes.push(outcome);
-          return !calls[outcome.index]!.told;
-        }),
-        map((outcome) => run.tookOutcome(n, outcome, contents)),
-        filter((event): event is ToolOutcomeEvent => event !== undefined),
-      ),
-      defer(() => from(run.after(n, outcomes))),
-    );
-  });
 }

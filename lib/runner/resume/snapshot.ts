@@ -1,7 +1,8 @@
 // A run's snapshot: everything a later process needs to go on with a run that waits for a
 // person, as plain JSON. Its format and version say how to read it; its fingerprint, which agent
 // and tools it was taken with; its digest, that nobody changed it since. `resumePointOf` reads
-// one back, with the person's answers, as the resume point the run goes on from.
+// one back, with the person's answers, as the resume point the run goes on from. The format's
+// types are in snapshotFormat.ts, which imports nothing of the runner's.
 import { createHash } from 'node:crypto';
 import { isLeft } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
@@ -11,64 +12,8 @@ import { describeFailures, describeValue } from '../../config/index.js';
 import { ConfigError, ToolRejectedError, toErrorInfo } from '../../errors.js';
 import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../../nesting.js';
 import { hasOwn, own } from '../../own.js';
-import type { RunState } from '../../tools/index.js';
-import type { Message, Usage } from '../model/model.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
-
-/** What the snapshot's `format` says. */
-export const snapshotFormat = 'agent-lanes/run-snapshot';
-/** The snapshot version this library writes, and the newest it reads. */
-export const snapshotVersion = 1;
-
-/** A call of the waiting turn, as the snapshot keeps it. */
-export type SnapshotCall =
-  /** Its outcome went out before the run waited (`told`), or came while it waited (`settled`): never run again. */
-  | { readonly status: 'told' | 'settled'; readonly callId: string; readonly tool: string; readonly outcome: Outcome }
-  /** Waits for a person's answer; `args` are the model's, as the approver sees them. */
-  | { readonly status: 'approval'; readonly callId: string; readonly tool: string; readonly args: unknown }
-  /** In a later phase than a waiting call: runs once the run goes on. */
-  | { readonly status: 'held'; readonly callId: string; readonly tool: string }
-  /** Its body started a nested run that waits: the call runs again, its nested run going on from `snapshot`. */
-  | { readonly status: 'nested'; readonly callId: string; readonly tool: string; readonly snapshot: RunSnapshot };
-
-/** A run that waits for a person, as plain JSON (docs/resuming.md). */
-export interface RunSnapshot {
-  readonly format: typeof snapshotFormat;
-  readonly version: number;
-  readonly runId: string;
-  /** The agent's name; `fingerprint` is its and its tools' (lib/runner/resume/fingerprint.ts). */
-  readonly agent: string;
-  readonly fingerprint: string;
-  readonly tenant: string;
-  /** The turn whose batch waits. */
-  readonly turn: number;
-  /** The conversation: to the turn's assistant message, then the tool messages told before the run waited. */
-  readonly messages: readonly Message[];
-  /** The run's state when the batch started. */
-  readonly state: RunState;
-  /** The tokens of the run's turns so far, and of its nested runs. */
-  readonly usage?: Usage;
-  readonly nestedUsage?: Usage;
-  /** The turn's calls, in call order. */
-  readonly calls: readonly SnapshotCall[];
-  /** The hex sha256 of the canonical JSON of every other field: a snapshot changed since is refused. */
-  readonly digest: string;
-}
-
-/** A call waiting for a person's answer, as `RunResult.pending` lists it. */
-export interface PendingCall {
-  /** The id to answer it by: a nested run's call is `<caller's callId>/<its callId>`. */
-  readonly callId: string;
-  readonly tool: string;
-  /** The arguments the model gave, as the approver sees them. */
-  readonly args: unknown;
-}
-
-/** A person's answer to a waiting call: yes, no, or no with the reason the model will read. */
-export type Approval = boolean | { readonly approved: false; readonly reason?: string };
-
-/** The answers, by the callId `pending` lists. */
-export type Approvals = Readonly<Record<string, Approval>>;
+import { snapshotFormat, snapshotVersion, type Approvals, type NestedResume, type PendingCall, type RunSnapshot } from './snapshotFormat.js';
 
 /** The snapshot's digest: what it holds apart from its digest, hashed. */
 export function snapshotDigest(snapshot: Omit<RunSnapshot, 'digest'> & { readonly digest?: string }): string {
@@ -132,12 +77,6 @@ export function checkedSnapshot(value: unknown, root = 'snapshot'): RunSnapshot 
   });
   if (snapshotDigest(snapshot) !== snapshot.digest) throw new ConfigError(`${root}.digest`, `${root}.digest does not match what the snapshot holds: it was changed since it was taken`);
   return snapshot;
-}
-
-/** What a nested call goes on with: its nested run's snapshot and the answers meant for it. */
-export interface NestedResume {
-  readonly snapshot: RunSnapshot;
-  readonly approvals: Approvals;
 }
 
 /**

@@ -7,7 +7,7 @@ import { describeValue, refuseUnknownFields } from '../../config/index.js';
 import { ApprovalRefusedError, ConfigError, JournalError } from '../../errors.js';
 import type { RunEvent } from '../events.js';
 import type { RunJournal } from '../journal/runJournal.js';
-import type { RunSnapshot } from './snapshot.js';
+import type { RunSnapshot } from './snapshotFormat.js';
 
 /** What a store keeps of a waiting run: its snapshot, and whose run it is. */
 export interface KeptSnapshot {

@@ -1,7 +1,7 @@
 // One run's spans: its invoke_agent span, its calls' execute_tool spans (from the turns' call
 // activity and the run's transcript), the usage its turns reported. A tracer that throws stops
 // the run's tracing, told once, and changes nothing else (`broke`).
-import type { OtelApi, OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
+import type { OtelApi, OtelAttributes, OtelContext, OtelSpan, OtelTracer } from './otelShapes.js';
 import { Observable } from 'rxjs';
 import type { CallActivity, Outcome } from '../../batch/index.js';
 import { stopClassOf } from '../../stopClass.js';
@@ -9,8 +9,24 @@ import type { RunEvent } from '../events.js';
 import type { RunnerParts, RunPlan } from '../parts.js';
 import { providerOf, tracedProvider } from './tracedProvider.js';
 import { CallSpan, type ChatSpan, type SpanUsage } from './traceSpans.js';
-import type { Tracing } from './tracing.js';
+import type { RunParent } from '../types.js';
 import { TracingAttributes, TracingEvents } from './tracingNames.js';
+
+/** What a run's trace needs of the runner's tracing (tracing.ts is the one there is). */
+export interface TraceRoot {
+  readonly api: OtelApi;
+  readonly tracer: OtelTracer;
+  readonly scheduler: { now(): number };
+  /** The span of a call running now (a nested run's caller), if it is traced. */
+  callSpan(parent: RunParent): OtelSpan | undefined;
+  /** The run is traced now (a nested run finds its caller's span), and no longer. */
+  add(runId: string, trace: RunTrace): void;
+  remove(runId: string, trace: RunTrace): void;
+  /** A tool's description, for its execute_tool spans. */
+  description(tool: string): string | undefined;
+  /** The run's tracer threw: said once. */
+  failed(runId: string, parent: RunParent | undefined, error: unknown): void;
+}
 
 /**
  * One run's spans. Its invoke_agent span starts when the run starts (under the calling tool's
@@ -51,7 +67,7 @@ export class RunTrace {
   broken = false;
 
   constructor(
-    readonly tracing: Tracing,
+    readonly tracing: TraceRoot,
     parts: RunnerParts,
     readonly plan: RunPlan,
   ) {

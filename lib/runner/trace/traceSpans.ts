@@ -1,10 +1,23 @@
 // The spans a run's trace keeps: one call's (`execute_tool`) and one model request's (`chat`),
 // and what a provider's answer says of its usage, finish reason and response (id, model).
-import type { OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
+import type { OtelApi, OtelAttributes, OtelContext, OtelSpan } from './otelShapes.js';
 import { toErrorInfo } from '../../errors.js';
 import { stopClass, type StopClass } from '../../stopClass.js';
-import type { RunTrace } from './runTrace.js';
 import { TracingAttributes } from './tracingNames.js';
+
+/** What a span reads and tells of its run's trace (runTrace.ts is the one there is). */
+export interface SpanRun {
+  readonly api: OtelApi;
+  /** True once the tracer threw: nothing more is traced for the run. */
+  readonly broken: boolean;
+  /** Model requests not yet answered. */
+  readonly chats: Set<ChatSpan>;
+  now(): number;
+  /** The tokens a model turn reported. */
+  usage(usage: SpanUsage): void;
+  /** The tracer threw: the run's tracing ends. */
+  broke(error: unknown): void;
+}
 
 /** One call's span, and what is known of the call so far. */
 export class CallSpan {
@@ -37,7 +50,7 @@ export class CallSpan {
    * The call's ending: its outcome, its lanes (set here, in one go: the time it waited, from its
    * first wait to its start, or to its end if it never started) and its error, if any.
    */
-  end(run: RunTrace, errorType: string | undefined, stop: StopClass | undefined, message: string | undefined): void {
+  end(run: SpanRun, errorType: string | undefined, stop: StopClass | undefined, message: string | undefined): void {
     if (!this.open) return;
     this.open = false;
     const { queuedAt, lanes, started } = this;
@@ -65,7 +78,7 @@ export class CallSpan {
    * and, if the leaving stopped it, its stop class. A failure the batch had decided before gives
    * no name here: `_OTHER`, as the conventions say for an error type not known.
    */
-  endFromKind(run: RunTrace): void {
+  endFromKind(run: SpanRun): void {
     switch (this.kind) {
       case 'result':
         return this.end(run, undefined, undefined, undefined);
@@ -91,7 +104,7 @@ export class ChatSpan {
   private answeredAt: number | undefined = undefined;
 
   constructor(
-    private readonly run: RunTrace,
+    private readonly run: SpanRun,
     readonly span: OtelSpan,
   ) {}
 

@@ -4,26 +4,32 @@
 // spans made for it, then and in what follows from it, nest under the chat span. The answer
 // passes through as it came (a Promise, an Observable, a value), watched for its ending; a
 // tracer that throws ends the run's tracing, never the request.
-import type { OtelAttributes, OtelContext } from './otelShapes.js';
+import type { OtelAttributes, OtelContext, OtelTracer } from './otelShapes.js';
 import { isObservable, Observable } from 'rxjs';
 import { isPromiseLike } from '../../batch/index.js';
 import type { ModelProvider, ModelRequest } from '../model/model.js';
-import { ChatSpan } from './traceSpans.js';
-import type { RunTrace } from './runTrace.js';
+import { ChatSpan, type SpanRun } from './traceSpans.js';
 import { TracingAttributes } from './tracingNames.js';
+
+/** What a chat span needs of its run's trace besides what every span does: the tracer, the run's span context, the provider. */
+export interface ChatRun extends SpanRun {
+  readonly tracing: { readonly tracer: OtelTracer };
+  readonly context: OtelContext | undefined;
+  readonly provider: { readonly name: string; readonly server: OtelAttributes };
+}
 
 /** What a provider's respond gives back, whatever its kind. */
 type Responding = ReturnType<ModelProvider['respond']>;
 
 /** `provider`, each of its requests traced by `run`. */
-export function tracedProvider(run: RunTrace, provider: ModelProvider): ModelProvider {
+export function tracedProvider(run: ChatRun, provider: ModelProvider): ModelProvider {
   // The number of requests made so far: the turn each chat span names.
   let requests = 0;
   return { respond: (request, signal) => chat(run, provider, request, signal, ++requests) };
 }
 
 // The chat span of one request, or undefined once the run's tracing is over (the tracer threw).
-function open(run: RunTrace, request: ModelRequest, turn: number): { chat: ChatSpan; context: OtelContext } | undefined {
+function open(run: ChatRun, request: ModelRequest, turn: number): { chat: ChatSpan; context: OtelContext } | undefined {
   if (run.broken) return undefined;
   try {
     const { api, provider } = run;
@@ -52,7 +58,7 @@ function open(run: RunTrace, request: ModelRequest, turn: number): { chat: ChatS
   }
 }
 
-function chat(run: RunTrace, provider: ModelProvider, request: ModelRequest, signal: AbortSignal, turn: number): Responding {
+function chat(run: ChatRun, provider: ModelProvider, request: ModelRequest, signal: AbortSignal, turn: number): Responding {
   const traced = open(run, request, turn);
   if (traced === undefined) return provider.respond(request, signal);
   const { chat, context } = traced;

@@ -9,8 +9,11 @@ import { jsonForm } from '../../json.js';
 import { neverDispatchedMessage } from '../../stopClass.js';
 import type { RunEvent } from '../events.js';
 import { agentFingerprint } from '../resume/fingerprint.js';
-import type { Run } from '../run.js';
-import { pendingOf, snapshotDigest, snapshotFormat, snapshotVersion, type RunSnapshot, type SnapshotCall } from '../resume/snapshot.js';
+import type { Agent } from '../Agent.js';
+import type { Message, Usage } from '../model/model.js';
+import type { RunState, ToolRegistry } from '../../tools/index.js';
+import { pendingOf, snapshotDigest } from '../resume/snapshot.js';
+import { snapshotFormat, snapshotVersion, type RunSnapshot, type SnapshotCall } from '../resume/snapshotFormat.js';
 import type { RunnerCall } from './turnCalls.js';
 
 /** Why a call waits: its own approval, an earlier call's (it is in a later phase), its nested run's. */
@@ -96,14 +99,26 @@ function shownArgs(call: RunnerCall): unknown {
   }
 }
 
+/** What a waiting run's snapshot keeps of it, as the run (run.ts) hands it over. */
+export interface WaitingRun {
+  readonly runId: string;
+  readonly agent: Agent;
+  /** The runner's tools: the snapshot's fingerprint is the agent's and theirs. */
+  readonly tools: ToolRegistry;
+  readonly tenant: string;
+  readonly messages: readonly Message[];
+  readonly state: RunState;
+  readonly usage: Usage | undefined;
+  readonly nestedUsage: Usage | undefined;
+}
+
 /**
  * The run's final event once turn `n`'s batch is over and some call waits for a person:
  * RUN_INTERRUPTED, with the calls waiting and the run's snapshot (plain JSON, its digest over the
  * rest). The outcomes from the first waiting call on are kept in it, not told: a resumed run
  * tells them in call order.
  */
-export function interrupted(run: Run, n: number, outcomes: readonly Outcome[], waits: TurnWaits): RunEvent {
-  const { plan, parts } = run;
+export function interrupted(run: WaitingRun, n: number, outcomes: readonly Outcome[], waits: TurnWaits): RunEvent {
   const calls = waits.calls.map((call, index): SnapshotCall => {
     const { callId, tool } = call;
     const outcome = outcomes[index]!;
@@ -124,9 +139,9 @@ export function interrupted(run: Run, n: number, outcomes: readonly Outcome[], w
     format: snapshotFormat,
     version: snapshotVersion,
     runId: run.runId,
-    agent: plan.agent.name,
-    fingerprint: agentFingerprint(plan.agent, parts.tools),
-    tenant: plan.tenant,
+    agent: run.agent.name,
+    fingerprint: agentFingerprint(run.agent, run.tools),
+    tenant: run.tenant,
     turn: n,
     messages: run.messages,
     state: run.state,

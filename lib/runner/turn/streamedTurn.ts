@@ -7,7 +7,7 @@ import { providerFailure } from '../model/ask.js';
 import { ending, type RunEvent, type ToolOutcomeEvent } from '../events.js';
 import type { ModelResponse } from '../model/model.js';
 import { WrittenTurn } from '../model/modelStream.js';
-import type { Run } from '../run.js';
+import type { TurnRun } from './turnRun.js';
 import type { RunnerCall } from './turnCalls.js';
 
 /**
@@ -23,7 +23,7 @@ import type { RunnerCall } from './turnCalls.js';
  * fails with it. A turn cut short before any call came has no MODEL_RESPONSE, as a turn stopped
  * while it was asked has none.
  */
-export function streamed(run: Run, n: number, first: unknown, rest$: Observable<unknown>): Observable<RunEvent> {
+export function streamed(run: TurnRun, n: number, first: unknown, rest$: Observable<unknown>): Observable<RunEvent> {
   return defer(() => {
     const writing = new WrittenTurn();
     const scope = run.scope();
@@ -78,7 +78,7 @@ export function streamed(run: Run, n: number, first: unknown, rest$: Observable<
 // A streamed turn's response, then the final answer, or the outcomes in call order from
 // `outcomes$` (its batch, whose settle step fills `contents` with each result's JSON) and what
 // comes after them. `failure` is the run's ending once they are out (a broken stream).
-function respond(run: Run, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure: RunEvent | undefined): Observable<RunEvent> {
+function respond(run: TurnRun, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure: RunEvent | undefined): Observable<RunEvent> {
   const event = run.responded(n, response);
   if ((response.toolCalls ?? []).length === 0) return concat(of(event), finishing(run, run.finalAnswer(response.text)));
   const outcomes: Outcome[] = [];
@@ -97,7 +97,7 @@ function respond(run: Run, n: number, response: ModelResponse, contents: Array<s
 
 // The run's final event, if it has not ended already; a final answer whose output schema checks
 // asynchronously, once it has.
-function finishing(run: Run, event: RunEvent | Promise<RunEvent>): Observable<RunEvent> {
+function finishing(run: TurnRun, event: RunEvent | Promise<RunEvent>): Observable<RunEvent> {
   const end = (final: RunEvent): Observable<RunEvent> => {
     const last = run.end(final);
     return last === undefined ? EMPTY : of(last);

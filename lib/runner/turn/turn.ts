@@ -10,11 +10,10 @@ import type { Keep } from '../../keep.js';
 import { RunError } from '../../errors.js';
 import { providerFailure, responseOf, Request, type ReplyObserver } from '../model/ask.js';
 import { ending, failed, type RunEvent } from '../events.js';
-import type { ModelRequest } from '../model/model.js';
 import { isStreamPart } from '../model/modelStream.js';
-import type { Run } from '../run.js';
+import type { Permit } from '../../lanes/index.js';
+import type { TurnRun } from './turnRun.js';
 import { streamed } from './streamedTurn.js';
-import { askTokenBudget } from './turnBudget.js';
 
 /**
  * Turn `n` of a run, as an Observable of its events: the model asked (unless the run stopped or
@@ -22,7 +21,7 @@ import { askTokenBudget } from './turnBudget.js';
  * MODEL_RESPONSE, then the outcomes of its calls' batch in call order, or the run's final
  * event. What comes next (another turn, or nothing) is left on the run for `turnByTurn`.
  */
-export function turn(run: Run, n: number): Observable<RunEvent> {
+export function turn(run: TurnRun, n: number): Observable<RunEvent> {
   return new Observable<RunEvent>((subscriber) => new Turn(run, n, subscriber).start());
 }
 
@@ -49,11 +48,12 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
   private contents: Array<string | undefined> = noContents;
   private outcomes: Outcome[] = noOutcomes;
   private taken = 0;
-  // True while the turn waits for its tenant's token budget to answer.
+  // The turn's place in its tenant's token budget, if the runner has one; true while it waits for the budget to answer.
+  private budget: Permit | undefined = undefined;
   private budgetWaits = false;
 
   constructor(
-    private readonly run: Run,
+    private readonly run: TurnRun,
     private readonly n: number,
     private readonly subscriber: Subscriber<RunEvent>,
   ) {
@@ -70,9 +70,8 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     // A run nothing outside can stop hears nothing while it asks.
     if (run.stop$ !== undefined) this.stopping = run.stop$.subscribe((reason) => this.stopped(reason));
     // A tenant's token budget is asked first: the model is asked once it has something left.
-    const budget = run.tokenBudget;
-    if (budget !== undefined) {
-      const permit = (run.turnBudget = askTokenBudget(run.parts, budget, plan.tenant, this));
+    const permit = (this.budget = run.budgetFor(this));
+    if (permit !== undefined) {
       if (this.closed) return;
       if (!permit.holding) {
         this.budgetWaits = true;
@@ -84,9 +83,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
 
   private ask(): void {
     const { run } = this;
-    const { plan } = run;
-    const request: ModelRequest = { agent: plan.agent.name, model: plan.agent.model, instructions: plan.agent.instructions, messages: [...run.messages], tools: run.toolsNow().specs };
-    run.asked = request.messages;
+    const request = run.request();
     // Known before it is sent: a stop while the provider is still being asked leaves it then.
     const asked = (this.asked = new Request(this));
     asked.send(run.parts, request);
@@ -253,7 +250,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     this.stopping = undefined;
     this.leave();
     // A turn's budget holds nothing that must be given back; leaving tells a fleet store not to wait for it.
-    this.run.turnBudget?.leave();
+    this.budget?.leave();
     super.unsubscribe();
   }
 }

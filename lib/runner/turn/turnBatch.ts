@@ -1,14 +1,47 @@
 // One turn's calls as the batch runs them: the policies' gate and settle steps, the JSON form of
 // each result, the calls held back for a person (interrupts.ts), and the runner's lanes.
 import { tap, type Observable } from 'rxjs';
-import { runBatch, type BatchCall, type Outcome, type StopReason } from '../../batch/index.js';
+import { runBatch, type BatchCall, type GateVerdict, type Outcome, type StopReason } from '../../batch/index.js';
 import type { ToolRegistry } from '../../tools/index.js';
 import { toOutcomeEvent, type ToolOutcomeEvent } from '../events.js';
+import type { RunJournaling } from '../journal/journaling.js';
+import type { RunnerParts, RunPlan } from '../parts.js';
+import type { RunParent } from '../types.js';
 import { TurnWaits } from './interrupts.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { pastGated } from '../resume/resumePoint.js';
-import type { Run } from '../run.js';
-import { afterArguments, inJsonForm, TurnActivity, type RunnerCall } from './turnCalls.js';
+import { afterArguments, inJsonForm, TurnActivity, type BodyTrace, type RunnerCall } from './turnCalls.js';
+
+/** What a turn's batch reads of its run (run.ts): it writes nothing there. */
+export interface BatchRun {
+  readonly parts: RunnerParts;
+  readonly plan: RunPlan;
+  readonly runId: string;
+  readonly parent: RunParent | undefined;
+  readonly journal: RunJournaling | undefined;
+  readonly trace: BodyTrace | undefined;
+  readonly failFast: boolean;
+  /** True when some tool the agent may call needs approval (a streamed turn's gate is set before its calls are known). */
+  mayNeedApproval(): boolean;
+  /** True when some tool the agent may call checks its arguments with a Standard Schema, which may answer later. */
+  mayCheckLater(): boolean;
+}
+
+/** A turn's batch: its outcomes, and the calls it may hold for a person (undefined when none can wait). */
+export interface TurnBatch {
+  readonly outcomes$: Observable<Outcome>;
+  readonly waits: TurnWaits | undefined;
+}
+
+type GateStepOf = (call: BatchCall, index: number) => GateVerdict | Promise<GateVerdict>;
+
+/**
+ * The gate of a resumed batch: calls that passed it before go straight on, the others are asked
+ * by `next` as any call is.
+ */
+export function pastGated(next: GateStepOf, calls: readonly RunnerCall[]): GateStepOf {
+  if (!calls.some((call) => call.gated)) return next;
+  return (call, index) => ((call as RunnerCall).gated ? undefined : next(call, index));
+}
 
 // Whether some tool of a registry needs approval (a nested run may then wait for a person), by its version.
 const approvalTools = new WeakMap<ToolRegistry, { version: number; any: boolean }>();
@@ -24,9 +57,9 @@ function someNeedApproval(tools: ToolRegistry): boolean {
 /**
  * Turn `turn`'s batch: `given` whole (an array) or streamed (an Observable of calls, each as soon
  * as it is complete). `contents` receives each result's JSON as it settles. When a call may wait
- * for a person (a tool of the runner needs approval), the run's `waits` hold the turn's waiting calls.
+ * for a person (a tool of the runner needs approval), the batch's `waits` hold the turn's waiting calls.
  */
-export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined): Observable<Outcome> {
+export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined): TurnBatch {
   const { parts, plan, runId, journal } = run;
   const { tenant } = plan;
   const whole = Array.isArray(given);
@@ -35,7 +68,6 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
   const policed = parts.policed || approvals;
   // A call of this turn may wait for a person (its own approval, or a nested run's): its waits, and the gate that holds calls behind it.
   const waits = approvals || someNeedApproval(parts.tools) ? new TurnWaits(whole ? [...(given as readonly RunnerCall[])] : [], contents) : undefined;
-  run.waits = waits;
   const targetOf = (call: RunnerCall): PolicyTarget => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval });
   const targets: PolicyTarget[] = policed && whole ? (given as readonly RunnerCall[]).map(targetOf) : [];
   // A streamed turn's targets (and calls, for its waits) are added as its calls come, before the batch sees each.
@@ -92,11 +124,14 @@ export function turnBatch(run: Run, turn: number, given: readonly RunnerCall[] |
   // Each outcome is journaled as the batch decides it (its settle steps done), before a streamed
   // turn's stream has ended or an earlier call's outcome is told: a crash after it reads it back.
   // Not an outcome settled before (a resumed run's), nor a call's that waits for a person.
-  if (journal === undefined) return outcomes$;
-  return outcomes$.pipe(
-    tap((outcome) => {
-      const { index } = outcome;
-      if (!known(index)) journal.settled(turn, outcome, contents[index]);
-    }),
-  );
+  if (journal === undefined) return { outcomes$, waits };
+  return {
+    outcomes$: outcomes$.pipe(
+      tap((outcome) => {
+        const { index } = outcome;
+        if (!known(index)) journal.settled(turn, outcome, contents[index]);
+      }),
+    ),
+    waits,
+  };
 }

@@ -10,7 +10,7 @@ import type { Keep } from '../../keep.js';
 import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
 import type { Message, RunInput, ToolCall } from '../model/model.js';
 import type { PolicyTarget } from './policies.js';
-import type { NestedResume } from '../resume/snapshot.js';
+import type { NestedResume } from '../resume/snapshotFormat.js';
 import type { RunnerActivity, RunParent, RunResult } from '../types.js';
 import { tooDeep } from '../../nesting.js';
 
