@@ -20,7 +20,7 @@ import { resumedCalls, type ResumePoint } from './resume/resumePoint.js';
 import type { Approvals, RunSnapshot } from './resume/snapshotFormat.js';
 import { runEvents } from './runEvents.js';
 import { Tracing } from './trace/tracing.js';
-import { emptyState, startingState } from './turn/turnCalls.js';
+import { emptyState, startingState } from './state.js';
 import type { RecoverableRun, RunJournal } from './journal/runJournal.js';
 import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './journal/recover.js';
 import { checkedSnapshotStore, takenForResume, type SnapshotStore } from './resume/snapshotStore.js';
@@ -203,8 +203,10 @@ export class AgentRunner {
       activity: this.activity,
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
-      collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
-      resumeNested: (agent, { snapshot, approvals }, runOptions, nesting) => this.collect(agent, '', runOptions, nesting, this.resumed(agent, snapshot, approvals, runOptions)),
+      nested: {
+        runNested: (agent, input, runOptions, nesting, resumes) =>
+          resumes === undefined ? this.collect(agent, input, runOptions, nesting) : this.collect(agent, '', runOptions, nesting, this.resumed(agent, resumes.snapshot, resumes.approvals, runOptions)),
+      },
       toolsOf: (agent) => this.toolsOf(agent),
       journal,
       snapshots,

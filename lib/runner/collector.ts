@@ -6,7 +6,7 @@ import { statusOf, type RunEvent } from './events.js';
 import { addedUsage, type Usage } from './model/model.js';
 import type { RunFinal, RunFinish } from './parts.js';
 import type { RunResult } from './types.js';
-import { emptyState } from './turn/turnCalls.js';
+import { emptyState } from './state.js';
 
 // The tokens of a run's turns, summed; undefined when no turn reported any.
 function usageOf(events: readonly RunEvent[]): Usage | undefined {

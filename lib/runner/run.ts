@@ -19,7 +19,8 @@ import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEven
 import type { TurnSource } from './turn/turnByTurn.js';
 import { RunJournaling } from './journal/journaling.js';
 import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
-import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turn/turnCalls.js';
+import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, TurnScope, type NestedRuns } from './turn/turnCalls.js';
+import { toolMessage } from './state.js';
 import { resumedTurn } from './turn/resumedTurn.js';
 import { stopSources } from './turn/runStops.js';
 import { interrupted, type TurnWaits, type WaitingRun } from './turn/interrupts.js';
@@ -248,7 +249,7 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     // A call run again on resume goes on with the nested run that waited, once.
     const { resumes } = call;
     call.resumes = undefined;
-    const nested = resumes === undefined ? this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, nesting) : this.parts.resumeNested(agent as Agent, resumes, { tenant: this.plan.tenant, signal }, nesting);
+    const nested = this.parts.nested.runNested(agent as Agent, input, { tenant: this.plan.tenant, signal }, nesting, resumes);
     return nested.then((result) => {
       // A nested run that waits for a person: so does its caller's call, and the caller's run.
       if (result.status === 'interrupted' && !this.ended) this.waits?.nestedWaits(call, result.snapshot);

@@ -12,7 +12,7 @@ import { toOutcomeEvent, toResponseEvent, type RunEvent } from '../events.js';
 import type { Message, ModelResponse, ToolCall } from '../model/model.js';
 import type { ResumedCall, ResumePoint } from '../resume/resumePoint.js';
 import { journaledEnd, type CallDecidedEntry, type CallDispatchedEntry, type CallSettledEntry, type JournalEntry, type RunStartedEntry } from './runJournal.js';
-import { startingState, toolMessage } from '../turn/turnCalls.js';
+import { startingState, toolMessage } from '../state.js';
 import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../../nesting.js';
 
 /** How a journaled run goes on: from a resume point, or (no turn of it was journaled, so nothing of it ran) from its start again. */

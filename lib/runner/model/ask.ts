@@ -8,9 +8,8 @@ import { describeValue } from '../../config/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
 import { ProviderError, toErrorInfo } from '../../errors.js';
 import { failed, type RunEvent } from '../events.js';
-import { decodeModelResponse, type DecodedResponse, type ModelRequest } from './model.js';
+import { decodeModelResponse, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
-import type { RunnerParts } from '../parts.js';
 import type { Keep } from '../../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
@@ -79,10 +78,10 @@ export class Request extends DirectSubscriber<unknown> {
   }
 
   /** Asks the provider. */
-  send(parts: RunnerParts, request: ModelRequest): void {
+  send(provider: ModelProvider, request: ModelRequest): void {
     let produced: unknown;
     try {
-      produced = parts.provider.respond(request, this.controller.signal);
+      produced = provider.respond(request, this.controller.signal);
     } catch (error) {
       this.fail(error);
       return;

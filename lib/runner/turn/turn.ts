@@ -86,7 +86,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     const request = run.request();
     // Known before it is sent: a stop while the provider is still being asked leaves it then.
     const asked = (this.asked = new Request(this));
-    asked.send(run.parts, request);
+    asked.send(run.parts.provider, request);
   }
 
   /** @internal The tenant's token budget, which had to be asked of a store shared by a fleet, covers this turn. */

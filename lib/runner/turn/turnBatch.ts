@@ -5,11 +5,11 @@ import { runBatch, type BatchCall, type GateVerdict, type Outcome, type StopReas
 import type { ToolRegistry } from '../../tools/index.js';
 import { toOutcomeEvent, type ToolOutcomeEvent } from '../events.js';
 import type { RunJournaling } from '../journal/journaling.js';
-import type { RunnerParts, RunPlan } from '../parts.js';
+import type { BodyTrace, RunnerParts, RunPlan } from '../parts.js';
 import type { RunParent } from '../types.js';
 import { TurnWaits } from './interrupts.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { afterArguments, inJsonForm, TurnActivity, type BodyTrace, type RunnerCall } from './turnCalls.js';
+import { afterArguments, inJsonForm, TurnActivity, type RunnerCall } from './turnCalls.js';
 
 /** What a turn's batch reads of its run (run.ts): it writes nothing there. */
 export interface BatchRun {

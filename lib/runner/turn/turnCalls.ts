@@ -3,16 +3,17 @@
 // result goes back in, the tool message the model reads, and the run's state as bodies see it.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Subject } from 'rxjs';
-import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type Delta, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../../batch/index.js';
-import { ConfigError, JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
+import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../../batch/index.js';
+import { JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
 import { jsonForm, type JsonValue } from '../../json.js';
+import { emptyState, recordable } from '../state.js';
 import type { Keep } from '../../keep.js';
-import { decodeArguments, type DecodedArguments, frozenPlainCopy, frozenView, jsonLike, NotPlainDataError, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
+import { decodeArguments, type DecodedArguments, frozenView, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
 import type { Message, RunInput, ToolCall } from '../model/model.js';
 import type { PolicyTarget } from './policies.js';
+import type { BodyTrace } from '../parts.js';
 import type { NestedResume } from '../resume/snapshotFormat.js';
 import type { RunnerActivity, RunParent, RunResult } from '../types.js';
-import { tooDeep } from '../../nesting.js';
 
 /**
  * A result outcome with its result in its JSON form, and the text the model reads for it in
@@ -34,18 +35,6 @@ export function inJsonForm(outcome: ResultOutcome, contents: Array<string | unde
   return form === result ? outcome : { kind: 'result', index, callId, tool, dispatched, result: form, delta };
 }
 
-/** What the model reads for an outcome: the result as JSON (a string as itself), or the failure. */
-export function toolMessage(outcome: Outcome, content: string | undefined): Message {
-  switch (outcome.kind) {
-    case 'result':
-      return { role: 'tool', toolCallId: outcome.callId, content: content ?? '' };
-    case 'error':
-      return { role: 'tool', toolCallId: outcome.callId, content: `${outcome.error.name}: ${outcome.error.message}`, isError: true };
-    case 'indeterminate':
-      return { role: 'tool', toolCallId: outcome.callId, content: outcome.message, isError: true };
-  }
-}
-
 // Freezes what Object.freeze can: a typed array with elements cannot be frozen, and is left as it is.
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value) && !ArrayBuffer.isView(value)) {
@@ -53,35 +42,6 @@ function deepFreeze<T>(value: T): T {
     for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
   }
   return value;
-}
-
-/** The state of a run that has none: one frozen object, shared. */
-export const emptyState: RunState = Object.freeze({});
-
-/**
- * A run's starting state as the run keeps it: a deeply frozen copy of JSON-like data, so the
- * caller's object is never read again and every turn can hand the same object to its tools.
- * Anything else is a ConfigError naming the path of the first value that is not.
- */
-export function startingState(state: Readonly<Record<string, unknown>>): RunState {
-  if (Object.keys(state).length === 0) return emptyState;
-  try {
-    return frozenPlainCopy(state, 'state') as RunState;
-  } catch (error) {
-    if (error instanceof NotPlainDataError) throw new ConfigError(error.path, error.found === tooDeep ? error.message : `state must hold JSON-like data (${jsonLike}): ${error.message}`);
-    throw new ConfigError('state', `state cannot be read (${toErrorInfo(error).message})`);
-  }
-}
-
-// A delta as the run keeps it: a deeply frozen copy, so neither the state nor a cassette
-// changes when the body goes on changing its own object. JSON-like data only, as the state.
-export function recordable(delta: Delta): Delta {
-  try {
-    return frozenPlainCopy(delta, 'delta') as Delta;
-  } catch (error) {
-    if (error instanceof NotPlainDataError) throw new TypeError(`record(delta) takes JSON-like data (${jsonLike}): ${error.message}`);
-    throw error;
-  }
 }
 
 // The arguments as the policies see them: what the model sent, decoded on their own and
@@ -195,12 +155,12 @@ class ToolCallContext implements ToolContext {
 
 const noFences: Readonly<Record<string, string>> = Object.freeze({});
 
-// What a turn's calls share: their run, their tenant, the state they read, how a body
-// starts a sub-agent, and the run's trace, if it is traced. One per turn, handed to each of its calls.
+// What a turn's calls share: their run (where a body's runAgent goes), their tenant, the state
+// they read, and the run's trace, if it is traced. One per turn, handed to each of its calls.
 export class TurnScope {
   readonly trace: BodyTrace | undefined;
   constructor(
-    private readonly run: NestedRuns,
+    readonly run: NestedRuns,
     readonly runId: string,
     readonly tenant: string,
     readonly view: RunState,
@@ -209,27 +169,12 @@ export class TurnScope {
   ) {
     this.trace = run.trace;
   }
-
-  nested(agent: AgentRef, input: RunInput, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult> {
-    return this.run.nested(agent, input, context, call);
-  }
 }
 
 /** Where a body's runAgent goes: the run its call belongs to. */
 export interface NestedRuns {
   nested(agent: AgentRef, input: RunInput, context: InvokeContext, call: RunnerCall): Promise<NestedRunResult>;
   readonly trace: BodyTrace | undefined;
-}
-
-/** A traced run, as its calls need it: it hears their activity, and a body runs with its call's span active. */
-export interface BodyTrace {
-  /** False when no context manager carries a context into a body: it then runs as it would untraced. */
-  readonly carries: boolean;
-  within(callId: string, body: () => unknown): unknown;
-  /** A call's scheduling event; never throws. */
-  activity(turn: number, activity: CallActivity): void;
-  /** A call's final outcome, just before its `settled` event; never throws. */
-  outcome(turn: number, index: number, outcome: Outcome): void;
 }
 
 // One call of a turn as the batch sees it. A class, so `invoke` is one method on the prototype
@@ -288,7 +233,7 @@ export class RunnerCall implements BatchCall {
       scope.messages,
       context,
       (delta) => context.record(recordable(delta)),
-      (sub: AgentRef, subInput: RunInput) => scope.nested(sub, subInput, context, this),
+      (sub: AgentRef, subInput: RunInput) => scope.run.nested(sub, subInput, context, this),
     );
     // The one thing tracing costs a call when it is off: this check.
     const { trace } = scope;
