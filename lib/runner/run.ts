@@ -7,19 +7,16 @@
 // A turn is in turn/turn.ts, a streamed one in turn/streamedTurn.ts: this file is the run they
 // share, and the one place its state changes (turn/turnRun.ts is what a turn sees of it).
 import { randomUUID } from 'node:crypto';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
 import type { Keep } from '../keep.js';
-import type { OnGrant } from '../lanes/index.js';
-import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
+import type { AgentRef, NestedRunResult, RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import type { TurnSource } from './turn/turnByTurn.js';
 import { RunJournaling } from './journal/journaling.js';
-import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
-import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, TurnScope, type NestedRuns } from './turn/turnCalls.js';
+import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type Usage } from './model/model.js';
+import { neverStarted, TurnScope, type NestedRuns, type RunnerCall } from './turn/turnCalls.js';
 import { toolMessage } from './state.js';
 import { resumedTurn } from './turn/resumedTurn.js';
 import { stopSources } from './turn/runStops.js';
@@ -28,7 +25,7 @@ import { turn } from './turn/turn.js';
 import { turnBatch } from './turn/turnBatch.js';
 import { askTokenBudget, tokenBudgetOf, tokensOf } from './turn/turnBudget.js';
 import type { TurnRun } from './turn/turnRun.js';
-import type { BudgetSpec, Permit } from '../lanes/index.js';
+import type { BudgetSpec, OnGrant, Permit } from '../lanes/index.js';
 import type { AgentTools, OpenTrace, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
@@ -260,23 +257,6 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     });
   }
 
-  // The run's final answer, decoded with the agent's output schema; a Promise when a Standard
-  // Schema checks it asynchronously (it never rejects).
-  finalAnswer(text: string | undefined): RunEvent | Promise<RunEvent> {
-    const { agent } = this.plan;
-    if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text ?? '');
-    } catch (error) {
-      return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
-    }
-    const answer = (decoded: Checked): RunEvent =>
-      isLeft(decoded) ? failed(new RunError(`the final answer of ${agent.name} does not decode: ${decoded.left}`)) : { type: 'RUN_COMPLETED', output: decoded.right };
-    const decoded = check(agent.output, parsed, 'output');
-    return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
-  }
-
   /** The turn's place in its tenant's token budget, if the runner declared one: charged the turn's tokens once the model reports them. */
   budgetFor(turn: OnGrant): Permit | undefined {
     const { tokenBudget } = this;
@@ -297,6 +277,11 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     return new TurnScope(this, this.runId, this.plan.tenant, this.state, asked);
   }
 
+  /** The tools the agent may call as of the turn's request (toolsNow), as its calls are decoded against them. */
+  get agentTools(): AgentTools {
+    return this.tools;
+  }
+
   /**
    * The tools the agent may call now and what the model is shown of them: the plan's, until the
    * registry changes (an MCP server's list changed), then reread. A turn asks before its request.
@@ -304,73 +289,6 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
   toolsNow(): AgentTools {
     if (this.tools.version !== this.parts.tools.version) this.tools = this.parts.toolsOf(this.plan.agent);
     return this.tools;
-  }
-
-  // One call of the turn as the batch runs it, decoded against its tool or undecodable. `seen`
-  // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
-  callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
-    const { allowed, allowedSet } = this.tools;
-    const { tools, policed } = this.parts;
-    const { id: callId, name } = toolCall;
-    if (problem !== undefined) {
-      return undecodable(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
-    }
-    if (seen.has(callId)) {
-      return undecodable(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
-    }
-    seen.add(callId);
-    const registered = allowedSet.has(name) ? tools.get(name) : undefined;
-    if (registered === undefined) {
-      // A tool taken out since (by the registry's record): said to be removed, not unknown.
-      const removed = this.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
-      const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
-      return undecodable(toolCall, scope, policed, toErrorInfo(error));
-    }
-    const { declaration, body } = registered;
-    const decoded = decodeArguments(declaration, toolCall.arguments);
-    const now = !(decoded instanceof Promise);
-    if (now && isLeft(decoded)) return undecodable(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
-    // Decoded a second time for the policies, only when one will see the call.
-    const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
-    // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
-    if (!now || shown instanceof Promise) return new RunnerCall(callId, name, undefined, undefined, declaration, body, scope, undefined, checkedLater(decoded, shown));
-    return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
-  }
-
-  // The turn's calls as the batch runs them, each decoded against its tool or undecodable.
-  callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
-    const seen = new Set<string>();
-    return toolCalls.map((toolCall, position) => this.callOf(toolCall, position, malformed.get(position), seen, scope));
-  }
-
-  // True when some tool the agent may call needs approval: a streamed turn's gate must be in
-  // place before its calls are known. Worked out again whenever the agent's tools change (an MCP
-  // server's list changed), so a tool added later that needs approval is never run unasked.
-  private approvals = false;
-  private approvalsOf: AgentTools | undefined = undefined;
-  mayNeedApproval(): boolean {
-    const current = this.tools;
-    if (this.approvalsOf !== current) {
-      const { tools } = this.parts;
-      this.approvals = current.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true);
-      this.approvalsOf = current;
-    }
-    return this.approvals;
-  }
-
-  // True when some tool the agent may call checks its arguments with a Standard Schema, which
-  // may answer asynchronously: a streamed turn's gate must then wait for such verdicts. Worked
-  // out again whenever the agent's tools change, as above.
-  private checksLater = false;
-  private checksLaterOf: AgentTools | undefined = undefined;
-  mayCheckLater(): boolean {
-    const current = this.tools;
-    if (this.checksLaterOf !== current) {
-      const { tools } = this.parts;
-      this.checksLater = current.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args));
-      this.checksLaterOf = current;
-    }
-    return this.checksLater;
   }
 
   /**

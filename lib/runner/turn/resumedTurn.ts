@@ -5,6 +5,7 @@ import { concat, defer, filter, from, map, type Observable } from 'rxjs';
 import type { Outcome } from '../../batch/index.js';
 import type { RunEvent, ToolOutcomeEvent } from '../events.js';
 import { resumedCalls, type ResumePoint } from '../resume/resumePoint.js';
+import { callsOf } from './turnCalls.js';
 import type { TurnRun } from './turnRun.js';
 
 const noMalformed: ReadonlyMap<number, string> = new Map();
@@ -20,7 +21,7 @@ export function resumedTurn(run: TurnRun, point: ResumePoint): Observable<RunEve
     const { toolCalls, asked } = resumedCalls(point);
     const { turn: n, messages } = point;
     // The turn's bodies read the conversation as the model was sent it: up to its answer.
-    const calls = run.callsOf(toolCalls, noMalformed, run.scope(messages.slice(0, asked)));
+    const calls = callsOf(run, toolCalls, noMalformed, run.scope(messages.slice(0, asked)));
     const contents = new Array<string | undefined>(calls.length);
     point.calls.forEach((resumed, index) => {
       if (resumed === undefined) return;

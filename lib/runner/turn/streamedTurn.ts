@@ -8,7 +8,8 @@ import { ending, type RunEvent, type ToolOutcomeEvent } from '../events.js';
 import type { ModelResponse } from '../model/model.js';
 import { WrittenTurn } from '../model/modelStream.js';
 import type { TurnRun } from './turnRun.js';
-import type { RunnerCall } from './turnCalls.js';
+import { finalAnswer } from './finalAnswer.js';
+import { callOf, type RunnerCall } from './turnCalls.js';
 
 /**
  * A streamed turn. Its batch starts at once and takes each call as soon as the stream completes
@@ -50,7 +51,7 @@ export function streamed(run: TurnRun, n: number, first: unknown, rest$: Observa
           const position = writing.calls - 1;
           // Known to the journal before anything else of it: a crash from here on finds it.
           run.journal?.called(n, position, call);
-          calls.next(run.callOf(call, position, writing.problemAt(position), seen, scope));
+          calls.next(callOf(run, call, position, writing.problemAt(position), seen, scope));
         } else if ((part as { type: string }).type === 'text-delta') run.activityText(n, (part as { delta: string }).delta);
       }),
       catchError((error: unknown) => {
@@ -80,7 +81,7 @@ export function streamed(run: TurnRun, n: number, first: unknown, rest$: Observa
 // comes after them. `failure` is the run's ending once they are out (a broken stream).
 function respond(run: TurnRun, n: number, response: ModelResponse, contents: Array<string | undefined>, outcomes$: Observable<Outcome>, failure: RunEvent | undefined): Observable<RunEvent> {
   const event = run.responded(n, response);
-  if ((response.toolCalls ?? []).length === 0) return concat(of(event), finishing(run, run.finalAnswer(response.text)));
+  if ((response.toolCalls ?? []).length === 0) return concat(of(event), finishing(run, finalAnswer(run.plan.agent, response.text)));
   const outcomes: Outcome[] = [];
   return concat(
     of(event),

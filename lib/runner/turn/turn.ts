@@ -13,7 +13,9 @@ import { ending, failed, type RunEvent } from '../events.js';
 import { isStreamPart } from '../model/modelStream.js';
 import type { Permit } from '../../lanes/index.js';
 import type { TurnRun } from './turnRun.js';
+import { finalAnswer } from './finalAnswer.js';
 import { streamed } from './streamedTurn.js';
+import { callsOf } from './turnCalls.js';
 
 /**
  * Turn `n` of a run, as an Observable of its events: the model asked (unless the run stopped or
@@ -132,11 +134,11 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
       const { response, malformed } = decoded.reply;
       subscriber.next(run.responded(n, response));
       const { toolCalls = [] } = response;
-      if (toolCalls.length === 0) return this.answer(run.finalAnswer(response.text));
+      if (toolCalls.length === 0) return this.answer(finalAnswer(run.plan.agent, response.text));
       if (this.closed) return;
       this.contents = new Array<string | undefined>(toolCalls.length);
       this.outcomes = new Array<Outcome>(toolCalls.length);
-      run.batchOf(n, run.callsOf(toolCalls, malformed, run.scope()), this.contents).subscribe(this);
+      run.batchOf(n, callsOf(run, toolCalls, malformed, run.scope()), this.contents).subscribe(this);
     } catch (error) {
       subscriber.error(error);
     }

@@ -2,10 +2,10 @@
 // each result, the calls held back for a person (interrupts.ts), and the runner's lanes.
 import { tap, type Observable } from 'rxjs';
 import { runBatch, type BatchCall, type GateVerdict, type Outcome, type StopReason } from '../../batch/index.js';
-import type { ToolRegistry } from '../../tools/index.js';
+import { isStandardSchema, type ToolRegistry } from '../../tools/index.js';
 import { toOutcomeEvent, type ToolOutcomeEvent } from '../events.js';
 import type { RunJournaling } from '../journal/journaling.js';
-import type { BodyTrace, RunnerParts, RunPlan } from '../parts.js';
+import type { AgentTools, BodyTrace, RunnerParts, RunPlan } from '../parts.js';
 import type { RunParent } from '../types.js';
 import { TurnWaits } from './interrupts.js';
 import { policySteps, type PolicyTarget } from './policies.js';
@@ -20,10 +20,8 @@ export interface BatchRun {
   readonly journal: RunJournaling | undefined;
   readonly trace: BodyTrace | undefined;
   readonly failFast: boolean;
-  /** True when some tool the agent may call needs approval (a streamed turn's gate is set before its calls are known). */
-  mayNeedApproval(): boolean;
-  /** True when some tool the agent may call checks its arguments with a Standard Schema, which may answer later. */
-  mayCheckLater(): boolean;
+  /** The tools the agent may call as of the turn's request. */
+  readonly agentTools: AgentTools;
 }
 
 /** A turn's batch: its outcomes, and the calls it may hold for a person (undefined when none can wait). */
@@ -54,6 +52,23 @@ function someNeedApproval(tools: ToolRegistry): boolean {
   return known.any;
 }
 
+// Whether some tool an agent may call needs approval, and whether some checks its arguments with a
+// Standard Schema (which may answer asynchronously), by the agent's tools as of a registry version:
+// a streamed turn's gate must be in place before its calls are known. Worked out again whenever
+// the agent's tools change (an MCP server's list changed), so a tool added later is never run unasked.
+const approvalsAmong = new WeakMap<AgentTools, boolean>();
+const checksLaterAmong = new WeakMap<AgentTools, boolean>();
+function mayNeedApproval(current: AgentTools, tools: ToolRegistry): boolean {
+  let known = approvalsAmong.get(current);
+  if (known === undefined) approvalsAmong.set(current, (known = current.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true)));
+  return known;
+}
+function mayCheckLater(current: AgentTools, tools: ToolRegistry): boolean {
+  let known = checksLaterAmong.get(current);
+  if (known === undefined) checksLaterAmong.set(current, (known = current.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args))));
+  return known;
+}
+
 /**
  * Turn `turn`'s batch: `given` whole (an array) or streamed (an Observable of calls, each as soon
  * as it is complete). `contents` receives each result's JSON as it settles. When a call may wait
@@ -64,7 +79,7 @@ export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCal
   const { tenant } = plan;
   const whole = Array.isArray(given);
   // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
-  const approvals = whole ? (given as readonly RunnerCall[]).some((call) => call.needsApproval) : run.mayNeedApproval();
+  const approvals = whole ? (given as readonly RunnerCall[]).some((call) => call.needsApproval) : mayNeedApproval(run.agentTools, parts.tools);
   const policed = parts.policed || approvals;
   // A call of this turn may wait for a person (its own approval, or a nested run's): its waits, and the gate that holds calls behind it.
   const waits = approvals || someNeedApproval(parts.tools) ? new TurnWaits(whole ? [...(given as readonly RunnerCall[])] : [], contents) : undefined;
@@ -85,7 +100,7 @@ export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCal
     ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals, hold)
     : { gate: undefined, settle: undefined };
   // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
-  const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : run.mayCheckLater();
+  const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : mayCheckLater(run.agentTools, parts.tools);
   const checked = later ? afterArguments(policyGate, policed ? targets : undefined) : policyGate;
   // Calls of a later phase than a waiting one wait too; a resumed batch's calls that passed their gate before go straight on.
   const ordered = waits === undefined ? checked : waits.gate(checked);

@@ -4,14 +4,14 @@
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
 import type { Subject } from 'rxjs';
 import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../../batch/index.js';
-import { JsonFormError, toErrorInfo, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
+import { JsonFormError, ToolRemovedError, toErrorInfo, UnknownToolError, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
 import { jsonForm, type JsonValue } from '../../json.js';
 import { emptyState, recordable } from '../state.js';
 import type { Keep } from '../../keep.js';
 import { decodeArguments, type DecodedArguments, frozenView, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
 import type { Message, RunInput, ToolCall } from '../model/model.js';
 import type { PolicyTarget } from './policies.js';
-import type { BodyTrace } from '../parts.js';
+import type { AgentTools, BodyTrace, RunnerParts, RunPlan } from '../parts.js';
 import type { NestedResume } from '../resume/snapshotFormat.js';
 import type { RunnerActivity, RunParent, RunResult } from '../types.js';
 
@@ -281,6 +281,52 @@ export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boole
 // nothing run. The shape of every nested run's result, so a body reads it as it reads any other.
 export function neverStarted(why: string): RunResult {
   return { status: 'cancelled', error: { name: 'RunCancelled', message: `never started: ${why}` }, events: [], state: emptyState, messages: [] };
+}
+
+/** What decoding a turn's calls reads of its run: the agent's tools as the turn asked with them, the runner's parts, the plan. */
+export interface CallsFrom {
+  readonly agentTools: AgentTools;
+  readonly parts: RunnerParts;
+  readonly plan: RunPlan;
+}
+
+/**
+ * One call of the turn as the batch runs it, decoded against its tool or undecodable. `seen`
+ * holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
+ */
+export function callOf(run: CallsFrom, toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
+  const { allowed, allowedSet } = run.agentTools;
+  const { tools, policed } = run.parts;
+  const { id: callId, name } = toolCall;
+  if (problem !== undefined) {
+    return undecodable(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
+  }
+  if (seen.has(callId)) {
+    return undecodable(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
+  }
+  seen.add(callId);
+  const registered = allowedSet.has(name) ? tools.get(name) : undefined;
+  if (registered === undefined) {
+    // A tool taken out since (by the registry's record): said to be removed, not unknown.
+    const removed = run.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
+    const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
+    return undecodable(toolCall, scope, policed, toErrorInfo(error));
+  }
+  const { declaration, body } = registered;
+  const decoded = decodeArguments(declaration, toolCall.arguments);
+  const now = !(decoded instanceof Promise);
+  if (now && isLeft(decoded)) return undecodable(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
+  // Decoded a second time for the policies, only when one will see the call.
+  const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
+  // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
+  if (!now || shown instanceof Promise) return new RunnerCall(callId, name, undefined, undefined, declaration, body, scope, undefined, checkedLater(decoded, shown));
+  return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
+}
+
+/** The turn's calls as the batch runs them, each decoded against its tool or undecodable. */
+export function callsOf(run: CallsFrom, toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
+  const seen = new Set<string>();
+  return toolCalls.map((toolCall, position) => callOf(run, toolCall, position, malformed.get(position), seen, scope));
 }
 
 /** @internal A scope and an activity sink per turn, a call and a context per call, inert, for keepWarmShapes (lib/shapes.ts). */

@@ -7,14 +7,11 @@ import type { Outcome, StopReason } from '../../batch/index.js';
 import type { OnGrant, Permit } from '../../lanes/index.js';
 import type { RunEvent, ToolOutcomeEvent } from '../events.js';
 import type { RunJournaling } from '../journal/journaling.js';
-import type { Message, ModelRequest, ModelResponse, ToolCall } from '../model/model.js';
-import type { RunnerParts, RunPlan } from '../parts.js';
-import type { RunnerCall, TurnScope } from './turnCalls.js';
+import type { Message, ModelRequest, ModelResponse } from '../model/model.js';
+import type { CallsFrom, RunnerCall, TurnScope } from './turnCalls.js';
 
 /** A run as its turns see it. */
-export interface TurnRun {
-  readonly parts: RunnerParts;
-  readonly plan: RunPlan;
+export interface TurnRun extends CallsFrom {
   /** Where the run is journaled, if it is (a streamed turn's calls are, as they are written). */
   readonly journal: RunJournaling | undefined;
   /** The run's first stop, once it came. */
@@ -28,10 +25,6 @@ export interface TurnRun {
   request(): ModelRequest;
   /** What a turn's calls share; `asked` is the conversation as the model was sent it (a resumed turn's, from its point). */
   scope(asked?: readonly Message[]): TurnScope;
-  /** One call of the turn as the batch runs it (a streamed turn's, as it comes). */
-  callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall;
-  /** The turn's calls as the batch runs them. */
-  callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[];
   /** The turn's calls as one batch, whole or streamed; `contents` receives each result's JSON as it settles. */
   batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$?: Observable<StopReason>): Observable<Outcome>;
   /** A piece of the model's text as it is written, for whoever watches activity$. */
@@ -39,8 +32,6 @@ export interface TurnRun {
 
   /** The model's response: recorded, and its event returned. */
   responded(turn: number, response: ModelResponse): RunEvent;
-  /** The run's final answer, decoded with the agent's output schema (a Promise when a schema checks asynchronously). */
-  finalAnswer(text: string | undefined): RunEvent | Promise<RunEvent>;
   /** A call's outcome: recorded, and its event returned (none while the turn holds it for a person). */
   tookOutcome(turn: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent | undefined;
   /** The turn's batch is over: what the run does next, as the events to emit. `failure` is a broken stream's. */
