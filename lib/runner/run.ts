@@ -46,26 +46,26 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
   readonly failFast: boolean;
   // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
   // are merged: every batch hands this very object to its tools, with no copy.
-  state: RunState;
+  private state: RunState;
   // The conversation so far, as the provider will see it next turn.
-  readonly messages: Message[];
+  private readonly messages: Message[];
   // The tokens of the runs nested in this one that reported usage, their own nested runs included.
-  nestedUsage: Usage | undefined = undefined;
+  private nestedUsage: Usage | undefined = undefined;
   // The tokens of the run's own turns so far (a snapshot keeps them).
-  usage: Usage | undefined = undefined;
+  private usage: Usage | undefined = undefined;
   // The calls of the turn now running that wait for a person, when one may (interrupts.ts).
   private waits: TurnWaits | undefined = undefined;
   // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
   private asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
-  stopped: StopReason | undefined = undefined;
+  private stop: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
-  ended = false;
+  private ended = false;
   // The stop as every turn and batch hears it: replayed to whoever listens after it came.
   // Undefined for a run nothing outside can stop (no signal, no runSeconds).
   readonly stop$: Observable<StopReason> | undefined;
   // The stop's sources (the signal's listener, the runSeconds timer), ended with the run.
-  readonly stopping: Subscription | undefined;
+  private readonly stopping: Subscription | undefined;
   // The tools the agent may call, as of the registry's last change this run has seen.
   private tools: AgentTools;
   // The tenant's token budget, if the runner declared one, and the current turn's place in it (turnBudget.ts).
@@ -100,12 +100,17 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
       this.stopping = undefined;
       return;
     }
-    const stops = connectable(merge(...sources).pipe(take(1), tap((reason) => (this.stopped ??= reason))), {
+    const stops = connectable(merge(...sources).pipe(take(1), tap((reason) => (this.stop ??= reason))), {
       connector: () => new ReplaySubject<StopReason>(1),
       resetOnDisconnect: false,
     });
     this.stop$ = stops;
     this.stopping = stops.connect();
+  }
+
+  /** The run's first stop, once it came (cancel, runSeconds). */
+  get stopped(): StopReason | undefined {
+    return this.stop;
   }
 
   /** The run's final event, or undefined if it ended already: its state and messages handed over, watchers told. */
