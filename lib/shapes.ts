@@ -8,20 +8,22 @@
 // collection frees those maps, and every function compiled against them is thrown away
 // ("deoptimizing ... reason: weak objects") and runs interpreted until compiled again, under the
 // next burst's load. docs/performance.md ("Kept shapes") has what keeping them saves, and where.
+// Only the library's entry imports this module: the modules it keeps shapes of hand them over
+// through the `Keep` type (lib/keep.ts), so the arrows go one way, from here to them.
 import { keepShapes as batchShapes } from './batch/runBatch.js';
 import { keepShapes as callShapes } from './batch/callContext.js';
 import { keepShapes as ceilingShapes } from './batch/ceilings.js';
 import { keepShapes as laneShapes } from './lanes/Lane.js';
-import { keepShapes as requestShapes } from './runner/ask.js';
+import { keepShapes as requestShapes } from './runner/model/ask.js';
 import { keepShapes as collectorShapes } from './runner/collector.js';
 import { keepShapes as runShapes } from './runner/run.js';
-import { keepShapes as turnShapes } from './runner/turn.js';
-import { keepShapes as turnsShapes } from './runner/turnByTurn.js';
-import { keepShapes as turnCallShapes } from './runner/turnCalls.js';
+import { keepShapes as turnShapes } from './runner/turn/turn.js';
+import { keepShapes as turnsShapes } from './runner/turn/turnByTurn.js';
+import { keepShapes as turnCallShapes } from './runner/turn/turnCalls.js';
 import { keepShapes as watchShapes } from './tools/loopMonitor.js';
+import type { Keep } from './keep.js';
 
-/** @internal How a module hands over its exemplars: each is made by `make`, which may throw. */
-export type Keep = (make: () => object) => void;
+export type { Keep };
 
 // One inert object of each kept class, for the life of the process, once asked for.
 const kept: object[] = [];

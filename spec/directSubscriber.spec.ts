@@ -6,7 +6,7 @@ import { Observable, Subscriber, type Subscription } from 'rxjs';
 import { Stage, staged } from '../lib/batch/operators/stage.js';
 import { DirectSubscriber } from '../lib/directSubscriber.js';
 import { Agent, AgentRunner, runBatch, ToolRegistry, type BatchCall, type ModelResponse } from '../lib/index.js';
-import { turnByTurn } from '../lib/runner/turnByTurn.js';
+import { turnByTurn } from '../lib/runner/turn/turnByTurn.js';
 
 // A record that keeps what it heard, and leaves its source after `leaveAfter` values.
 class Keeper extends DirectSubscriber<number> {

@@ -8,7 +8,7 @@ import { ApprovalRefusedError, ConfigError } from '../errors.js';
 import { put } from '../own.js';
 import type { Agent, AgentRunner, Approval, RunEvent, RunOptions, RunSnapshot, SnapshotStore } from '../runner/index.js';
 
-export { InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from '../runner/snapshotStore.js';
+export { InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from '../runner/resume/snapshotStore.js';
 
 /** The approval id the UI is sent for a waiting call: the snapshot's key, then the call's id. */
 export function approvalIdOf(snapshot: RunSnapshot, callId: string): string {

@@ -1,8 +1,16 @@
 // The context a call's body is handed, made by its body part when the body starts.
 import type { Loan } from '../lanes/index.js';
-import type { Keep } from '../shapes.js';
-import type { CallRecord } from './records.js';
+import type { Keep } from '../keep.js';
 import type { Delta, InvokeContext } from './types.js';
+
+/** What a context reads and tells of its call (the call's record, records.ts). */
+export interface ContextOwner {
+  recorded(delta: Delta): void;
+  progressed(progress: number, total: number | undefined, message: string | undefined): void;
+  costReported(total: number): void;
+  readonly lanes: { lend(): ReadonlyMap<string, Loan>; fence(): string | undefined; fences(): Readonly<Record<string, string>> };
+  readonly body: { readonly ended: boolean };
+}
 
 /**
  * What a call's body is handed (its `InvokeContext`). Its signal, lent lanes and record function
@@ -17,9 +25,9 @@ export class CallContext implements InvokeContext {
   #controller: AbortController | undefined = undefined;
   // Why the call was stopped, once it was: a signal first asked for afterwards is born aborted.
   #stopped: Error | undefined = undefined;
-  readonly #run: CallRecord;
+  readonly #run: ContextOwner;
 
-  constructor(run: CallRecord) {
+  constructor(run: ContextOwner) {
     this.#run = run;
   }
 

@@ -9,7 +9,7 @@
 // too. So a ceiling costs three array slots, not an object and a boxed number (72 bytes a
 // call in a batch of thousands), and the batch closes every queue when it ends.
 import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { MAX_TIMER_MS } from '../time.js';
 
 const neverStale = (): boolean => false;

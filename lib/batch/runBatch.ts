@@ -4,7 +4,7 @@
 // in call order and fanned out inside its lanes, timed by per-call ceilings, until stopped,
 // reordered into call order, and settled in call order.
 import { concat, concatMap, from, identity, isObservable, NEVER, Observable, of, tap, type ObservableInput, type Subscription } from 'rxjs';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { ConcurrencyConfig } from '../config/index.js';
 import { BatchScope } from './batchScope.js';
 import { ceiling } from './operators/ceiling.js';

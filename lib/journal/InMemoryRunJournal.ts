@@ -1,7 +1,7 @@
 // A run journal kept in this process's memory, for tests and for trying recovery out: the same
 // group commit and the same rules as the PostgreSQL journal, with the entries in a store that
 // several journal objects (standing for several processes) can share.
-import type { JournalEntry, RecoverableRun } from '../runner/runJournal.js';
+import type { JournalEntry, RecoverableRun } from '../runner/journal/runJournal.js';
 import { GroupCommit, type JournalRow } from './groupCommit.js';
 
 // One run in the store: whose it is, and its entries in order. The run builds each entry afresh

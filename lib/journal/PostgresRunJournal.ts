@@ -5,7 +5,7 @@
 import { Socket } from 'node:net';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, JournalError } from '../errors.js';
-import type { JournalEntry, RecoverableRun } from '../runner/runJournal.js';
+import type { JournalEntry, RecoverableRun } from '../runner/journal/runJournal.js';
 import { GroupCommit, type JournalRow } from './groupCommit.js';
 import { poolFor, setUp, type PgPoolLike } from './pgPool.js';
 

@@ -4,8 +4,8 @@
 // (schema.ts); expired rows are swept by each `put`, with no timer of the store's own.
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, JournalError } from '../errors.js';
-import type { RunSnapshot } from '../runner/snapshot.js';
-import { checkedTtlSeconds, defaultSnapshotTtlSeconds, type KeptSnapshot, type SnapshotStore } from '../runner/snapshotStore.js';
+import type { RunSnapshot } from '../runner/resume/snapshotFormat.js';
+import { checkedTtlSeconds, defaultSnapshotTtlSeconds, type KeptSnapshot, type SnapshotStore } from '../runner/resume/snapshotStore.js';
 import { poolFor, setUp, type PgPoolLike } from './pgPool.js';
 import { snapshotCreateStatements, snapshotDeleteStatement, snapshotGetStatement, snapshotPutStatement, snapshotTableOf, type SnapshotTable } from './schema.js';
 

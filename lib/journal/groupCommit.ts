@@ -5,7 +5,7 @@
 // PostgreSQL) says only how a flush is written and how runs are read and claimed.
 import { randomUUID } from 'node:crypto';
 import { JournalError, toErrorInfo } from '../errors.js';
-import type { JournalEntry, JournalWaiter, RecoverableRun, RunJournal } from '../runner/runJournal.js';
+import type { JournalEntry, JournalWaiter, RecoverableRun, RunJournal } from '../runner/journal/runJournal.js';
 
 /** One entry as a flush writes it: its run, its place in the run's journal, and who waits for it. */
 export interface JournalRow {

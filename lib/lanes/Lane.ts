@@ -3,7 +3,7 @@
 // served round-robin, so one party's long queue cannot hold back another's call;
 // within a party, grants are FIFO. Everything here is synchronous and O(1).
 import type { LimitChange } from './AdaptiveLimit.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 
 /** What a lane reports of itself: how many hold a permit and how many wait for one. */
 export interface LaneOccupancy {

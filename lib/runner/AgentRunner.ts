@@ -11,19 +11,19 @@ import { LaneTable, type LaneStore } from '../lanes/index.js';
 import { LoopMonitor, ToolRegistry } from '../tools/index.js';
 import { Agent } from './Agent.js';
 import type { RunEvent } from './events.js';
-import type { ModelProvider, RunInput } from './model.js';
-import { checkedInput } from './conversation.js';
-import type { Approve, Guardrails, Hooks } from './policies.js';
+import type { ModelProvider, RunInput } from './model/model.js';
+import { checkedInput } from './model/conversation.js';
+import type { Approve, Guardrails, Hooks } from './turn/policies.js';
 import { Collector } from './collector.js';
-import { resumeOptions, resumePointFor } from './resume.js';
-import { resumedCalls, type ResumePoint } from './resumePoint.js';
-import type { Approvals, RunSnapshot } from './snapshot.js';
+import { resumeOptions, resumePointFor } from './resume/resume.js';
+import { resumedCalls, type ResumePoint } from './resume/resumePoint.js';
+import type { Approvals, RunSnapshot } from './resume/snapshotFormat.js';
 import { runEvents } from './runEvents.js';
-import { Tracing } from './tracing.js';
-import { emptyState, startingState } from './turnCalls.js';
-import type { RecoverableRun, RunJournal } from './runJournal.js';
-import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './recover.js';
-import { checkedSnapshotStore, takenForResume, type SnapshotStore } from './snapshotStore.js';
+import { Tracing } from './trace/tracing.js';
+import { emptyState, startingState } from './state.js';
+import type { RecoverableRun, RunJournal } from './journal/runJournal.js';
+import { checkedJournal, recoverableRuns, recoverRun, type RecoverOptions } from './journal/recover.js';
+import { checkedSnapshotStore, takenForResume, type SnapshotStore } from './resume/snapshotStore.js';
 import type { AgentTools, Nesting, RunFinish, RunnerParts, RunPlan } from './parts.js';
 import type { ResumeOptions, RunnerActivity, RunOptions, RunResult } from './types.js';
 
@@ -203,8 +203,10 @@ export class AgentRunner {
       activity: this.activity,
       policies: { approve, guardrails, hooks },
       policed: approve !== undefined || guardrails?.input !== undefined || guardrails?.output !== undefined || hooks?.onToolStart !== undefined || hooks?.onToolEnd !== undefined,
-      collect: (agent, input, runOptions, nesting) => this.collect(agent, input, runOptions, nesting),
-      resumeNested: (agent, { snapshot, approvals }, runOptions, nesting) => this.collect(agent, '', runOptions, nesting, this.resumed(agent, snapshot, approvals, runOptions)),
+      nested: {
+        runNested: (agent, input, runOptions, nesting, resumes) =>
+          resumes === undefined ? this.collect(agent, input, runOptions, nesting) : this.collect(agent, '', runOptions, nesting, this.resumed(agent, resumes.snapshot, resumes.approvals, runOptions)),
+      },
       toolsOf: (agent) => this.toolsOf(agent),
       journal,
       snapshots,

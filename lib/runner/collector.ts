@@ -1,12 +1,12 @@
 // How run() resolves: a run's events collected as they come, then folded into its RunResult
 // with what the run handed over as it ended (state, messages, its nested runs' tokens).
 import { DirectSubscriber } from '../directSubscriber.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 import { statusOf, type RunEvent } from './events.js';
-import { addedUsage, type Usage } from './model.js';
+import { addedUsage, type Usage } from './model/model.js';
 import type { RunFinal, RunFinish } from './parts.js';
 import type { RunResult } from './types.js';
-import { emptyState } from './turnCalls.js';
+import { emptyState } from './state.js';
 
 // The tokens of a run's turns, summed; undefined when no turn reported any.
 function usageOf(events: readonly RunEvent[]): Usage | undefined {

@@ -4,8 +4,8 @@
 import type { StopReason } from '../batch/index.js';
 import { toErrorInfo, type ErrorInfo } from '../errors.js';
 import { stopClassOf, type StopClass } from '../stopClass.js';
-import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model.js';
-import type { PendingCall, RunSnapshot } from './snapshot.js';
+import type { FinishReason, Message, ModelResponse, ToolCall, Usage } from './model/model.js';
+import type { PendingCall, RunSnapshot } from './resume/snapshotFormat.js';
 
 export type RunEventType =
   | 'RUN_STARTED'

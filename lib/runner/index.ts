@@ -14,7 +14,7 @@ export {
   type RunResultFields,
   type RunStatus,
 } from './AgentRunner.js';
-export { decodeConversation } from './conversation.js';
+export { decodeConversation } from './model/conversation.js';
 export { RunEventType, toOutcomeEvent, toResponseEvent, type OutcomeLike } from './events.js';
 export type {
   ModelResponseEvent,
@@ -46,11 +46,11 @@ export {
   type RunInput,
   type ToolCall,
   type Usage,
-} from './model.js';
-export { isStreamPart, StreamPartError, WrittenTurn } from './modelStream.js';
-export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './policies.js';
-export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './snapshot.js';
-export { TracingAttributes, TracingEvents } from './tracingNames.js';
+} from './model/model.js';
+export { isStreamPart, StreamPartError, WrittenTurn } from './model/modelStream.js';
+export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './turn/policies.js';
+export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './resume/snapshotFormat.js';
+export { TracingAttributes, TracingEvents } from './trace/tracingNames.js';
 export type {
   CallDispatchedEntry,
   CallDecidedEntry,
@@ -64,6 +64,6 @@ export type {
   RunResumedEntry,
   RunStartedEntry,
   TurnAnsweredEntry,
-} from './runJournal.js';
-export type { RecoverOptions } from './recover.js';
-export { defaultSnapshotTtlSeconds, InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from './snapshotStore.js';
+} from './journal/runJournal.js';
+export type { RecoverOptions } from './journal/recover.js';
+export { defaultSnapshotTtlSeconds, InMemorySnapshotStore, type InMemorySnapshotStoreOptions, type KeptSnapshot, type SnapshotStore } from './resume/snapshotStore.js';

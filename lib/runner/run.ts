@@ -4,29 +4,29 @@
 // answers without calls or the run stops. `run$()` is this Observable, and `run()` is it
 // folded: one engine path. The run's stop is a composition of what can stop it (the caller's
 // signal, runSeconds), replayed to every turn; a failure under FAIL_RUN is the batch's own.
-// A turn is in turn.ts, a streamed one in streamedTurn.ts: this file is the run they share.
+// A turn is in turn/turn.ts, a streamed one in turn/streamedTurn.ts: this file is the run they
+// share, and the one place its state changes (turn/turnRun.ts is what a turn sees of it).
 import { randomUUID } from 'node:crypto';
-import { isLeft } from 'fp-ts/lib/Either.js';
 import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
 import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
-import { RunError, toErrorInfo, ToolRemovedError, UnknownToolError } from '../errors.js';
-import type { Keep } from '../shapes.js';
-import { check, decodeArguments, isStandardSchema, type AgentRef, type Checked, type NestedRunResult, type RunState } from '../tools/index.js';
+import type { Keep } from '../keep.js';
+import type { AgentRef, NestedRunResult, RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import type { TurnSource } from './turnByTurn.js';
-import { RunJournaling } from './journaling.js';
-import { addedUsage, type Message, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model.js';
-import { checkedLater, neverStarted, undecodable, RunnerCall, shownArguments, toolMessage, TurnScope, type NestedRuns } from './turnCalls.js';
-import type { RunTrace } from './runTrace.js';
-import { resumedTurn } from './resumePoint.js';
-import { stopSources } from './runStops.js';
-import { interrupted, type TurnWaits } from './interrupts.js';
-import { turn } from './turn.js';
-import { turnBatch } from './turnBatch.js';
-import { tokenBudgetOf, tokensOf } from './turnBudget.js';
-import type { BudgetSpec, Permit } from '../lanes/index.js';
-import type { AgentTools, RunnerParts, RunPlan } from './parts.js';
+import type { TurnSource } from './turn/turnByTurn.js';
+import { RunJournaling } from './journal/journaling.js';
+import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type Usage } from './model/model.js';
+import { neverStarted, TurnScope, type NestedRuns, type RunnerCall } from './turn/turnCalls.js';
+import { toolMessage } from './state.js';
+import { resumedTurn } from './turn/resumedTurn.js';
+import { stopSources } from './turn/runStops.js';
+import { interrupted, type TurnWaits, type WaitingRun } from './turn/interrupts.js';
+import { turn } from './turn/turn.js';
+import { turnBatch } from './turn/turnBatch.js';
+import { askTokenBudget, tokenBudgetOf, tokensOf } from './turn/turnBudget.js';
+import type { TurnRun } from './turn/turnRun.js';
+import type { BudgetSpec, OnGrant, Permit } from '../lanes/index.js';
+import type { AgentTools, OpenTrace, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
@@ -38,7 +38,7 @@ function flat(text: string): string {
 }
 
 /** What one run's turns share: its id, its conversation and state, its stop, whether it ended. */
-export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
+export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly runId: string;
   // Where the run is journaled, if its runner has a journal (a nested run never is: it is part of its caller's call).
   readonly journal: RunJournaling | undefined;
@@ -46,37 +46,37 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
   readonly failFast: boolean;
   // The run's state, deeply frozen (JSON-like data copied in), replaced as each batch's deltas
   // are merged: every batch hands this very object to its tools, with no copy.
-  state: RunState;
+  private state: RunState;
   // The conversation so far, as the provider will see it next turn.
-  readonly messages: Message[];
+  private readonly messages: Message[];
   // The tokens of the runs nested in this one that reported usage, their own nested runs included.
-  nestedUsage: Usage | undefined = undefined;
+  private nestedUsage: Usage | undefined = undefined;
   // The tokens of the run's own turns so far (a snapshot keeps them).
-  usage: Usage | undefined = undefined;
+  private usage: Usage | undefined = undefined;
   // The calls of the turn now running that wait for a person, when one may (interrupts.ts).
-  waits: TurnWaits | undefined = undefined;
+  private waits: TurnWaits | undefined = undefined;
   // The conversation as the model was last sent it (a turn's request): what that turn's bodies read.
-  asked: readonly Message[] = [];
+  private asked: readonly Message[] = [];
   // The first stop of the run (cancel, runSeconds); later ones change nothing.
-  stopped: StopReason | undefined = undefined;
+  private stop: StopReason | undefined = undefined;
   // True once the run's final event went out; a run left by unsubscribing ends without one.
-  ended = false;
+  private ended = false;
   // The stop as every turn and batch hears it: replayed to whoever listens after it came.
   // Undefined for a run nothing outside can stop (no signal, no runSeconds).
   readonly stop$: Observable<StopReason> | undefined;
   // The stop's sources (the signal's listener, the runSeconds timer), ended with the run.
-  readonly stopping: Subscription | undefined;
+  private readonly stopping: Subscription | undefined;
   // The tools the agent may call, as of the registry's last change this run has seen.
   private tools: AgentTools;
   // The tenant's token budget, if the runner declared one, and the current turn's place in it (turnBudget.ts).
-  readonly tokenBudget: BudgetSpec | undefined;
-  turnBudget: Permit | undefined = undefined;
+  private readonly tokenBudget: BudgetSpec | undefined;
+  private turnBudget: Permit | undefined = undefined;
 
   constructor(
     readonly parts: RunnerParts,
     readonly plan: RunPlan,
     /** The run's spans, when the runner traces: its calls' bodies run inside their spans. */
-    readonly trace: RunTrace | undefined,
+    readonly trace: OpenTrace | undefined,
   ) {
     const { history, resume } = plan;
     this.runId = resume?.runId ?? flat(randomUUID());
@@ -100,12 +100,17 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
       this.stopping = undefined;
       return;
     }
-    const stops = connectable(merge(...sources).pipe(take(1), tap((reason) => (this.stopped ??= reason))), {
+    const stops = connectable(merge(...sources).pipe(take(1), tap((reason) => (this.stop ??= reason))), {
       connector: () => new ReplaySubject<StopReason>(1),
       resetOnDisconnect: false,
     });
     this.stop$ = stops;
     this.stopping = stops.connect();
+  }
+
+  /** The run's first stop, once it came (cancel, runSeconds). */
+  get stopped(): StopReason | undefined {
+    return this.stop;
   }
 
   /** The run's final event, or undefined if it ended already: its state and messages handed over, watchers told. */
@@ -182,7 +187,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     this.waits = undefined;
     if (waits?.waiting === true && failure === undefined && this.stopped === undefined) {
       const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
-      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this, n, outcomes, waits));
+      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
     }
     const held: RunEvent[] = [];
     for (const outcome of waits?.later ?? []) {
@@ -191,6 +196,12 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     }
     const last = this.afterBatch(n, outcomes, failure);
     return last === undefined ? held : [...held, last];
+  }
+
+  // What the snapshot of the run, as it waits for a person, keeps of it.
+  private waiting(): WaitingRun {
+    const { plan } = this;
+    return { runId: this.runId, agent: plan.agent, tools: this.parts.tools, tenant: plan.tenant, messages: this.messages, state: this.state, usage: this.usage, nestedUsage: this.nestedUsage };
   }
 
   // The run's final event, if it has not ended already, as the events to emit.
@@ -240,7 +251,7 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     // A call run again on resume goes on with the nested run that waited, once.
     const { resumes } = call;
     call.resumes = undefined;
-    const nested = resumes === undefined ? this.parts.collect(agent as Agent, input, { tenant: this.plan.tenant, signal }, nesting) : this.parts.resumeNested(agent as Agent, resumes, { tenant: this.plan.tenant, signal }, nesting);
+    const nested = this.parts.nested.runNested(agent as Agent, input, { tenant: this.plan.tenant, signal }, nesting, resumes);
     return nested.then((result) => {
       // A nested run that waits for a person: so does its caller's call, and the caller's run.
       if (result.status === 'interrupted' && !this.ended) this.waits?.nestedWaits(call, result.snapshot);
@@ -251,26 +262,29 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     });
   }
 
-  // The run's final answer, decoded with the agent's output schema; a Promise when a Standard
-  // Schema checks it asynchronously (it never rejects).
-  finalAnswer(text: string | undefined): RunEvent | Promise<RunEvent> {
-    const { agent } = this.plan;
-    if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text ?? '');
-    } catch (error) {
-      return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
-    }
-    const answer = (decoded: Checked): RunEvent =>
-      isLeft(decoded) ? failed(new RunError(`the final answer of ${agent.name} does not decode: ${decoded.left}`)) : { type: 'RUN_COMPLETED', output: decoded.right };
-    const decoded = check(agent.output, parsed, 'output');
-    return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
+  /** The turn's place in its tenant's token budget, if the runner declared one: charged the turn's tokens once the model reports them. */
+  budgetFor(turn: OnGrant): Permit | undefined {
+    const { tokenBudget } = this;
+    if (tokenBudget === undefined) return undefined;
+    return (this.turnBudget = askTokenBudget(this.parts, tokenBudget, this.plan.tenant, turn));
   }
 
-  /** What a turn's calls share: the run, its tenant, and the state they read. One per turn. */
-  scope(): TurnScope {
-    return new TurnScope(this, this.runId, this.plan.tenant, this.state, this.asked);
+  /** The next turn's request: the conversation so far and the tools now; the conversation is what the turn's bodies read. */
+  request(): ModelRequest {
+    const { agent } = this.plan;
+    const request: ModelRequest = { agent: agent.name, model: agent.model, instructions: agent.instructions, messages: [...this.messages], tools: this.toolsNow().specs };
+    this.asked = request.messages;
+    return request;
+  }
+
+  /** What a turn's calls share: the run, its tenant, the state and the conversation they read (`asked`: a resumed turn's). One per turn. */
+  scope(asked: readonly Message[] = this.asked): TurnScope {
+    return new TurnScope(this, this.runId, this.plan.tenant, this.state, asked);
+  }
+
+  /** The tools the agent may call as of the turn's request (toolsNow), as its calls are decoded against them. */
+  get agentTools(): AgentTools {
+    return this.tools;
   }
 
   /**
@@ -282,80 +296,15 @@ export class Run implements NestedRuns, TurnSource<RunEvent>, Unsubscribable {
     return this.tools;
   }
 
-  // One call of the turn as the batch runs it, decoded against its tool or undecodable. `seen`
-  // holds the ids of the turn's calls before it; `problem` says what was wrong with a malformed one.
-  callOf(toolCall: ToolCall, position: number, problem: string | undefined, seen: Set<string>, scope: TurnScope): RunnerCall {
-    const { allowed, allowedSet } = this.tools;
-    const { tools, policed } = this.parts;
-    const { id: callId, name } = toolCall;
-    if (problem !== undefined) {
-      return undecodable(toolCall, scope, policed, { name: 'MalformedToolCallError', message: `the model's call #${position + 1} is malformed and was not dispatched: ${problem}` });
-    }
-    if (seen.has(callId)) {
-      return undecodable(toolCall, scope, policed, { name: 'DuplicateCallIdError', message: `call id ${callId} appears twice in one response; this call was not dispatched` });
-    }
-    seen.add(callId);
-    const registered = allowedSet.has(name) ? tools.get(name) : undefined;
-    if (registered === undefined) {
-      // A tool taken out since (by the registry's record): said to be removed, not unknown.
-      const removed = this.plan.agent.tools === undefined || allowedSet.has(name) ? tools.removedWhy(name) : undefined;
-      const error = removed === undefined ? new UnknownToolError(name, allowed) : new ToolRemovedError(name, removed);
-      return undecodable(toolCall, scope, policed, toErrorInfo(error));
-    }
-    const { declaration, body } = registered;
-    const decoded = decodeArguments(declaration, toolCall.arguments);
-    const now = !(decoded instanceof Promise);
-    if (now && isLeft(decoded)) return undecodable(toolCall, scope, policed, toErrorInfo(decoded.left), declaration);
-    // Decoded a second time for the policies, only when one will see the call.
-    const shown = policed || declaration.needsApproval ? shownArguments(declaration, toolCall.arguments, false) : undefined;
-    // A Standard Schema that checks asynchronously: the call waits at the gate for its verdict.
-    if (!now || shown instanceof Promise) return new RunnerCall(callId, name, undefined, undefined, declaration, body, scope, undefined, checkedLater(decoded, shown));
-    return new RunnerCall(callId, name, decoded.right, undefined, declaration, body, scope, shown);
-  }
-
-  // The turn's calls as the batch runs them, each decoded against its tool or undecodable.
-  callsOf(toolCalls: readonly ToolCall[], malformed: ReadonlyMap<number, string>, scope: TurnScope): RunnerCall[] {
-    const seen = new Set<string>();
-    return toolCalls.map((toolCall, position) => this.callOf(toolCall, position, malformed.get(position), seen, scope));
-  }
-
-  // True when some tool the agent may call needs approval: a streamed turn's gate must be in
-  // place before its calls are known. Worked out again whenever the agent's tools change (an MCP
-  // server's list changed), so a tool added later that needs approval is never run unasked.
-  private approvals = false;
-  private approvalsOf: AgentTools | undefined = undefined;
-  mayNeedApproval(): boolean {
-    const current = this.tools;
-    if (this.approvalsOf !== current) {
-      const { tools } = this.parts;
-      this.approvals = current.allowed.some((name) => tools.get(name)?.declaration.needsApproval === true);
-      this.approvalsOf = current;
-    }
-    return this.approvals;
-  }
-
-  // True when some tool the agent may call checks its arguments with a Standard Schema, which
-  // may answer asynchronously: a streamed turn's gate must then wait for such verdicts. Worked
-  // out again whenever the agent's tools change, as above.
-  private checksLater = false;
-  private checksLaterOf: AgentTools | undefined = undefined;
-  mayCheckLater(): boolean {
-    const current = this.tools;
-    if (this.checksLaterOf !== current) {
-      const { tools } = this.parts;
-      this.checksLater = current.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args));
-      this.checksLaterOf = current;
-    }
-    return this.checksLater;
-  }
-
   /**
    * One turn's calls as a batch: an array (a turn given whole), or an Observable of calls (a
    * streamed turn, each call given as soon as it is complete). `contents` receives each result's
    * JSON as it settles. `stop$` is the run's stop, or what a streamed turn adds to it.
    */
   batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined = this.stop$): Observable<Outcome> {
-    return turnBatch(this, turn, given, contents, stop$);
+    const { outcomes$, waits } = turnBatch(this, turn, given, contents, stop$);
+    this.waits = waits;
+    return outcomes$;
   }
 
   // Tells watchers of activity$ a piece of the model's text as it is written; made only if someone watches.

@@ -4,8 +4,8 @@ import { Observable, type Subscriber } from 'rxjs';
 import type { RunEvent } from './events.js';
 import type { RunnerParts, RunPlan } from './parts.js';
 import { Run } from './run.js';
-import { turnByTurn } from './turnByTurn.js';
-import { keptForResume } from './snapshotStore.js';
+import { turnByTurn } from './turn/turnByTurn.js';
+import { keptForResume } from './resume/snapshotStore.js';
 
 /**
  * One run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE
@@ -35,7 +35,7 @@ function play(run: Run, subscriber: Subscriber<RunEvent>): void {
   const { plan } = run;
   const { history } = plan;
   // A resumed run goes on with the transcript it was left with: it starts no second time (nor in its journal).
-  if (plan.resume === undefined) run.journal?.started(plan, run.state);
+  if (plan.resume === undefined) run.journal?.started(plan, plan.initial);
   if (plan.resume === undefined) subscriber.next(
     history.length === 0
       ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }

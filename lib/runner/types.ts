@@ -6,8 +6,8 @@ import type { ErrorInfo } from '../errors.js';
 import type { LaneNotice } from '../lanes/index.js';
 import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
-import type { Message, Usage } from './model.js';
-import type { Approvals, PendingCall, RunSnapshot } from './snapshot.js';
+import type { Message, Usage } from './model/model.js';
+import type { Approvals, PendingCall, RunSnapshot } from './resume/snapshotFormat.js';
 
 export interface RunOptions {
   /** Whose run this is; its calls stand in this tenant's lane. Default `'default'`. */

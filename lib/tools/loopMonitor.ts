@@ -8,7 +8,7 @@
 import { AsyncLocalStorage, createHook, type AsyncHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { EventLoopStalledError } from '../errors.js';
-import type { Keep } from '../shapes.js';
+import type { Keep } from '../keep.js';
 
 /** Who hears that a watched body held the loop too long (a call's record: no closure per call). */
 export interface StallListener {

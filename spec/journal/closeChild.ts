@@ -4,7 +4,7 @@
 // close took and what the start's waiter heard; the spec sees whether the process then ends by
 // itself (no process.exit).
 import { PostgresRunJournal } from '../../lib/index.js';
-import type { RunStartedEntry } from '../../lib/runner/runJournal.js';
+import type { RunStartedEntry } from '../../lib/runner/journal/runJournal.js';
 
 const [port, closeSeconds] = process.argv.slice(2) as [string, string];
 const journal = new PostgresRunJournal({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, closeSeconds: Number(closeSeconds) });

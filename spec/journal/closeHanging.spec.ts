@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { ConfigError, PostgresRunJournal } from '../../lib/index.js';
-import type { RunStartedEntry } from '../../lib/runner/runJournal.js';
+import type { RunStartedEntry } from '../../lib/runner/journal/runJournal.js';
 import { runToExit } from '../childProcess.js';
 import { closedPort } from '../lanes/redis/server.js';
 import { newPool } from './pg.js';

@@ -3,7 +3,7 @@
 import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type ModelResponse, type RunJournal } from '../../lib/index.js';
 import { GroupCommit, type JournalRow } from '../../lib/journal/groupCommit.js';
 import { InMemoryRunJournal } from '../../lib/journal/InMemoryRunJournal.js';
-import type { JournalEntry, RecoverableRun } from '../../lib/runner/runJournal.js';
+import type { JournalEntry, RecoverableRun } from '../../lib/runner/journal/runJournal.js';
 
 /** A journal over an in-memory one whose every flush waits for the spec: `land()` or `fail(error)` the oldest. */
 export class HeldJournal extends GroupCommit {

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type pg from 'pg';
 import { ConfigError, PostgresRunJournal, ToolRegistry, type RunEvent } from '../../lib/index.js';
-import type { JournalEntry } from '../../lib/runner/runJournal.js';
+import type { JournalEntry } from '../../lib/runner/journal/runJournal.js';
 import { agent, kinds, runnerWith, script, untilStopped } from './helpers.js';
 import { connectionString, CuttableLink, dropTables, newPool, uniquePrefix } from './pg.js';
 

@@ -2,7 +2,7 @@
 // the journal stops writing and its owner is gone) carried on by another runner.
 import { expect } from 'chai';
 import { Agent, ConcurrencyConfig, ConfigError, InMemoryRunJournal, JournalError, ScriptedProvider, stopClassOf, ToolRegistry, type RunEvent } from '../../lib/index.js';
-import type { JournalEntry } from '../../lib/runner/runJournal.js';
+import type { JournalEntry } from '../../lib/runner/journal/runJournal.js';
 import { agent, runnerWith, settle, untilStopped } from './helpers.js';
 
 type Counts = Record<string, number>;

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { from, Observable } from 'rxjs';
 import sinon from 'sinon';
 import { Agent, ConcurrencyConfig, InMemoryRunJournal, ToolRegistry, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
-import type { JournalEntry } from '../../lib/runner/runJournal.js';
+import type { JournalEntry } from '../../lib/runner/journal/runJournal.js';
 import { agent, HeldJournal, kinds, runnerWith, script, settle } from './helpers.js';
 
 // A registry whose `work` body notes each call it runs.

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { Agent, ToolRegistry } from '../../lib/index.js';
-import { agentFingerprint } from '../../lib/runner/fingerprint.js';
+import { agentFingerprint } from '../../lib/runner/resume/fingerprint.js';
 
 const agent = (instructions = 'plan') => new Agent({ name: 'planner', instructions, model: 'test-model' });
 const body = () => 'ok';

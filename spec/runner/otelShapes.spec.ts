@@ -1,11 +1,11 @@
-// The tracing reads @opentelemetry/api through shapes of its own (lib/runner/otelShapes.ts), so
+// The tracing reads @opentelemetry/api through shapes of its own (lib/runner/trace/otelShapes.ts), so
 // that no declaration of the library names the optional peer. These are compile-time checks
 // that the real API, its Tracer, Span, Context and Attributes are each of those shapes (a
 // change of the API that breaks one fails the type check), and one run through them.
 import * as api from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { expect } from 'chai';
-import type { OtelApi, OtelAttributes, OtelContext, OtelSpan, OtelTracer } from '../../lib/runner/otelShapes.js';
+import type { OtelApi, OtelAttributes, OtelContext, OtelSpan, OtelTracer } from '../../lib/runner/trace/otelShapes.js';
 
 describe('the shapes of @opentelemetry/api the tracing uses', () => {
   it('are met by the real API (a compile-time check), and work through it', () => {

@@ -6,7 +6,7 @@ import { TestScheduler } from 'rxjs/testing';
 import sinon from 'sinon';
 import { Agent, AgentRunner, ConcurrencyConfig, ConfigError, ScriptedProvider, ToolRegistry, type Message, type RunEvent, type ToolCall } from '../../lib/index.js';
 import type { Outcome } from '../../lib/batch/index.js';
-import type { ResumePoint } from '../../lib/runner/resumePoint.js';
+import type { ResumePoint } from '../../lib/runner/resume/resumePoint.js';
 import { summary } from './summary.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type ResumeOptions, type RunSnapshot } from '../../lib/index.js';
-import { snapshotDigest } from '../../lib/runner/snapshot.js';
+import { snapshotDigest } from '../../lib/runner/resume/snapshot.js';
 import { toolsWithSpies } from './approvalTools.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });

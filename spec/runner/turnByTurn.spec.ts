@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Observable, of, take, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { turnByTurn, type TurnSource } from '../../lib/runner/turnByTurn.js';
+import { turnByTurn, type TurnSource } from '../../lib/runner/turn/turnByTurn.js';
 
 // A source that hands out the given turns one by one, counting how often it was asked.
 function turnsOf<T>(turns: Array<Observable<T>>, failed?: (error: unknown) => T | undefined): TurnSource<T> & { asked: number } {

@@ -5,7 +5,6 @@ import type { LaneLostError } from '../../errors.js';
 import { reportUnhandled } from '../../unhandled.js';
 import { grant, type OnGrant } from '../Lane.js';
 import type { Permit } from '../LaneTable.js';
-import type { RedisLaneStore } from './RedisLaneStore.js';
 import type { Script } from './scripts.js';
 import { keysOf, laneBase } from './keys.js';
 
@@ -24,6 +23,11 @@ export const LEAVE = 1;
 export const REFRESH = 2;
 export const PROBE = 3;
 
+/** Where a permit goes when its holder leaves: the store that asked for it (RedisLaneStore). */
+export interface LeftBy {
+  leave(permit: FleetPermit): void;
+}
+
 /** A request for a permit of a fleet lane: `leave()` gives the permit back, or withdraws the request. */
 export class FleetPermit implements Permit {
   state = PENDING;
@@ -40,7 +44,7 @@ export class FleetPermit implements Permit {
   readonly askedAt: number;
 
   constructor(
-    private readonly store: RedisLaneStore,
+    private readonly store: LeftBy,
     readonly lane: FleetLane,
     readonly id: string,
     readonly party: string,

@@ -1,0 +1,184 @@
+// One request to the model: the provider's answer, value by value (a whole response, or the
+// parts of a streamed turn), under an AbortController of the request's own, and what the run
+// makes of a reply that fails or does not decode.
+import { isLeft } from 'fp-ts/lib/Either.js';
+import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
+import { isPromiseLike, reportUnhandled } from '../../batch/index.js';
+import { describeValue } from '../../config/index.js';
+import { DirectSubscriber } from '../../directSubscriber.js';
+import { ProviderError, toErrorInfo } from '../../errors.js';
+import { failed, type RunEvent } from '../events.js';
+import { decodeModelResponse, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
+import { isStreamPart, StreamPartError } from './modelStream.js';
+import type { Keep } from '../../keep.js';
+
+/** A model's decoded response, or the run's failure that stands for it. */
+export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
+
+// The run's failure for a provider that failed (its facts, an HTTP status, its code, the
+// attempts made, go with it), or that completed without answering.
+export function providerFailure(turn: number, error: unknown): RunEvent {
+  if (error === undefined) return failed(new ProviderError(turn, 'the provider completed without a response'));
+  if (isPartError(error)) return failed(new ProviderError(turn, `the reply does not decode: ${error.message}`));
+  const info = toErrorInfo(error);
+  return failed(new ProviderError(turn, info.message, info));
+}
+
+// A provider may fail with anything, a Proxy whose traps throw included: instanceof must not throw.
+function isPartError(error: unknown): error is StreamPartError {
+  try {
+    return error instanceof StreamPartError;
+  } catch {
+    return false;
+  }
+}
+
+export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
+  let decoded: ReturnType<typeof decodeModelResponse>;
+  try {
+    decoded = decodeModelResponse(raw);
+  } catch (error) {
+    // A reply that throws when read (a getter, a proxy) is the provider's failure too.
+    return { failure: failed(new ProviderError(turn, toErrorInfo(error).message)) };
+  }
+  if (isLeft(decoded)) return { failure: failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)) };
+  return { reply: decoded.right };
+}
+
+/** Who hears a request's answer: each value (a whole response, or a streamed turn's parts), and how it ended. */
+export interface ReplyObserver {
+  reply(value: unknown): void;
+  replyFailed(error: unknown): void;
+  replyEnded(): void;
+}
+
+/**
+ * One request to the model: it asks the provider (`send`) and hands `observer` its answer, value
+ * by value: a whole response (nothing after it is read), or the parts of a streamed turn until
+ * the stream ends. What the provider returned may be a Promise (followed with `then`, no
+ * Observable made), an Observable, or anything RxJS can read. Each request has its own
+ * AbortController, whose signal the provider is handed: a provider that keeps a signal sees only
+ * this request's abort, and one that leaves its listeners behind leaves them on a signal nobody
+ * keeps. Unsubscribing leaves the request, aborted only if its answer was not complete by then;
+ * made before it is sent, it can be left while the provider is still being asked (a provider
+ * that stops its own run). Every value, failure and ending the provider sends after the answer
+ * is complete, or after the request was left, is ignored.
+ *
+ * The subscriber of the provider's Observable itself (a `DirectSubscriber`: no wrapper, and no
+ * copy of it, whatever RxJS's config says): leaving the request reaches the provider's
+ * subscription however far its subscribe has got.
+ */
+export class Request extends DirectSubscriber<unknown> {
+  private readonly controller = new AbortController();
+  // Set once the answer is complete or failed, or the request was left: later values are ignored.
+  private done = false;
+
+  constructor(private readonly observer: ReplyObserver) {
+    super();
+  }
+
+  /** Asks the provider. */
+  send(provider: ModelProvider, request: ModelRequest): void {
+    let produced: unknown;
+    try {
+      produced = provider.respond(request, this.controller.signal);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (isPromiseLike(produced)) {
+      try {
+        // Followed even if the request was left meanwhile: a rejection must not go unhandled.
+        produced.then(
+          (value) => {
+            this.value(value);
+            // A Promise gives one value: a stream part alone is a stream that ended.
+            if (isStreamPart(value)) this.complete();
+          },
+          (error: unknown) => this.fail(error),
+        );
+      } catch (error) {
+        // A thenable whose `then` throws is the provider's failure too.
+        this.fail(error);
+      }
+      return;
+    }
+    // An Observable, as the contract says; anything else RxJS can read (an async iterable, say)
+    // is taken as it always was, and the rest is the provider's failure.
+    let reply$: Observable<unknown>;
+    try {
+      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
+    } catch {
+      this.fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
+      return;
+    }
+    // A request left while the provider was asked does not subscribe what it returned.
+    if (this.done) return;
+    try {
+      reply$.subscribe(this);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  // Observer of the provider's Observable.
+  override next(value: unknown): void {
+    this.value(value);
+  }
+
+  override error(error: unknown): void {
+    this.fail(error);
+  }
+
+  override complete(): void {
+    if (this.done) return;
+    this.done = true;
+    this.observer.replyEnded();
+    this.release();
+  }
+
+  // Left by the run: the request is aborted unless its answer was complete, then let go.
+  override unsubscribe(): void {
+    if (!this.done) {
+      this.done = true;
+      this.controller.abort(new Error('the run stopped'));
+    }
+    super.unsubscribe();
+  }
+
+  private value(value: unknown): void {
+    if (this.done) return;
+    if (isStreamPart(value)) return this.observer.reply(value);
+    // A whole response: the answer is complete, whatever else the provider would send. It is
+    // handed on first, then the provider's subscription let go.
+    this.done = true;
+    this.observer.reply(value);
+    this.release();
+  }
+
+  private fail(error: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.observer.replyFailed(error);
+    this.release();
+  }
+
+  // The answer is complete: the provider's subscription is let go. A teardown of the provider's
+  // that throws cannot take the answer back: it is reported as RxJS reports one nobody can receive.
+  private release(): void {
+    try {
+      super.unsubscribe();
+    } catch (error) {
+      reportUnhandled(error);
+    }
+  }
+}
+
+/**
+ * @internal One request, inert, for keepWarmShapes (lib/shapes.ts), with the plain EventTarget
+ * each request's AbortSignal is made from before it becomes a signal.
+ */
+export function keepShapes(keep: Keep): void {
+  keep(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+  keep(() => new EventTarget());
+}
