@@ -5,7 +5,17 @@
 // Figures, not pass/fail. Tables under a prefix of this run's own, dropped after.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { Agent, AgentRunner, ConcurrencyConfig, InMemoryRunJournal, PostgresRunJournal, ScriptedProvider, ToolRegistry, type ModelResponse, type RunJournal } from '../lib/index.js';
+import {
+  Agent,
+  AgentRunner,
+  ConcurrencyConfig,
+  InMemoryRunJournal,
+  ScriptedProvider,
+  ToolRegistry,
+  type ModelResponse,
+  type RunJournal,
+} from '../lib/index.js';
+import { PostgresRunJournal } from '../lib/postgres.js';
 import type { Row } from './row.js';
 
 const connectionString = process.env['AGENT_LANES_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -17,7 +17,8 @@ import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { jsonSchema as jsonSchemaV7, stepCountIs as stepCountIsV7, streamText as streamTextV7, tool as toolV7 } from 'ai7';
 import * as t from 'io-ts';
-import { Agent, AgentRunner, AnthropicMessagesProvider, OpenAIChatProvider, ToolRegistry, type ModelProvider } from '../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry, type ModelProvider } from '../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider } from '../lib/providers.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../lib/providers/aiSdkProvider.js';
 import type { Row } from './row.js';
 

@@ -2,7 +2,9 @@
 // never throws itself, and it keeps an error's status, code and attempts when they are plain.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { BudgetExceededError, ConfigError, ProviderError, ProviderHttpError, RateLimitedError, toErrorInfo } from '../lib/index.js';
+import { BudgetExceededError, ConfigError, ProviderError, RateLimitedError } from '../lib/index.js';
+import { ProviderHttpError } from '../lib/providers.js';
+import { toErrorInfo } from '../lib/errorInfo.js';
 import { seed } from './reliability/seed.js';
 
 // A Proxy of `target` whose listed traps throw (each naming itself).

@@ -2,7 +2,8 @@
 // JSON.stringify writes the form exactly, and where and why a value that has none fails.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { JsonFormError, jsonForm, jsonText } from '../lib/index.js';
+import { JsonFormError } from '../lib/index.js';
+import { jsonForm, jsonText } from '../lib/json.js';
 import { seed } from './reliability/seed.js';
 
 function failure(value: unknown): JsonFormError {

@@ -1,7 +1,18 @@
 // The stop classes: the class read from each kind of outcome a stopped or cut-off call ends in,
 // and the one set of words every such message is built from.
 import { expect } from 'chai';
-import { CallInterruptedError, LaneLostError, McpConnectionLostError, ProcessStoppedError, StopClasses, stopClassOf, toOutcomeEvent, ToolTimedOutError, type StopClass, type ToolOutcomeEvent } from '../lib/index.js';
+import {
+  CallInterruptedError,
+  LaneLostError,
+  ProcessStoppedError,
+  StopClasses,
+  stopClassOf,
+  ToolTimedOutError,
+  type StopClass,
+  type ToolOutcomeEvent,
+} from '../lib/index.js';
+import { McpConnectionLostError } from '../lib/mcp.js';
+import { toOutcomeEvent } from '../lib/runner/events.js';
 import { failedBy, stoppedOutcome, type BatchCall, type Outcome, type StopReason } from '../lib/batch/index.js';
 import { lostBeforeDispatch, lostOutcome } from '../lib/batch/stops.js';
 import { afterStop, batchStopped, inFlightClause, inFlightMessage, inFlightWhen, journalCouldNotRecord, neverDispatchedMessage, processStopped, stopClass, stoppedByItsBatch } from '../lib/stopClass.js';

@@ -15,13 +15,13 @@ import {
   AgentRunner,
   ConcurrencyConfig,
   RateLimitedError,
-  RedisLaneStore,
   ScriptedProvider,
   ToolRegistry,
   type ModelRequest,
   type ModelResponse,
   type ToolContext,
 } from '../../lib/index.js';
+import { RedisLaneStore } from '../../lib/redis.js';
 import { ADAPTIVE, CALLS_PER_TURN, TOOL_TURNS, TURN_USAGE, type PartnerCommand, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
 
 const MODEL_MS = 20;

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { UIMessage } from 'ai';
 import { build } from 'esbuild';
-import { Agent, AgentRunner, InMemorySnapshotStore, ScriptedProvider, ToolRegistry, resumeApproved, uiMessageStreamHandler } from '../../lib/index.js';
+import { Agent, AgentRunner, InMemorySnapshotStore, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { resumeApproved, uiMessageStreamHandler } from '../../lib/streaming.js';
 import { fromUIMessages } from '../../lib/providers/aiSdkProvider.js';
 
 const page = `<!doctype html><html><head><meta charset="utf-8"><title>agent-lanes · approvals</title><link rel="icon" href="data:,"></head>

@@ -6,7 +6,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { concat, defer, EMPTY, Observable, of } from 'rxjs';
-import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, sseHandler, type RunEvent, type RunnerActivity } from '../../lib/index.js';
+import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, type RunEvent, type RunnerActivity } from '../../lib/index.js';
+import { sseHandler } from '../../lib/streaming.js';
 import { scenarios, tools, type Scenario } from '../scenarios.js';
 
 /** What the page is sent. Times (`at`) are ms since the scenario started. */

@@ -7,7 +7,8 @@ import type { IncomingMessage } from 'node:http';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { concat, config, of, throwError, type Observable } from 'rxjs';
 import sinon from 'sinon';
-import { ConfigError, uiMessageStreamHandler, uiMessageStreamResponse, type Message, type ModelRequest, type RunEvent } from '../../lib/index.js';
+import { ConfigError, type Message, type ModelRequest, type RunEvent } from '../../lib/index.js';
+import { uiMessageStreamHandler, uiMessageStreamResponse } from '../../lib/streaming.js';
 import { fromUIMessages, UNKNOWN_OUTCOME } from '../../lib/providers/aiSdkProvider.js';
 import { fixture, planner, serve, threeLookups, type TestServer } from './runs.js';
 

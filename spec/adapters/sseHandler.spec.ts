@@ -6,7 +6,8 @@ import { expect } from 'chai';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { concat, NEVER, Observable, of, throwError } from 'rxjs';
 import sinon from 'sinon';
-import { ConfigError, eventStreamFrame, sseHandler, type RunEvent, type RunnerActivity, type StreamEnding } from '../../lib/index.js';
+import { ConfigError, type RunEvent, type RunnerActivity } from '../../lib/index.js';
+import { eventStreamFrame, sseHandler, type StreamEnding } from '../../lib/streaming.js';
 import { fixture, planner, serve, threeLookups, twoWaiting, type TestServer } from './runs.js';
 
 /** Reads an event stream response with eventsource-parser, calling `onEvent` per event; resolves with all of them when the body ends. */

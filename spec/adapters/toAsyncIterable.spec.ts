@@ -3,7 +3,8 @@
 // the first pull, and leaving the loop early unsubscribes: a run stops and its bodies abort.
 import { expect } from 'chai';
 import { Observable, of, Subject, throwError, concat } from 'rxjs';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, toAsyncIterable, type RunEvent } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { toAsyncIterable } from '../../lib/streaming.js';
 
 async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
   const values: T[] = [];

@@ -6,7 +6,8 @@ import { expect } from 'chai';
 import { readUIMessageStream, type UIMessage } from 'ai';
 import { readUIMessageStream as readUIMessageStream7 } from 'ai7';
 import { EMPTY, NEVER, Observable, throwError } from 'rxjs';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, toUIMessageReadableStream, type Approve, type RunEvent, type UIMessageChunk } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type Approve, type RunEvent } from '../../lib/index.js';
+import { toUIMessageReadableStream, type UIMessageChunk } from '../../lib/streaming.js';
 import { fixture, planner, threeLookups, twoWaiting } from './runs.js';
 
 /** The parts of the last message readUIMessageStream builds, each as a short line. */

@@ -7,7 +7,8 @@ import type { IncomingMessage } from 'node:http';
 import * as t from 'io-ts';
 import { DefaultChatTransport, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
 import { concat, delay, from, map, of, timer, type Observable } from 'rxjs';
-import { Agent, AgentRunner, ScriptedProvider, toUIMessageStream, uiMessageStreamHandler, uiMessageStreamResponse, type ModelStreamPart, type RunEvent, type StreamEnding } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
+import { toUIMessageStream, uiMessageStreamHandler, uiMessageStreamResponse, type StreamEnding } from '../../lib/streaming.js';
 import { fixture, planner, serve, threeLookups, twoWaiting, type TestServer } from './runs.js';
 
 const readBody = async (request: IncomingMessage): Promise<any> => {

@@ -5,7 +5,6 @@ import { expect } from 'chai';
 import { concatMap, defer, from, map, mergeMap, Subject, take, tap, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import {
-  BatchScope,
   ConcurrencyConfig,
   LaneTable,
   ceiling,
@@ -16,7 +15,6 @@ import {
   settle,
   untilStopped,
   type BatchCall,
-  type CallRecord,
   type GateStep,
   type Outcome,
   type StopReason,
@@ -24,11 +22,21 @@ import {
 
 // --- docs/embedding.md: "A turn as a stream, with a cache" -----------------------------------
 
+/** What a stage of yours reads of a call's record, and the one thing it may do: decide it. */
+interface CallRecordLike {
+  readonly call: BatchCall;
+  readonly index: number;
+  readonly state: 'waiting' | 'queued' | 'running' | 'ended';
+  readonly refused: { readonly message: string } | undefined;
+  readonly outcome: Outcome | undefined;
+  decide(outcome: Outcome): void;
+}
+
 // Your cache: results by tool and arguments.
 const keyOf = (call: BatchCall) => `${call.tool}:${JSON.stringify(call.args)}`;
 
 /** Answers from the cache the calls it can: each goes on decided, and inLanes passes it by. */
-function fromCache(cache: Map<string, unknown>): MonoTypeOperatorFunction<CallRecord> {
+function fromCache<R extends CallRecordLike>(cache: Map<string, unknown>): MonoTypeOperatorFunction<R> {
   return tap((record) => {
     const { call, index } = record;
     // A call refused at the gate, or with bad arguments, stays refused.
@@ -40,7 +48,7 @@ function fromCache(cache: Map<string, unknown>): MonoTypeOperatorFunction<CallRe
 }
 
 /** Keeps the result of each call that ran, as it goes out. */
-function intoCache(cache: Map<string, unknown>): MonoTypeOperatorFunction<CallRecord> {
+function intoCache<R extends CallRecordLike>(cache: Map<string, unknown>): MonoTypeOperatorFunction<R> {
   return tap(({ call, outcome }) => {
     if (outcome?.kind === 'result' && outcome.dispatched) cache.set(keyOf(call), outcome.result);
   });
@@ -61,13 +69,12 @@ function toolBatch(calls$: Observable<BatchCall>, options: ToolBatchOptions): Ob
   const { concurrency, lanes, tenant, cache, approve, stop$ } = options;
   const plan = { concurrency, shared: { lanes, concurrency }, tenant };
   return defer(() => {
-    // One batch per subscription. It hears the stop itself, so a stop dispatches nothing more.
-    const batch = new BatchScope(stop$ ? { stop$ } : {});
+    // One batch per subscription: phases makes it. It hears the stop itself, so a stop dispatches nothing more.
     return calls$.pipe(
-      phases(() => batch),
+      phases(stop$ ? { stop$ } : {}),
       concatMap((phase$) => phase$.pipe(gate(approve), fromCache(cache), inLanes(plan))),
       ceiling({ perToolSeconds: concurrency.perToolSeconds }),
-      untilStopped(batch),
+      untilStopped(stop$),
       inCallOrder(),
       settle(),
       intoCache(cache),
@@ -81,9 +88,10 @@ function toolBatch(calls$: Observable<BatchCall>, options: ToolBatchOptions): Ob
 /** Prices from a partner, four at a time, answered in the order they were asked. */
 function pricesInCallOrder(cities: readonly string[], price: (city: string) => Observable<number>): Observable<string> {
   return defer(() => {
-    const batch = new BatchScope();
-    const records = cities.map((city, index) => batch.record({ callId: city, tool: 'price', args: { city } }, index));
-    return from(records).pipe(
+    // phases() makes each call's record; calls that may run together are one phase.
+    return from(cities.map((city): BatchCall => ({ callId: city, tool: 'price', args: { city } }))).pipe(
+      phases(),
+      concatMap((phase$) => phase$),
       mergeMap(
         (record) =>
           price(record.call.callId).pipe(
@@ -107,10 +115,10 @@ function pricesInCallOrder(cities: readonly string[], price: (city: string) => O
 /** The calls in their lanes, stopped when `stop$` says, every call told as it ended. */
 function withStopButton(calls: readonly BatchCall[], concurrency: ConcurrencyConfig, stop$: Observable<StopReason>): Observable<string> {
   return defer(() => {
-    const batch = new BatchScope({ stop$ });
-    return from(calls.map((call, index) => batch.record(call, index))).pipe(
-      inLanes({ concurrency }),
-      untilStopped(batch),
+    return from(calls).pipe(
+      phases({ stop$ }),
+      concatMap((phase$) => phase$.pipe(inLanes({ concurrency }))),
+      untilStopped(stop$),
       inCallOrder(),
       map(({ call, outcome }) => {
         const o = outcome!;

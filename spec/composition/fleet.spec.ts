@@ -6,7 +6,8 @@
 // in call order, every permit is back.
 import { expect } from 'chai';
 import { performance } from 'node:perf_hooks';
-import { Agent, AgentRunner, RedisLaneStore, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { RedisLaneStore } from '../../lib/redis.js';
 import { nodeRedis, redisFixture, sleep, type NodeRedis } from '../lanes/redis/server.js';
 import { BUDGET, concurrencyOf, declarationOf, expectInCallOrder, expectKind, ids, kinds, outcomes, Tally, TENANT, TOOL } from './kinds.js';
 

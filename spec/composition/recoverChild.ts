@@ -4,7 +4,8 @@
 // c3 and c4 have both started, and its journal holds all that (under a rate, at once as the
 // second of c3 and c4 starts: the next admission could come while it waited, and c1's and c2's
 // outcomes were written before c3's and c4's dispatches). It prints its run's id first.
-import { PostgresRunJournal, AgentRunner, ScriptedProvider } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
+import { AgentRunner, ScriptedProvider } from '../../lib/index.js';
 import { connectionString } from '../journal/pg.js';
 import { agent, loggedTools, turn } from './crash.js';
 import { concurrencyOf, TENANT, type Kind } from './kinds.js';

@@ -1,5 +1,5 @@
 // Type-checks the README's and docs' ```ts blocks, each page as one module (see pageModule),
-// against the library's sources: `agent-lanes` and `agent-lanes/ai-sdk` are mapped onto lib/,
+// against the library's sources: `agent-lanes` and each entry of package.json's exports are mapped onto lib/,
 // every other import resolves from this checkout's node_modules, and spec/docs/context.d.ts.in
 // declares the names a block may use without introducing them (kept out of the spec project,
 // whose own code must not see those globals). In process, through the
@@ -33,8 +33,20 @@ const options = (root: string): ts.CompilerOptions => ({
   noEmit: true,
   skipLibCheck: true,
   baseUrl: root,
-  paths: { 'agent-lanes': ['lib/index.ts'], 'agent-lanes/ai-sdk': ['lib/providers/aiSdkProvider.ts'] },
+  paths: entrySources(root),
 });
+
+/** Each entry of package.json "exports" mapped onto its source: `agent-lanes/redis` -> lib/redis.ts. */
+export function entrySources(root: string): Record<string, string[]> {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; exports: Record<string, string | { import?: string }> };
+  const paths: Record<string, string[]> = {};
+  for (const [entry, target] of Object.entries(manifest.exports)) {
+    const built = typeof target === 'string' ? target : target.import;
+    if (built === undefined || !built.endsWith('.js')) continue;
+    paths[manifest.name + entry.slice(1)] = [built.replace(/^\.\/dist\//, 'lib/').replace(/\.js$/, '.ts')];
+  }
+  return paths;
+}
 
 /** The names lib/index.ts exports. */
 function libraryNames(program: ts.Program, index: string): Set<string> {

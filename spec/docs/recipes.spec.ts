@@ -1,5 +1,5 @@
 // The docs' runnable recipes run: every ```ts block marked `<!-- runs -->` is run as written (its
-// imports of agent-lanes pointed at lib/) in a process of its own, around it the runner and
+// imports of agent-lanes and its entries pointed at lib/) in a process of its own, around it the runner and
 // agent of spec/docs/recipeWorld.ts. A recipe that serves HTTP is sent what useChat sends, by
 // the `ai` package's own DefaultChatTransport, to /api/chat, and its answer read with
 // readUIMessageStream; any other must exit cleanly, and one whose last line is a comment (the
@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { documentedBlocks, type CodeBlock } from './codeBlocks.js';
+import { entrySources } from './compileBlocks.js';
 import { pageModule } from './pageProgram.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -19,9 +20,10 @@ const recipes = documentedBlocks(ROOT).filter((block) => block.mark === 'runs');
 /** The recipe as a module of its own, importing the library from lib/ and the world first. A recipe imports what it uses: nothing is imported for it. */
 function recipeModule(block: CodeBlock): string {
   const lib = (path: string): string => pathToFileURL(join(ROOT, path)).href;
-  const text = pageModule([block], new Set())
-    .text.replace(/from 'agent-lanes\/ai-sdk'/g, `from '${lib('lib/providers/aiSdkProvider.ts')}'`)
-    .replace(/from 'agent-lanes'/g, `from '${lib('lib/index.ts')}'`);
+  const sources = entrySources(ROOT);
+  const text = pageModule([block], new Set()).text.replace(/from '(agent-lanes(?:\/[\w-]+)?)'/g, (whole, entry: string) =>
+    sources[entry] === undefined ? whole : `from '${lib(sources[entry][0]!)}'`,
+  );
   return `import '${lib('spec/docs/recipeWorld.ts')}';\n${text}\n`;
 }
 

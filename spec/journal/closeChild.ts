@@ -3,7 +3,7 @@
 // listens); it appends a run's start, which is not written, then closes. It prints how long the
 // close took and what the start's waiter heard; the spec sees whether the process then ends by
 // itself (no process.exit).
-import { PostgresRunJournal } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import type { RunStartedEntry } from '../../lib/runner/journal/runJournal.js';
 
 const [port, closeSeconds] = process.argv.slice(2) as [string, string];

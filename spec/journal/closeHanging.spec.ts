@@ -5,7 +5,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { ConfigError, PostgresRunJournal } from '../../lib/index.js';
+import { ConfigError } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import type { RunStartedEntry } from '../../lib/runner/journal/runJournal.js';
 import { runToExit } from '../childProcess.js';
 import { closedPort } from '../lanes/redis/server.js';

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ConcurrencyConfig, JournalError, PostgresRunJournal, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { ConcurrencyConfig, JournalError, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import { agent, runnerWith } from './helpers.js';
 import { dropTables, newPool, uniquePrefix } from './pg.js';
 

@@ -7,7 +7,8 @@
 //   and s2 waits behind it in a lane of one, n3 and x4 (idempotent) run, never answering.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Observable } from 'rxjs';
-import { ConcurrencyConfig, PostgresRunJournal, ToolRegistry, type ModelStreamPart } from '../../lib/index.js';
+import { ConcurrencyConfig, ToolRegistry, type ModelStreamPart } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import { agent, runnerWith } from './helpers.js';
 import { connectionString } from './pg.js';
 

@@ -3,7 +3,8 @@
 // lives, and a cut connection costing only the calls it could not record.
 import { expect } from 'chai';
 import type pg from 'pg';
-import { ConfigError, PostgresRunJournal, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { ConfigError, ToolRegistry, type RunEvent } from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import type { JournalEntry } from '../../lib/runner/journal/runJournal.js';
 import { agent, kinds, runnerWith, script, untilStopped } from './helpers.js';
 import { connectionString, CuttableLink, dropTables, newPool, uniquePrefix } from './pg.js';

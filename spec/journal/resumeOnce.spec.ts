@@ -2,7 +2,19 @@
 // resume of the same snapshot, one after the other or racing, so the approved body runs exactly
 // once (counted by the body), in memory and on PostgreSQL.
 import { expect } from 'chai';
-import { Agent, AgentRunner, ApprovalRefusedError, InMemoryRunJournal, InMemorySnapshotStore, PostgresRunJournal, ScriptedProvider, ToolRegistry, type RunJournal, type RunSnapshot, type SnapshotStore } from '../../lib/index.js';
+import {
+  Agent,
+  AgentRunner,
+  ApprovalRefusedError,
+  InMemoryRunJournal,
+  InMemorySnapshotStore,
+  ScriptedProvider,
+  ToolRegistry,
+  type RunJournal,
+  type RunSnapshot,
+  type SnapshotStore,
+} from '../../lib/index.js';
+import { PostgresRunJournal } from '../../lib/postgres.js';
 import { dropTables, newPool, uniquePrefix } from './pg.js';
 
 const desk = new Agent({ name: 'desk', instructions: '', model: 'scripted' });

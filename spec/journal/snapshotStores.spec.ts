@@ -4,7 +4,17 @@
 // side: what a `get` finds, which `delete` wins, the rows in the table.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { AgentRunner, ConfigError, InMemorySnapshotStore, PostgresSnapshotStore, ScriptedProvider, ToolRegistry, Agent, type RunSnapshot, type SnapshotStore } from '../../lib/index.js';
+import {
+  AgentRunner,
+  ConfigError,
+  InMemorySnapshotStore,
+  ScriptedProvider,
+  ToolRegistry,
+  Agent,
+  type RunSnapshot,
+  type SnapshotStore,
+} from '../../lib/index.js';
+import { PostgresSnapshotStore } from '../../lib/postgres.js';
 import { newPool, uniquePrefix } from './pg.js';
 
 // A real snapshot: a run that waits for a person.

@@ -2,7 +2,8 @@
 // calls take fleet lanes (RedisLaneStore), each crashed and recovered.
 import { expect } from 'chai';
 import { Observable } from 'rxjs';
-import { ConcurrencyConfig, InMemoryRunJournal, RedisLaneStore, ToolRegistry, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
+import { ConcurrencyConfig, InMemoryRunJournal, ToolRegistry, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
+import { RedisLaneStore } from '../../lib/redis.js';
 import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, type NodeRedis } from '../lanes/redis/server.js';
 import { agent, runnerWith, settle } from './helpers.js';
 

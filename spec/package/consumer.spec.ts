@@ -8,7 +8,10 @@
 // mock model; and every ```ts block of the README and docs/ (as spec/docs/snippets.spec.ts reads
 // them) compiled against the installed package. One install serves those checks; a second
 // project installs the package with no optional peer at all and compiles, skipLibCheck off, and
-// runs the README's first run and the getting-started program. The folder is removed at the end.
+// runs the README's first run, the getting-started program, and a program that imports every
+// entry whose integration needs no peer. Each integration with peers gets a project of its own,
+// with that entry's peers and nothing else optional, and a small program through that entry,
+// compiled skipLibCheck off and run. The folder is removed at the end.
 import { execFile } from 'node:child_process';
 import { access, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -43,6 +46,7 @@ interface Manifest {
   readonly dependencies?: Readonly<Record<string, string>>;
   readonly peerDependencies?: Readonly<Record<string, string>>;
   readonly peerDependenciesMeta?: Readonly<Record<string, { readonly optional?: boolean }>>;
+  readonly exports: Readonly<Record<string, unknown>>;
 }
 
 interface Ran {
@@ -54,14 +58,16 @@ interface Ran {
 function run(file: string, args: readonly string[], cwd: string, options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Ran> {
   return new Promise((resolvePromise, reject) => {
     execFile(file, args, { cwd, env: options.env ?? process.env, timeout: options.timeoutMs ?? 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${[file, ...args].join(' ')} (in ${cwd}) failed: ${error.message}\n${stdout}\n${stderr}`.trim()));
+      const overran = error?.killed === true ? ` (stopped after ${options.timeoutMs ?? 120_000} ms)` : '';
+      if (error) reject(new Error(`${[file, ...args].join(' ')} (in ${cwd}) failed${overran}: ${error.message}\n${stdout}\n${stderr}`.trim()));
       else resolvePromise({ stdout, stderr });
     });
   });
 }
 
 const node = (args: readonly string[], cwd: string): Promise<Ran> => run(process.execPath, args, cwd);
-const tsc = (project: string): Promise<Ran> => run(process.execPath, [TSC, '-p', project], dirname(project));
+// Several compile side by side, skipLibCheck off, on a machine that may be busy.
+const tsc = (project: string): Promise<Ran> => run(process.execPath, [TSC, '-p', project], dirname(project), { timeoutMs: 300_000 });
 
 const exists = (path: string): Promise<boolean> => access(path).then(
   () => true,
@@ -102,9 +108,36 @@ function anchorsOf(markdown: string): Set<string> {
 /** Markdown with fenced blocks and inline code blanked out, so their brackets are not read as links. */
 const withoutCode = (markdown: string): string => markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
 
+/** A package's name, from `name` or `name@range` (scoped or not). */
+const nameOf = (spec: string): string => spec.replace(/(?<=.)@.*$/, '');
+
+/**
+ * A small program through each entry of the exports map, and what the project it runs in installs
+ * beside the package and its required peers: that entry's optional peers, nothing else optional.
+ * Each prints `ok <entry>`.
+ */
+const ENTRY_PROGRAMS: Readonly<Record<string, { readonly peers: readonly string[]; readonly program: string; readonly dom?: true }>> = {
+  '.': { peers: [], program: "import { Agent, AgentRunner, ScriptedProvider, ToolRegistry } from 'agent-lanes';\nconst runner = new AgentRunner({ provider: new ScriptedProvider([{ text: 'hi' }]), tools: new ToolRegistry() });\nconst result = await runner.run(new Agent({ name: 'a', instructions: 'Greet.', model: 'scripted' }), 'hi');\nconsole.log('ok .', result.status);" },
+  './providers': { peers: [], program: "import { OpenAIChatProvider, AnthropicMessagesProvider, retryPolicy, ProviderHttpError } from 'agent-lanes/providers';\nimport type { ModelProvider } from 'agent-lanes';\nconst providers: ModelProvider[] = [new OpenAIChatProvider({ apiKey: 'k' }), new AnthropicMessagesProvider({ apiKey: 'k' })];\nconsole.log('ok ./providers', providers.length, typeof retryPolicy, typeof ProviderHttpError);" },
+  './streaming': { peers: [], program: "import { Agent, AgentRunner, ScriptedProvider, ToolRegistry } from 'agent-lanes';\nimport { toAsyncIterable, sseHandler } from 'agent-lanes/streaming';\nconst runner = new AgentRunner({ provider: new ScriptedProvider([{ text: 'hi' }]), tools: new ToolRegistry() });\nconst types: string[] = [];\nfor await (const event of toAsyncIterable(runner.run$(new Agent({ name: 'a', instructions: 'Greet.', model: 'scripted' }), 'hi'))) types.push(event.type);\nconsole.log('ok ./streaming', types.at(-1), typeof sseHandler);" },
+  './testing': { peers: [], program: "import { CassetteRecorder, CassetteReplay, ScriptedProvider, deterministicTranscript } from 'agent-lanes/testing';\nconsole.log('ok ./testing', typeof CassetteRecorder, typeof CassetteReplay, typeof ScriptedProvider, typeof deterministicTranscript);" },
+  './redis': { peers: ['redis'], program: "import { createClient } from 'redis';\nimport { RedisLaneStore } from 'agent-lanes/redis';\nimport type { LaneStore } from 'agent-lanes';\nconst lanesOf = (client: ReturnType<typeof createClient>): LaneStore => new RedisLaneStore({ client, prefix: 'consumer' });\nconsole.log('ok ./redis', typeof lanesOf);" },
+  './postgres': { peers: ['pg', '@types/pg'], program: "import pg from 'pg';\nimport { PostgresRunJournal, PostgresSnapshotStore } from 'agent-lanes/postgres';\nimport type { RunJournal, SnapshotStore } from 'agent-lanes';\nconst journalOf = (pool: pg.Pool): RunJournal => new PostgresRunJournal({ pool });\nconst storeOf = (pool: pg.Pool): SnapshotStore => new PostgresSnapshotStore({ pool });\nconsole.log('ok ./postgres', typeof journalOf, typeof storeOf);" },
+  // The MCP SDK's own declarations name the DOM's `HeadersInit`, as the AI SDK's do.
+  './mcp': { peers: ['@modelcontextprotocol/sdk'], dom: true, program: "import { Client } from '@modelcontextprotocol/sdk/client/index.js';\nimport { mcpTools, McpToolError } from 'agent-lanes/mcp';\nimport { ToolRegistry } from 'agent-lanes';\nconst client = new Client({ name: 'consumer', version: '1.0.0' });\nconst listed = (c: Client) => mcpTools(c, { prefix: 'files_' });\nconst registered = (c: Client) => new ToolRegistry().registerMcp(c);\nconsole.log('ok ./mcp', typeof listed, typeof registered, typeof McpToolError, typeof client.connect);" },
+  './otel': { peers: ['@opentelemetry/api'], program: "import { trace } from '@opentelemetry/api';\nimport { Agent, AgentRunner, ScriptedProvider, ToolRegistry } from 'agent-lanes';\nimport { TracingAttributes, TracingEvents, LaneMetricNames } from 'agent-lanes/otel';\nconst runner = new AgentRunner({ provider: new ScriptedProvider([{ text: 'hi' }]), tools: new ToolRegistry(), tracer: trace.getTracer('consumer') });\nconst result = await runner.run(new Agent({ name: 'a', instructions: 'Greet.', model: 'scripted' }), 'hi');\nconsole.log('ok ./otel', result.status, typeof TracingAttributes, typeof TracingEvents, typeof LaneMetricNames);" },
+  // The AI SDK's declarations read JSON Schema's types and the DOM's `HeadersInit`.
+  './ai-sdk': {
+    peers: ['ai', '@ai-sdk/provider', '@types/json-schema@^7'],
+    dom: true,
+    program: "import { MockLanguageModelV3 } from 'ai/test';\nimport { Agent, AgentRunner, ToolRegistry } from 'agent-lanes';\nimport { aiSdkProvider } from 'agent-lanes/ai-sdk';\nconst usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };\nconst model = new MockLanguageModelV3({ doGenerate: async () => ({ content: [{ type: 'text', text: 'hi' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) });\nconst runner = new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: new ToolRegistry() });\nconst result = await runner.run(new Agent({ name: 'a', instructions: 'Greet.', model: 'mock' }), 'hi');\nconsole.log('ok ./ai-sdk', result.status, result.output);",
+  },
+};
+
 describe('the packed package, installed into a fresh project', function () {
   // Packing builds dist/, and the install goes to the registry: minutes at worst, about a minute usually.
-  this.timeout(300_000);
+  // The integrations' projects add an install each (side by side) and a compile each (one at a time).
+  this.timeout(420_000);
   let temp: string;
   let app: string;
   let installed: string;
@@ -113,6 +146,8 @@ describe('the packed package, installed into a fresh project', function () {
   let compiled: Record<'nodenext' | 'bundler' | 'cjsNode16' | 'docs' | 'aiSdk' | 'bare', Promise<Ran>>;
   // The project with no optional peer installed.
   let bare: string;
+  // Each integration with peers: its project, with that entry's peers alone, and the compiler's verdict on its program.
+  const entryProjects = new Map<string, { dir: string; compiled: Promise<Ran> }>();
   // The docs' pages as modules, by file name, to name a failing block's page and line.
   let pages: ReadonlyMap<string, import('../docs/pageProgram.js').PageModule>;
 
@@ -137,6 +172,19 @@ describe('the packed package, installed into a fresh project', function () {
     // The package and what the docs' Install says to install beside it, nothing else: no optional peer.
     const bareInstall = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20'], bare, { env: npmEnv, timeoutMs: 240_000 });
     bareInstall.catch(() => {});
+    // An integration's own project: the package, its required peers, and that entry's optional peers.
+    const devRanges = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+    const entryInstalls: Array<Promise<unknown>> = [];
+    for (const [entry, { peers }] of Object.entries(ENTRY_PROGRAMS)) {
+      if (peers.length === 0) continue;
+      const dir = join(temp, `entry-${entry.slice(2)}`);
+      await mkdir(dir);
+      await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `entry-${entry.slice(2)}-consumer`, private: true, type: 'module' }));
+      const installing = run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20', ...peers.map((peer) => (nameOf(peer) === peer ? `${peer}@${devRanges[peer]}` : peer))], dir, { env: npmEnv, timeoutMs: 240_000 });
+      installing.catch(() => {});
+      entryInstalls.push(installing);
+      entryProjects.set(entry, { dir, compiled: Promise.resolve({ stdout: '', stderr: '' }) });
+    }
     try {
       // The optional peers and packages the docs' blocks import, at the ranges this checkout tests with.
       const dev = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
@@ -153,8 +201,9 @@ describe('the packed package, installed into a fresh project', function () {
     }
     try {
       await bareInstall;
+      await Promise.all(entryInstalls);
     } catch (error) {
-      throw new Error(`npm install of the packed package alone failed (${REGISTRY}):\n${(error as Error).message}`);
+      throw new Error(`npm install of the packed package alone, or with one integration's peers, failed (${REGISTRY}):\n${(error as Error).message}`);
     }
     installed = join(app, 'node_modules', name);
     pkg = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as Manifest;
@@ -207,6 +256,18 @@ describe('the packed package, installed into a fresh project', function () {
     const readme = await readFile(join(installed, 'README.md'), 'utf8');
     await writeFile(join(bare, 'first-run.ts'), codeAfter(readme, '## A first run', 'README.md'));
     await writeFile(join(bare, 'check.ts'), codeAfter(gettingStarted, '### Check the install', 'docs/getting-started.md'));
+    // Every entry but the AI SDK's names no optional peer in its types: each compiles and loads here, where none is installed.
+    const peerless = Object.keys(pkg.exports).filter((entry) => entry !== './package.json' && entry !== './ai-sdk');
+    await writeFile(
+      join(bare, 'entries.ts'),
+      [...peerless.map((entry, i) => `import * as entry${i} from '${pkg.name}${entry.slice(1)}';`), `console.log([${peerless.map((_, i) => `entry${i}`).join(', ')}].map((m) => Object.keys(m).length > 0).join(' '));`].join('\n'),
+    );
+    for (const [entry, { program, dom }] of Object.entries(ENTRY_PROGRAMS)) {
+      const project = entryProjects.get(entry);
+      await writeFile(join(project?.dir ?? bare, project === undefined ? `entry-${entry === '.' ? 'main' : entry.slice(2)}.ts` : 'main.ts'), `${program}\n`);
+      const lib = dom === true ? ['ES2022', 'DOM'] : strict.lib;
+      if (project !== undefined) await writeFile(join(project.dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, lib, module: 'nodenext', moduleResolution: 'nodenext' }, include: ['*.ts'] }));
+    }
     await writeFile(join(bare, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'nodenext', moduleResolution: 'nodenext' }, include: ['*.ts'] }));
 
     // CommonJS: plain require, and TypeScript compiled to CommonJS.
@@ -242,6 +303,11 @@ describe('the packed package, installed into a fresh project', function () {
       bare: settled(tsc(join(bare, 'tsconfig.json'))),
     };
     await Promise.allSettled(Object.values(compiled));
+    // The integrations' projects after those, one at a time.
+    for (const project of entryProjects.values()) {
+      project.compiled = settled(tsc(join(project.dir, 'tsconfig.json')));
+      await project.compiled.catch(() => {});
+    }
   });
 
   after(async () => {
@@ -336,6 +402,44 @@ describe('the packed package, installed into a fresh project', function () {
       expect((await node([`${program}.js`], bare)).stdout.trim(), program).to.equal(documented);
     }
   });
+
+  it('compiles every entry but the AI SDK\'s, skipLibCheck off, with no optional peer installed, and loads each', async () => {
+    await compiled.bare.catch((e: unknown) => expect.fail((e as Error).message));
+    const peerless = Object.keys(pkg.exports).filter((entry) => entry !== './package.json' && entry !== './ai-sdk');
+    // A program for every entry of the exports map.
+    expect(Object.keys(ENTRY_PROGRAMS)).to.have.members(Object.keys(pkg.exports).filter((entry) => entry !== './package.json'));
+    expect((await node(['entries.js'], bare)).stdout.trim()).to.equal(peerless.map(() => 'true').join(' '));
+    for (const entry of Object.keys(ENTRY_PROGRAMS).filter((name) => !entryProjects.has(name))) {
+      const { stdout } = await node([`entry-${entry === '.' ? 'main' : entry.slice(2)}.js`], bare);
+      expect(stdout.trim().startsWith(`ok ${entry} `), stdout).to.equal(true);
+    }
+  });
+
+  for (const [entry, { peers }] of Object.entries(ENTRY_PROGRAMS).filter(([, { peers }]) => peers.length > 0)) {
+    it(`compiles a program through agent-lanes${entry.slice(1)} with only its peers installed (${peers.map(nameOf).join(', ')}), skipLibCheck off, and runs it`, async () => {
+      const project = entryProjects.get(entry)!;
+      const optional = Object.keys(pkg.peerDependencies ?? {}).filter((peer) => pkg.peerDependenciesMeta?.[peer]?.optional === true);
+      const present: string[] = [];
+      for (const peer of optional) if (await exists(join(project.dir, 'node_modules', peer))) present.push(peer);
+      // Besides the entry's peers, only what they bring themselves, as dependencies or peers of
+      // their own, however deep (the MCP SDK brings zod; the AI SDK, zod and @standard-schema/spec).
+      const brought = new Set<string>();
+      const todo = peers.map(nameOf);
+      while (todo.length > 0) {
+        const name = todo.pop()!;
+        const file = join(project.dir, 'node_modules', name, 'package.json');
+        if (brought.has(name) || !(await exists(file))) continue;
+        brought.add(name);
+        const manifest = JSON.parse(await readFile(file, 'utf8')) as { dependencies?: Record<string, string>; peerDependencies?: Record<string, string> };
+        todo.push(...Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies }));
+      }
+      expect(present.filter((peer) => !brought.has(peer)), 'optional peers installed that the entry did not ask for').to.deep.equal([]);
+      expect(present, 'the entry\'s peers installed').to.include.members(peers.map(nameOf).filter((peer) => optional.includes(peer)));
+      await project.compiled.catch((e: unknown) => expect.fail((e as Error).message));
+      const { stdout } = await node(['main.js'], project.dir);
+      expect(stdout.trim().startsWith(`ok ${entry} `), stdout).to.equal(true);
+    });
+  }
 
   it('runs the agent-lanes/ai-sdk entry with the AI SDK\'s mock model, compiled under nodenext with skipLibCheck off', async () => {
     await compiled.aiSdk;

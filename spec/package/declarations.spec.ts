@@ -22,8 +22,16 @@ interface Manifest {
 }
 
 /** The optional peers an entry may name in its declarations: its integration's own. */
+// The fleet, PostgreSQL, MCP and OpenTelemetry entries meet their clients by shape: they name none.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   '.': [],
+  './redis': [],
+  './postgres': [],
+  './mcp': [],
+  './otel': [],
+  './testing': [],
+  './providers': [],
+  './streaming': [],
   './ai-sdk': ['@ai-sdk/provider'],
 };
 

@@ -88,8 +88,18 @@ function importedIn(urls: readonly string[]): Promise<Seen> {
 }
 
 describe('importing the package', () => {
-  it('imports every entry of package.json exports (the main one and agent-lanes/ai-sdk)', () => {
-    expect(entries().map((url) => url.slice(ROOT.href.length))).to.deep.equal(['lib/index.ts', 'lib/providers/aiSdkProvider.ts']);
+  it('imports every entry of package.json exports (the main one and each integration\'s)', () => {
+    expect(entries().map((url) => url.slice(ROOT.href.length))).to.deep.equal([
+      'lib/index.ts',
+      'lib/redis.ts',
+      'lib/postgres.ts',
+      'lib/mcp.ts',
+      'lib/otel.ts',
+      'lib/testing.ts',
+      'lib/providers.ts',
+      'lib/streaming.ts',
+      'lib/providers/aiSdkProvider.ts',
+    ]);
   });
 
   it('starts nothing: no timer (not even one cleared at once), no asynchronous context, no resource held, no object of its classes kept', async function () {

@@ -8,7 +8,8 @@ import { APICallError as APICallErrorV3 } from '@ai-sdk/provider';
 import { APICallError as APICallErrorV4 } from '@ai-sdk/provider-v4';
 import { MockLanguageModelV3 } from 'ai/test';
 import { MockLanguageModelV4 } from 'ai7/test';
-import { Agent, AgentRunner, ProviderHttpError, ToolRegistry, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry, type RunResult } from '../../lib/index.js';
+import { ProviderHttpError } from '../../lib/providers.js';
 import { aiSdkProvider, fromAiSdkError, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 
 const planner = new Agent({ name: 'planner', instructions: '', model: 'm' });

@@ -9,7 +9,9 @@ import * as t from 'io-ts';
 import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
 import { MockLanguageModelV4 } from 'ai7/test';
-import { Agent, AgentRunner, ConfigError, ToolRegistry, deterministicTranscript, toJsonSchema, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ConfigError, ToolRegistry, type RunResult } from '../../lib/index.js';
+import { deterministicTranscript } from '../../lib/testing.js';
+import { toJsonSchema } from '../../lib/tools/jsonSchema.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'Find hotels.', model: 'mock' });

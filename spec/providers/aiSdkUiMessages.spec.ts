@@ -10,7 +10,8 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { readUIMessageStream as readV7 } from 'ai7';
 import { MockLanguageModelV4 } from 'ai7/test';
 import type { Observable } from 'rxjs';
-import { Agent, AgentRunner, ToolRegistry, toUIMessageStream, type UIMessageChunk } from '../../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry } from '../../lib/index.js';
+import { toUIMessageStream, type UIMessageChunk } from '../../lib/streaming.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 
 /** The chunks as the ReadableStream the SDK's reader takes. */

@@ -11,7 +11,8 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createAnthropic as createAnthropicV4 } from '@ai-sdk/anthropic-v4';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
-import { Agent, AgentRunner, AnthropicMessagesProvider, OpenAIChatProvider, ToolRegistry, type ModelProvider, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry, type ModelProvider, type RunResult } from '../../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider } from '../../lib/providers.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 import { fixture, sseChunks, startWireServer, type WireServer } from './wireServer.js';
 

@@ -5,7 +5,9 @@
 // it ended), and that bad options are refused. Waits are injected or faked: no wall-clock ranges.
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { ConfigError, OpenAIChatProvider, ProviderHttpError, ProviderTimeoutError, abortableSleep, postJson, retryDelay, retryPolicy, type JsonPost, type RetryOptions } from '../../lib/index.js';
+import { ConfigError } from '../../lib/index.js';
+import { OpenAIChatProvider, ProviderHttpError, ProviderTimeoutError, retryDelay, retryPolicy, type RetryOptions } from '../../lib/providers.js';
+import { abortableSleep, postJson, type JsonPost } from '../../lib/providers/http.js';
 import { startWireServer, type WireServer } from './wireServer.js';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');

@@ -2,14 +2,8 @@
 // call order, the error flag, object arguments), and each wire's reply as a ModelResponse
 // (several calls in order, text beside calls, blocks this library does not read).
 import { expect } from 'chai';
-import {
-  fromChatCompletion,
-  fromMessagesReply,
-  ProviderReplyError,
-  toChatCompletionRequest,
-  toMessagesRequest,
-  type ModelRequest,
-} from '../../lib/index.js';
+import { fromChatCompletion, fromMessagesReply, ProviderReplyError, toChatCompletionRequest, toMessagesRequest } from '../../lib/providers.js';
+import type { ModelRequest } from '../../lib/index.js';
 import { fixture } from './wireServer.js';
 
 /** A second-turn request: the user, one assistant turn of two calls, their two results (the second failed). */

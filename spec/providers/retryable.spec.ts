@@ -3,7 +3,9 @@
 // failed request is sent again; a failure that says nothing is retried as a failure to connect.
 import { APICallError } from '@ai-sdk/provider';
 import { expect } from 'chai';
-import { Agent, AgentRunner, OpenAIChatProvider, ProviderHttpError, ToolRegistry, postJson, retryPolicy, retryableFlag } from '../../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry } from '../../lib/index.js';
+import { OpenAIChatProvider, ProviderHttpError, retryPolicy } from '../../lib/providers.js';
+import { postJson, retryableFlag } from '../../lib/providers/http.js';
 
 // A fetch that fails every request with `make()`, counting them.
 function failingFetch(make: () => unknown): { fetch: typeof fetch; sent: () => number } {

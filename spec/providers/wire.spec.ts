@@ -6,23 +6,9 @@
 import { inspect } from 'node:util';
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import {
-  Agent,
-  AgentRunner,
-  AnthropicMessagesProvider,
-  CassetteRecorder,
-  ConfigError,
-  OpenAIChatProvider,
-  ProviderHttpError,
-  ProviderReplyError,
-  ToolRegistry,
-  stringifyCassette,
-  type ErrorInfo,
-  type ModelProvider,
-  type ModelRequest,
-  type RetryOptions,
-  type RunResult,
-} from '../../lib/index.js';
+import { Agent, AgentRunner, ConfigError, ToolRegistry, type ErrorInfo, type ModelProvider, type ModelRequest, type RunResult } from '../../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider, ProviderHttpError, ProviderReplyError, type RetryOptions } from '../../lib/providers.js';
+import { CassetteRecorder, stringifyCassette } from '../../lib/testing.js';
 import { fixture, startWireServer, type Step, type WireServer } from './wireServer.js';
 
 const KEY = 'sk-test-0123456789abcdefWXYZ';

@@ -9,16 +9,15 @@ import { lastValueFrom, toArray, type Observable } from 'rxjs';
 import {
   Agent,
   AgentRunner,
-  AnthropicMessagesProvider,
-  OpenAIChatProvider,
   ToolRegistry,
-  deterministicTranscript,
   type ErrorInfo,
   type ModelProvider,
   type ModelRequest,
   type ModelStreamPart,
   type RunResult,
 } from '../../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider } from '../../lib/providers.js';
+import { deterministicTranscript } from '../../lib/testing.js';
 import { fixture, sseChunks, startWireServer, type Step, type WireServer } from './wireServer.js';
 
 const KEY = 'sk-test-0123456789abcdefWXYZ';

@@ -10,18 +10,9 @@ import { config, Observable, of, throwError, timer, map, type Subscriber } from 
 import {
   Agent,
   AgentRunner,
-  CassetteRecorder,
-  CassetteReplay,
   ConcurrencyConfig,
-  ProviderHttpError,
   ScriptedProvider,
   ToolRegistry,
-  deterministicTranscript,
-  parseCassette,
-  sseHandler,
-  stringifyCassette,
-  toUIMessageStream,
-  uiMessageStreamResponse,
   type ErrorInfo,
   type ModelProvider,
   type ModelResponse,
@@ -30,6 +21,9 @@ import {
   type RunnerActivity,
   type ToolBody,
 } from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay, deterministicTranscript, parseCassette, stringifyCassette } from '../../lib/testing.js';
+import { ProviderHttpError } from '../../lib/providers.js';
+import { sseHandler, toUIMessageStream, uiMessageStreamResponse } from '../../lib/streaming.js';
 import { serve } from '../adapters/runs.js';
 import { seed } from './seed.js';
 

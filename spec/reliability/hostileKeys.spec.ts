@@ -4,7 +4,17 @@
 import { jsonSchema } from 'ai';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type Approval, type ConcurrencyOptions, type RunResult, type ToolOutcomeEvent } from '../../lib/index.js';
+import {
+  Agent,
+  AgentRunner,
+  ConfigError,
+  ScriptedProvider,
+  ToolRegistry,
+  type ConcurrencyOptions,
+  type RunResult,
+  type ToolOutcomeEvent,
+} from '../../lib/index.js';
+import type { Approval } from '../../lib/runner/resume/snapshotFormat.js';
 
 const interruptedOf = (result: RunResult) => {
   if (result.status !== 'interrupted') throw new Error(`expected an interrupted run, got ${result.status}`);

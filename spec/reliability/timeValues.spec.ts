@@ -8,25 +8,21 @@ import { expect } from 'chai';
 import { map, NEVER, Subject, timer, type Observable, type SchedulerAction, type SchedulerLike, type Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { summary } from '../runner/summary.js';
+import { abortableSleep, postJson } from '../../lib/providers/http.js';
 import {
-  abortableSleep,
   Agent,
   AgentRunner,
   ConcurrencyConfig,
   ConfigError,
   DeadlineConfig,
-  followForClient,
   OnToolError,
-  postJson,
-  retryDelay,
-  retryPolicy,
   runBatch,
   ScriptedProvider,
-  sseHandler,
   ToolRegistry,
   type RunEvent,
-  type StreamEnding,
 } from '../../lib/index.js';
+import { followForClient, sseHandler, type StreamEnding } from '../../lib/streaming.js';
+import { retryDelay, retryPolicy } from '../../lib/providers.js';
 import { serve, type TestServer } from '../adapters/runs.js';
 import { brief, briefly, call } from '../batch/helpers.js';
 import { NodeTimers, overflowWarnings, THIRTY_DAYS_MS, THIRTY_DAYS_S } from '../nodeTimers.js';

@@ -1,7 +1,8 @@
 // A change of an adaptive lane's limit is an event on the span of the call whose outcome moved it.
 import { expect } from 'chai';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Agent, AgentRunner, RateLimitedError, ScriptedProvider, ToolRegistry, TracingAttributes, TracingEvents } from '../../lib/index.js';
+import { Agent, AgentRunner, RateLimitedError, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { TracingAttributes, TracingEvents } from '../../lib/otel.js';
 
 describe('adaptive lanes in the trace', () => {
   it("puts each change of a limit on the call's span, with the lane, the limits and the cause", async () => {

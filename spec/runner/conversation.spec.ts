@@ -4,19 +4,9 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
-import {
-  Agent,
-  AgentRunner,
-  AnthropicMessagesProvider,
-  ConfigError,
-  decodeConversation,
-  OpenAIChatProvider,
-  ScriptedProvider,
-  ToolRegistry,
-  type Message,
-  type ModelProvider,
-  type NestedRunResult,
-} from '../../lib/index.js';
+import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type Message, type ModelProvider, type NestedRunResult } from '../../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider } from '../../lib/providers.js';
+import { decodeConversation } from '../../lib/runner/model/conversation.js';
 import { fixture, startWireServer, type WireServer } from '../providers/wireServer.js';
 
 const agent = new Agent({ name: 'desk', instructions: 'Find hotels.', model: 'test-model', tools: ['lookup'] });

@@ -7,8 +7,6 @@ import * as t from 'io-ts';
 import {
   Agent,
   AgentRunner,
-  AnthropicMessagesProvider,
-  CassetteRecorder,
   ConfigError,
   ScriptedProvider,
   ToolRegistry,
@@ -21,6 +19,8 @@ import {
   type ToolBody,
   type ToolCall,
 } from '../../lib/index.js';
+import { AnthropicMessagesProvider } from '../../lib/providers.js';
+import { CassetteRecorder } from '../../lib/testing.js';
 import { fixture, startWireServer, type WireServer } from '../providers/wireServer.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });

@@ -10,7 +10,8 @@ import * as t from 'io-ts';
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
 import { MockLanguageModelV4 } from 'ai7/test';
-import { Agent, AgentRunner, AnthropicMessagesProvider, OpenAIChatProvider, ToolRegistry, type ModelProvider, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ToolRegistry, type ModelProvider, type RunResult } from '../../lib/index.js';
+import { AnthropicMessagesProvider, OpenAIChatProvider } from '../../lib/providers.js';
 import { aiSdkProvider, type AiSdkLanguageModel } from '../../lib/providers/aiSdkProvider.js';
 import { sseChunks, startWireServer, type WireServer } from '../providers/wireServer.js';
 

@@ -15,7 +15,6 @@ import {
   OnToolError,
   ScriptedProvider,
   ToolRegistry,
-  deterministicTranscript,
   type ModelResponse,
   type ModelStreamPart,
   type RunEvent,
@@ -23,6 +22,7 @@ import {
   type RunResult,
   type ScriptStep,
 } from '../../lib/index.js';
+import { deterministicTranscript } from '../../lib/testing.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 

@@ -15,7 +15,6 @@ import {
   AgentRunner,
   ConcurrencyConfig,
   OnToolError,
-  OpenAIChatProvider,
   ScriptedProvider,
   ToolRegistry,
   type ModelProvider,
@@ -23,6 +22,7 @@ import {
   type ModelStreamPart,
   type ToolCall,
 } from '../../lib/index.js';
+import { OpenAIChatProvider } from '../../lib/providers.js';
 import { aiSdkProvider } from '../../lib/providers/aiSdkProvider.js';
 
 const planner = new Agent({ name: 'planner', instructions: '', model: 'test-model' });

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { filter, lastValueFrom } from 'rxjs';
-import { Agent, AgentRunner, ScriptedProvider, toAsyncIterable, ToolRegistry, toUIMessageStream, type RunCompletedEvent, type RunEvent, type RunResult } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunCompletedEvent, type RunEvent, type RunResult } from '../../lib/index.js';
+import { toAsyncIterable, toUIMessageStream } from '../../lib/streaming.js';
 
 const Quote = t.type({ city: t.string, from: t.number });
 type Quote = t.TypeOf<typeof Quote>;

@@ -1,7 +1,8 @@
 // A body reads the conversation its turn sent the model (ctx.messages): the user's input and
 // the earlier turns with their calls and results, without the response that holds its call.
 import { expect } from 'chai';
-import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type ConversationMessage } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import type { ConversationMessage } from '../../lib/tools/ToolContext.js';
 
 describe('ctx.messages', () => {
   it('is the conversation the model was sent on the call\'s turn, shared by the calls of that turn', async () => {

@@ -4,7 +4,8 @@
 // carries both to its server in `_meta`.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
-import { Agent, AgentRunner, RedisLaneStore, ScriptedProvider, ToolRegistry, type ToolCall, type ToolContext } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type ToolCall, type ToolContext } from '../../lib/index.js';
+import { RedisLaneStore } from '../../lib/redis.js';
 import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, type NodeRedis } from '../lanes/redis/server.js';
 import { inMemory, type InMemory } from './mcpMemory.js';
 

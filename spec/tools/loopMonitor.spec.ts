@@ -5,17 +5,8 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
 import * as t from 'io-ts';
-import {
-
-  Agent,
-  AgentRunner,
-  EventLoopStalledError,
-  LoopMonitor,
-  ScriptedProvider,
-  ToolRegistry,
-  type ModelResponse,
-  type RunEvent,
-} from '../../lib/index.js';
+import { Agent, AgentRunner, EventLoopStalledError, ScriptedProvider, ToolRegistry, type ModelResponse, type RunEvent } from '../../lib/index.js';
+import { LoopMonitor } from '../../lib/tools/loopMonitor.js';
 import { keepShapes } from '../../lib/tools/loopMonitor.js';
 
 // A body run as a call of `tool` under `monitor`: timed now and in every callback it schedules;

@@ -3,19 +3,8 @@
 // as a child process. The server counts what it sees, so the lanes are checked where they matter:
 // how many requests the server had running at once.
 import { expect } from 'chai';
-import {
-  Agent,
-  AgentRunner,
-  ConfigError,
-  McpConnectionLostError,
-  mcpTools,
-  ScriptedProvider,
-  ToolRegistry,
-  type McpClient,
-  type RunnerActivity,
-  type RunResult,
-  type ToolCall,
-} from '../../lib/index.js';
+import { Agent, AgentRunner, ConfigError, ScriptedProvider, ToolRegistry, type RunnerActivity, type RunResult, type ToolCall } from '../../lib/index.js';
+import { McpConnectionLostError, mcpTools, type McpClient } from '../../lib/mcp.js';
 import { overHttp, overStdio, type Served } from './mcpServers.js';
 import { outcomes } from './outcomes.js';
 

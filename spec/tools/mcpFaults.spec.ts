@@ -10,7 +10,18 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { z } from 'zod';
-import { Agent, AgentRunner, CallInterruptedError, McpToolError, mcpTools, OnToolError, ScriptedProvider, ToolRegistry, type RunResult, type ToolCall, type ToolContext } from '../../lib/index.js';
+import {
+  Agent,
+  AgentRunner,
+  CallInterruptedError,
+  OnToolError,
+  ScriptedProvider,
+  ToolRegistry,
+  type RunResult,
+  type ToolCall,
+  type ToolContext,
+} from '../../lib/index.js';
+import { McpToolError, mcpTools } from '../../lib/mcp.js';
 import { mcpServer, newStats } from '../fixtures/mcpServer.mjs';
 import { inMemory, until, type InMemory } from './mcpMemory.js';
 import { overHttp, type Served } from './mcpServers.js';

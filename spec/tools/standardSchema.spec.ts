@@ -18,15 +18,13 @@ import {
   ConfigError,
   ScriptedProvider,
   ToolRegistry,
-  fingerprint,
-  isStandardSchema,
   type ModelStreamPart,
   type PolicyCall,
   type RunEvent,
-  type SchemaOutput,
-  type StandardSchema,
   type ToolCall,
 } from '../../lib/index.js';
+import { fingerprint } from '../../lib/testing.js';
+import { isStandardSchema, type SchemaOutput, type StandardSchema } from '../../lib/tools/standardSchema.js';
 import { decodeArguments, resolveDeclaration, type DecodedArguments } from '../../lib/tools/index.js';
 
 // Compile-time checks: `Same<A, B>` is true only when A and B are the same type.

@@ -3,21 +3,17 @@
 // at any depth and inside JSON text), and a reader that names the path at fault.
 import { expect } from 'chai';
 import * as t from 'io-ts';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type RunEvent } from '../../lib/index.js';
 import {
-  Agent,
-  AgentRunner,
   CassetteFormatError,
   CassetteRecorder,
   CassetteReplay,
-  ScriptedProvider,
-  ToolRegistry,
   cassetteTranscript,
   deterministicTranscript,
   parseCassette,
   stringifyCassette,
   type Cassette,
-  type RunEvent,
-} from '../../lib/index.js';
+} from '../../lib/testing.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'Plan.', model: 'scripted' });
 const SECRET = 'sk-live-0123456789';

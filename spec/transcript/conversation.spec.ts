@@ -4,23 +4,18 @@
 // the message that differs.
 import { expect } from 'chai';
 import * as t from 'io-ts';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type Message, type RunEvent } from '../../lib/index.js';
 import {
-  Agent,
-  AgentRunner,
   CassetteMissError,
   CassetteRecorder,
   CassetteReplay,
-  ScriptedProvider,
-  ToolRegistry,
   TranscriptMismatchError,
   cassetteTranscript,
   deterministicTranscript,
   parseCassette,
   stringifyCassette,
   type Cassette,
-  type Message,
-  type RunEvent,
-} from '../../lib/index.js';
+} from '../../lib/testing.js';
 
 const agent = new Agent({ name: 'desk', instructions: 'Find hotels.', model: 'test-model', tools: ['lookup'] });
 const tools = (): ToolRegistry =>

@@ -3,15 +3,8 @@
 // every cassette must be the same bytes; then each cassette replays to the recorded transcript.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import {
-  CassetteRecorder,
-  CassetteReplay,
-  deterministicTranscript,
-  parseCassette,
-  stringifyCassette,
-  type Recording,
-  type RunnerActivity,
-} from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay, deterministicTranscript, parseCassette, stringifyCassette, type Recording } from '../../lib/testing.js';
+import type { RunnerActivity } from '../../lib/index.js';
 import { exampleTools, plannerFor, runnerFor, scenarios, scriptFor, type Latencies, type Scenario } from './scenarios.js';
 
 const RECORDINGS = 10;

@@ -3,7 +3,8 @@
 // parallelSafe, needsApproval and registration order are not part of it; each listed field is.
 import { expect } from 'chai';
 import * as t from 'io-ts';
-import { Agent, ToolRegistry, fingerprint, fingerprintChanges, type AgentOptions, type Fingerprint, type ToolDeclaration } from '../../lib/index.js';
+import { Agent, ToolRegistry, type AgentOptions, type ToolDeclaration } from '../../lib/index.js';
+import { fingerprint, fingerprintChanges, type Fingerprint } from '../../lib/testing.js';
 
 const Search = t.type({ q: t.string });
 const agentOptions: AgentOptions = { name: 'planner', instructions: 'Plan the trip.', model: 'model-1' };

@@ -8,17 +8,15 @@ import { TestScheduler } from 'rxjs/testing';
 import {
   Agent,
   AgentRunner,
-  CassetteRecorder,
-  CassetteReplay,
   ConcurrencyConfig,
   DeadlineConfig,
   ScriptedProvider,
   ToolRegistry,
-  deterministicTranscript,
   type RunEvent,
   type ToolErrorEvent,
   type ToolResultEvent,
 } from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay, deterministicTranscript } from '../../lib/testing.js';
 import { sleep } from './scenarios.js';
 
 // Your tool, with its partner injected.

@@ -2,7 +2,8 @@
 // an MCP request that timed out, say), not by a stop of their batch: the replay gives the same
 // outcomes at once, rather than waiting for a stop that never comes.
 import { expect } from 'chai';
-import { Agent, AgentRunner, CallInterruptedError, CassetteRecorder, CassetteReplay, deterministicTranscript, parseCassette, ScriptedProvider, stringifyCassette, ToolRegistry } from '../../lib/index.js';
+import { Agent, AgentRunner, CallInterruptedError, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay, deterministicTranscript, parseCassette, stringifyCassette } from '../../lib/testing.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
 

@@ -2,7 +2,8 @@
 // runner that defers approvals, the run waits, is resumed with the approval, and the two halves
 // make the recorded transcript, which verify() accepts.
 import { expect } from 'chai';
-import { Agent, AgentRunner, CassetteRecorder, CassetteReplay, ScriptedProvider, type RunEvent } from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, type RunEvent } from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay } from '../../lib/testing.js';
 import { toolsWithSpies } from '../runner/approvalTools.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });

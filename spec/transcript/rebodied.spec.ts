@@ -1,7 +1,8 @@
 // The registry a recorder or a replay runs (the same declarations, other bodies) keeps each
 // tool's own lane, so a recorded or replayed run is bounded as the real one is.
 import { expect } from 'chai';
-import { CassetteRecorder, ScriptedProvider, ToolRegistry } from '../../lib/index.js';
+import { CassetteRecorder } from '../../lib/testing.js';
+import { ScriptedProvider, ToolRegistry } from '../../lib/index.js';
 
 describe('the registry a recorder runs', () => {
   it("keeps a tool's own lane (an MCP server's), with its key and limit", () => {

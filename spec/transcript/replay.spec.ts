@@ -8,29 +8,31 @@ import { map, timer } from 'rxjs';
 import {
   Agent,
   AgentRunner,
+  ConcurrencyConfig,
+  DeadlineConfig,
+  OnToolError,
+  ScriptedProvider,
+  ToolRegistry,
+  type ModelProvider,
+  type ModelResponse,
+  type RunEvent,
+  type RunOptions,
+  type ScriptStep,
+} from '../../lib/index.js';
+import {
   CassetteMissError,
   CassetteRecorder,
   CassetteReplay,
   CassetteUnusedError,
-  ConcurrencyConfig,
-  DeadlineConfig,
   FingerprintMismatchError,
-  OnToolError,
-  ScriptedProvider,
-  ToolRegistry,
   TranscriptMismatchError,
   deterministicTranscript,
   fingerprint,
   parseCassette,
   stringifyCassette,
   type Cassette,
-  type ModelProvider,
-  type ModelResponse,
   type RecordedTurn,
-  type RunEvent,
-  type RunOptions,
-  type ScriptStep,
-} from '../../lib/index.js';
+} from '../../lib/testing.js';
 import { exampleTools, plannerFor, runnerFor, scenarios, scriptFor, sleep, type Latencies } from './scenarios.js';
 
 const [fourAtOnce, , , , bookingBetween] = scenarios as [(typeof scenarios)[number], unknown, unknown, unknown, (typeof scenarios)[number]];

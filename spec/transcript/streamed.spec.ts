@@ -4,18 +4,8 @@
 import { expect } from 'chai';
 import * as t from 'io-ts';
 import { from } from 'rxjs';
-import {
-  Agent,
-  AgentRunner,
-  CassetteRecorder,
-  CassetteReplay,
-  ScriptedProvider,
-  ToolRegistry,
-  deterministicTranscript,
-  parseCassette,
-  stringifyCassette,
-  type ModelStreamPart,
-} from '../../lib/index.js';
+import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type ModelStreamPart } from '../../lib/index.js';
+import { CassetteRecorder, CassetteReplay, deterministicTranscript, parseCassette, stringifyCassette } from '../../lib/testing.js';
 
 const planner = new Agent({ name: 'planner', instructions: 'Find hotels.', model: 'm' });
 const tools = (): ToolRegistry => new ToolRegistry().register({ name: 'lookup', args: t.type({ city: t.string }) }, async ({ city }) => ({ city, from: city.length * 10 }));
