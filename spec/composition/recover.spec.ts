@@ -17,7 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentRunner, ScriptedProvider } from '../../lib/index.js';
 import { PostgresRunJournal } from '../../lib/postgres.js';
-import { dropTables, newPool, uniquePrefix } from '../journal/pg.js';
+import { journalFixture } from '../journal/pg.js';
 import { sleep } from '../lanes/redis/server.js';
 import { agent, calls, loggedTools, tallyOfLog } from './crash.js';
 import { BUDGET, concurrencyOf, expectInCallOrder, expectKind, kinds, outcomes, type Kind } from './kinds.js';
@@ -45,17 +45,9 @@ async function killedRun(prefix: string, log: string, kind: Kind): Promise<{ run
 
 describe('composition matrix: a journaled run killed and recovered', function () {
   this.timeout(60_000);
-  const prefix = uniquePrefix();
+  const { prefix, pool, journals } = journalFixture();
   const dir = mkdtempSync(join(tmpdir(), 'agent-lanes-composition-'));
-  const pool = newPool();
-  const journals: PostgresRunJournal[] = [];
-
-  after(async () => {
-    for (const journal of journals) await journal.close();
-    await dropTables(pool, prefix);
-    await pool.end();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   for (const kind of kinds) {
     it(`${kind} × killed and recovered: ${behaviour[kind]}`, async () => {

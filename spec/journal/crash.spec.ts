@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { ConcurrencyConfig, JournalError, ToolRegistry, type RunEvent } from '../../lib/index.js';
 import { PostgresRunJournal } from '../../lib/postgres.js';
 import { agent, runnerWith } from './helpers.js';
-import { dropTables, newPool, uniquePrefix } from './pg.js';
+import { journalFixture } from './pg.js';
 
 const child = fileURLToPath(new URL('./crashChild.ts', import.meta.url));
 
@@ -36,17 +36,9 @@ const line = (e: RunEvent): string =>
 
 describe('a run whose process was killed mid-batch', function () {
   this.timeout(60_000);
-  const prefix = uniquePrefix();
+  const { prefix, pool, journals } = journalFixture();
   const dir = mkdtempSync(join(tmpdir(), 'agent-lanes-crash-'));
-  const pool = newPool();
-  const journals: PostgresRunJournal[] = [];
-
-  after(async () => {
-    for (const journal of journals) await journal.close();
-    await dropTables(pool, prefix);
-    await pool.end();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('is recovered by another process: settled calls not run again, queued ones run once, running ones classified, the transcript whole', async () => {
     const log = join(dir, 'bodies.log');

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import type { PostgresRunJournal } from '../../lib/postgres.js';
 
 export const connectionString = process.env['AGENT_LANES_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -21,6 +22,22 @@ export function newPool(connection = connectionString): pg.Pool {
 /** Drops the tables of `prefix` (in schema public). */
 export async function dropTables(pool: pg.Pool, prefix: string): Promise<void> {
   await pool.query(`DROP TABLE IF EXISTS "public"."${prefix}entries", "public"."${prefix}runs", "public"."${prefix}resumed"`);
+}
+
+/**
+ * A spec file's PostgreSQL, made inside its describe: a table prefix of its own, a pool, and a
+ * list for the journals it makes, all closed (and the tables dropped) after its specs.
+ */
+export function journalFixture(): { prefix: string; pool: pg.Pool; journals: PostgresRunJournal[] } {
+  const prefix = uniquePrefix();
+  const pool = newPool();
+  const journals: PostgresRunJournal[] = [];
+  after(async () => {
+    for (const journal of journals) await journal.close();
+    await dropTables(pool, prefix);
+    await pool.end();
+  });
+  return { prefix, pool, journals };
 }
 
 /** A TCP hop to the database that `cut()` severs: every connection through it destroyed, new ones refused. */

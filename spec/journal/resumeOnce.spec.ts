@@ -15,7 +15,7 @@ import {
   type SnapshotStore,
 } from '../../lib/index.js';
 import { PostgresRunJournal } from '../../lib/postgres.js';
-import { dropTables, newPool, uniquePrefix } from './pg.js';
+import { journalFixture } from './pg.js';
 
 const desk = new Agent({ name: 'desk', instructions: '', model: 'scripted' });
 
@@ -40,14 +40,7 @@ function expectRefused(reason: unknown, snapshot: RunSnapshot): void {
 }
 
 describe('runner.resume of one snapshot', () => {
-  const prefix = uniquePrefix();
-  const pool = newPool();
-  const journals: PostgresRunJournal[] = [];
-  after(async () => {
-    for (const journal of journals) await journal.close();
-    await dropTables(pool, prefix);
-    await pool.end();
-  });
+  const { prefix, pool, journals } = journalFixture();
 
   const guards: Array<[string, () => { journal?: RunJournal; snapshots?: SnapshotStore }]> = [
     ['a snapshot store', () => ({ snapshots: new InMemorySnapshotStore() })],
