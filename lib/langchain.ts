@@ -1,0 +1,3 @@
+// agent-lanes/langchain: LangChain tools inside the lanes, as ToolNode and createReactAgent run
+// them (docs/frameworks.md). Its peer is @langchain/core (ToolMessage, for a stopped call's answer).
+export { laneContextOf, withLanes, type LangChainToolLike, type WithLanesOptions } from './frameworks/langchainLanes.js';
