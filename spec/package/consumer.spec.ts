@@ -132,6 +132,18 @@ const ENTRY_PROGRAMS: Readonly<Record<string, { readonly peers: readonly string[
     dom: true,
     program: "import { MockLanguageModelV3 } from 'ai/test';\nimport { Agent, AgentRunner, ToolRegistry } from 'agent-lanes';\nimport { aiSdkProvider } from 'agent-lanes/ai-sdk';\nconst usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };\nconst model = new MockLanguageModelV3({ doGenerate: async () => ({ content: [{ type: 'text', text: 'hi' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) });\nconst runner = new AgentRunner({ provider: aiSdkProvider(model, { stream: false }), tools: new ToolRegistry() });\nconst result = await runner.run(new Agent({ name: 'a', instructions: 'Greet.', model: 'mock' }), 'hi');\nconsole.log('ok ./ai-sdk', result.status, result.output);",
   },
+  // The Agents SDK's own declarations read the DOM's fetch types, as the AI SDK's do.
+  './openai-agents': {
+    peers: ['@openai/agents', 'zod'],
+    dom: true,
+    program:
+      "import { RunContext, tool } from '@openai/agents';\nimport { z } from 'zod';\nimport { ConcurrencyConfig, ToolLanes } from 'agent-lanes';\nimport { laneContextOf, withLanes } from 'agent-lanes/openai-agents';\nconst lookup = tool({ name: 'lookup', description: 'Look up.', parameters: z.object({ q: z.string() }), execute: async ({ q }, _context, details) => `${q} for ${laneContextOf(details)?.tenant}` });\nconst toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });\nconst [wrapped] = withLanes([lookup], toolLanes, { tenant: 'acme' });\nconst out = await wrapped!.invoke(new RunContext(), JSON.stringify({ q: 'x' }), { toolCall: { type: 'function_call', callId: 'c1', name: 'lookup', arguments: '{}' } });\nconsole.log('ok ./openai-agents', out);",
+  },
+  './langchain': {
+    peers: ['@langchain/core', 'zod'],
+    program:
+      "import { tool } from '@langchain/core/tools';\nimport { z } from 'zod';\nimport { ConcurrencyConfig, ToolLanes } from 'agent-lanes';\nimport { laneContextOf, withLanes } from 'agent-lanes/langchain';\nconst lookup = tool(async ({ q }, config) => `${q} for ${laneContextOf(config)?.tenant}`, { name: 'lookup', description: 'Look up.', schema: z.object({ q: z.string() }) });\nconst toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });\nconst [wrapped] = withLanes([lookup], toolLanes, { tenant: 'acme' });\nconst out = await wrapped!.invoke({ q: 'x' });\nconsole.log('ok ./langchain', out);",
+  },
 };
 
 describe('the packed package, installed into a fresh project', function () {
@@ -188,7 +200,7 @@ describe('the packed package, installed into a fresh project', function () {
     try {
       // The optional peers and packages the docs' blocks import, at the ranges this checkout tests with.
       const dev = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-      const docsPackages = ['ai', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/google', '@modelcontextprotocol/sdk', '@opentelemetry/api', 'redis', 'chai', '@types/chai'].map((name) => `${name}@${dev.devDependencies[name]}`);
+      const docsPackages = ['ai', '@ai-sdk/provider', '@ai-sdk/openai', '@ai-sdk/google', '@modelcontextprotocol/sdk', '@opentelemetry/api', 'redis', 'chai', '@types/chai', '@openai/agents', '@langchain/core', '@langchain/langgraph', 'zod'].map((name) => `${name}@${dev.devDependencies[name]}`);
       // The AI SDK's own declarations read JSON Schema's types (@types/json-schema) and the DOM's `HeadersInit`.
       await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, 'rxjs@^7.8', 'io-ts@^2.2', 'fp-ts@^2.16', '@types/node@^20', '@types/json-schema@^7', ...docsPackages], app, {
         env: npmEnv,

@@ -33,6 +33,9 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   './providers': [],
   './streaming': [],
   './ai-sdk': ['@ai-sdk/provider'],
+  // The framework entries read tools by their shape.
+  './openai-agents': [],
+  './langchain': [],
 };
 
 /** A specifier's package: `@scope/name` or `name`. */
