@@ -99,6 +99,8 @@ describe('importing the package', () => {
       'lib/providers.ts',
       'lib/streaming.ts',
       'lib/providers/aiSdkProvider.ts',
+      'lib/openaiAgents.ts',
+      'lib/langchain.ts',
     ]);
   });
 
