@@ -84,6 +84,29 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
     });
   }
 
+  it("the SDK's own timeoutMs: a call still queued when it fires never starts, the running one is classified, and the model reads the SDK's timeout message for both", async () => {
+    const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });
+    const { settled, subscription } = settledOf(toolLanes);
+    const tally = new BodyTally();
+    const lookup = tool({
+      name: 'lookup',
+      description: 'Look a thing up.',
+      parameters: query,
+      timeoutMs: 100,
+      // It runs 300 ms whatever its signal says.
+      execute: ({ q }, _context, details) => tally.body('lookup', 'default', details!.toolCall!.callId, () => sleep(300).then(() => q)),
+    });
+    const model = new ScriptedAgentsModel([callsTurn([['lookup', 'c0', { q: 'a' }], ['lookup', 'c1', { q: 'b' }]]), textTurn('done')]);
+    const agent = new Agent({ name: 'slow', instructions: '', model, tools: withLanes([lookup], toolLanes) });
+    const result = await new Runner().run(agent, 'go');
+    expect(result.finalOutput).to.equal('done');
+    expect(resultsSeen(model.requests[1]!.input)).to.deep.equal({ c0: "Tool 'lookup' timed out after 100ms.", c1: "Tool 'lookup' timed out after 100ms." });
+    await until(() => settled.length === 2 && tally.ended.length === 1, 'both calls settled and the running body ended');
+    subscription.unsubscribe();
+    expect(tally.started, 'bodies that started').to.deep.equal(['c0']);
+    expect(Object.fromEntries(settled.map((s) => [s.callId, s.stopClass]))).to.deep.equal({ c0: 'indeterminate', c1: 'never_dispatched' });
+  });
+
   it('a body that ignores its stop keeps its permit until it ends: the next request\'s call waits for it', async () => {
     const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });
     const tally = new BodyTally();
