@@ -128,4 +128,35 @@ describe('ToolLanes: the lanes around any framework\'s calls', () => {
     // The wrapped calls' activity has the runner's shape: its request's id as runId.
     expect(activity.filter((event) => event.type === 'queued').map((event) => 'runId' in event && event.runId)).to.include('w');
   });
+
+  it('lowers an adaptive tool limit on a 429 from a body, as a runner\'s call does, and says so on activity$', async () => {
+    const changes: Array<[number, number]> = [];
+    const settled: Array<Promise<unknown>> = [];
+    testScheduler.run(() => {
+      const lanes = new ToolLanes({ concurrency: { perToolAdaptive: { search: { min: 1, max: 4, initial: 4 } } } });
+      lanes.activity$.subscribe((event) => {
+        if (event.type === 'limit-changed') changes.push([event.previous, event.limit]);
+      });
+      settled.push(settledOf(lanes.run({ tool: 'search' }, () => timer(5).pipe(mergeMap(() => throwError(() => new RateLimitedError('429 from the partner', 0)))))));
+    });
+    await Promise.all(settled);
+    expect(changes).to.have.length(1);
+    expect(changes[0]![1]).to.be.below(changes[0]![0]);
+  });
+
+  it("refuses a call the tenant's cost budget cannot cover, never starting it, with the refusal's name and message", async () => {
+    const bodies = new Bodies(asyncScheduler);
+    const settled: Array<Promise<Settled<string>>> = [];
+    testScheduler.run(() => {
+      const lanes = new ToolLanes({ concurrency: { perTenantBudget: { cost: 2, perSeconds: 60 } } });
+      const request = lanes.request({ tenant: 'acme' });
+      for (const n of [1, 2, 3]) settled.push(settledOf(request.run({ tool: 'search', cost: 1 }, bodies.answering(`s${n}`))));
+    });
+    const all = await Promise.all(settled);
+    expect(all.slice(0, 2)).to.deep.equal([{ value: 's1' }, { value: 's2' }]);
+    const { error } = all[2] as { error: Error };
+    expect(error.name).to.equal('BudgetExceededError');
+    expect(error.message).to.match(/acme needs 1 cost/);
+    expect(bodies.runs.map((run) => run.label)).to.deep.equal(['s1', 's2']);
+  });
 });
