@@ -126,7 +126,8 @@ function lanes(provider: (url: string) => ModelProvider) {
   };
 }
 
-const citySchema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } as const;
+// Mutable arrays: the JSON Schema type the SDK takes (from @types/json-schema) has no readonly ones.
+const citySchema = { type: 'object' as const, properties: { city: { type: 'string' as const } }, required: ['city'], additionalProperties: false };
 
 const lookup = async ({ city }: { city: string }, started: (city: string) => void) => {
   started(city);

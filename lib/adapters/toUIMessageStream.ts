@@ -4,7 +4,7 @@
 // Given the runner's activity$, the model's text goes out delta by delta as it is written.
 import { catchError, concatMap, defer, from, Observable } from 'rxjs';
 import { notApproved, toErrorInfo } from '../errors.js';
-import type { RunEvent, RunnerActivity } from '../runner/index.js';
+import type { RunEvent, RunnerActivity, ToolCall } from '../runner/index.js';
 import { approvalIdOf } from './uiApprovals.js';
 
 /**
@@ -56,17 +56,23 @@ export interface UIMessageStreamOptions {
   readonly activity?: Observable<RunnerActivity>;
 }
 
-// What the encoder reads: the run's events, and its text deltas from activity$.
-type Source = { readonly event: RunEvent } | { readonly turn: number; readonly delta: string };
+// What the encoder reads: the run's events, its text deltas and the calls a streamed turn wrote,
+// from activity$.
+type Source =
+  | { readonly event: RunEvent }
+  | { readonly turn: number; readonly delta: string }
+  | { readonly turn: number; readonly index: number; readonly callId: string; readonly tool: string; readonly input: ToolCall['arguments'] };
 
-// The run's events, with its own text deltas from `activity` merged in as they happen. The
-// activity is watched from before the run starts, so no delta is missed; only the deltas of
-// this run (known from RUN_STARTED) are taken, not those of other runs on the runner.
+// The run's events, with its own text deltas and written calls from `activity` merged in as they
+// happen. The activity is watched from before the run starts, so nothing is missed; only this
+// run's (known from RUN_STARTED) is taken, not other runs' on the runner, nor its nested runs'.
 function sourceOf(run$: Observable<RunEvent>, activity: Observable<RunnerActivity> | undefined): Observable<Source> {
   return new Observable<Source>((subscriber) => {
     let runId: string | undefined;
     const live = activity?.subscribe((a) => {
-      if (a.type === 'text-delta' && runId !== undefined && a.runId === runId) subscriber.next({ turn: a.turn, delta: a.delta });
+      if (runId === undefined || !('runId' in a) || a.runId !== runId) return;
+      if (a.type === 'text-delta') subscriber.next({ turn: a.turn, delta: a.delta });
+      else if (a.type === 'tool-call') subscriber.next({ turn: a.turn, index: a.index, callId: a.callId, tool: a.tool, input: a.input });
     });
     subscriber.add(live);
     subscriber.add(
@@ -86,8 +92,9 @@ function sourceOf(run$: Observable<RunEvent>, activity: Observable<RunnerActivit
  * Encodes a run's transcript as UI message stream chunks, one assistant message per run.
  *
  * Each model turn is a step (`start-step` ... `finish-step`): its text (delta by delta as the
- * model writes it when `activity` is given and the turn streams, else whole), then one
- * `tool-input-available` per call in call order, then one `tool-output-available` (TOOL_RESULT),
+ * model writes it when `activity` is given and the turn streams, else whole), and one
+ * `tool-input-available` per call in call order (when `activity` is given and the turn streams,
+ * each as soon as the model has written it, while earlier calls may be running already), then one `tool-output-available` (TOOL_RESULT),
  * `tool-output-denied` (TOOL_ERROR of a call not approved: the part's state becomes
  * `output-denied`) or `tool-output-error` (any other TOOL_ERROR as `Name: message`;
  * TOOL_INDETERMINATE as its message, which says the side effect may have landed) per call, in call order. RUN_COMPLETED is `finish`
@@ -120,9 +127,12 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
     const uiIds = new Map<string, string>();
     let nextOutcome = 0;
     const idOf = (callId: string): string => turnIds[nextOutcome++] ?? callId;
-    // The turn whose text is being sent delta by delta, and whether its text part is still open.
+    // The turn whose step opened as it streamed (its text delta by delta, its calls as written),
+    // whether its text part is still open, and the calls of it already sent: the id each is shown
+    // under and its own, by its place in the turn.
     let liveTurn: number | undefined;
     let textOpen = false;
+    let early: Array<{ readonly callId: string; readonly id: string } | undefined> = [];
 
     const closeText = (): UIMessageChunk[] => {
       if (!textOpen) return [];
@@ -136,14 +146,44 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
       return [...closeText(), { type: 'finish-step' }];
     };
 
+    // The step of a turn that streams, opened by the first of its text or calls to come.
+    const stepOf = (turn: number): UIMessageChunk[] => {
+      if (liveTurn === turn) return [];
+      const chunks: UIMessageChunk[] = [...closeStep(), { type: 'start-step' }];
+      stepOpen = true;
+      liveTurn = turn;
+      early = [];
+      return chunks;
+    };
+
+    // A call's id in this message: one the model used already (in a later turn, or twice in one) is made unique.
+    const uniqueId = (callId: string, turn: number): string => {
+      let id = used.has(callId) ? `${callId}@${turn}` : callId;
+      for (let n = 2; used.has(id); n++) id = `${callId}@${turn}.${n}`;
+      used.add(id);
+      return id;
+    };
+
     // A delta of the model's text: the turn's step and text part open on its first.
     const deltaChunks = (turn: number, delta: string): UIMessageChunk[] => {
       const id = `text-${turn}`;
-      if (liveTurn === turn) return [{ type: 'text-delta', id, delta }];
-      const chunks: UIMessageChunk[] = [...closeStep(), { type: 'start-step' }, { type: 'text-start', id }, { type: 'text-delta', id, delta }];
-      stepOpen = true;
-      liveTurn = turn;
-      textOpen = true;
+      const chunks = stepOf(turn);
+      if (!textOpen) {
+        chunks.push({ type: 'text-start', id });
+        textOpen = true;
+      }
+      chunks.push({ type: 'text-delta', id, delta });
+      return chunks;
+    };
+
+    // A call the model has written whole in a turn that streams: its tool part goes out now, so a
+    // page shows it while it runs (and a person who presses stop sees what had started).
+    const callChunks = (turn: number, index: number, callId: string, tool: string, input: ToolCall['arguments']): UIMessageChunk[] => {
+      const chunks = stepOf(turn);
+      if (early[index] !== undefined) return chunks;
+      const id = uniqueId(callId, turn);
+      early[index] = { callId, id };
+      chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: tool, input: inputOf(input), ...dynamic });
       return chunks;
     };
 
@@ -164,15 +204,16 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
           turnIds = [];
           uiIds.clear();
           nextOutcome = 0;
-          for (const call of event.toolCalls) {
+          event.toolCalls.forEach((call, index) => {
+            // Sent already as the turn streamed: its part is there, under the id it was given.
+            const sent = streamed ? early[index] : undefined;
             // A front end keys tool parts by id: a reused id (in a later turn, or twice in one) is made unique.
-            let id = used.has(call.id) ? `${call.id}@${event.turn}` : call.id;
-            for (let n = 2; used.has(id); n++) id = `${call.id}@${event.turn}.${n}`;
-            used.add(id);
+            const id = sent !== undefined && sent.callId === call.id ? sent.id : uniqueId(call.id, event.turn);
             turnIds.push(id);
             if (!uiIds.has(call.id)) uiIds.set(call.id, id);
-            chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: call.name, input: inputOf(call.arguments), ...dynamic });
-          }
+            if (id !== sent?.id) chunks.push({ type: 'tool-input-available', toolCallId: id, toolName: call.name, input: inputOf(call.arguments), ...dynamic });
+          });
+          early = [];
           return chunks;
         }
         case 'TOOL_RESULT':
@@ -203,7 +244,7 @@ export function toUIMessageStream(run$: Observable<RunEvent>, options: UIMessage
     };
 
     return sourceOf(run$, options.activity).pipe(
-      concatMap((source) => from('event' in source ? chunksOf(source.event) : deltaChunks(source.turn, source.delta))),
+      concatMap((source) => from('event' in source ? chunksOf(source.event) : 'delta' in source ? deltaChunks(source.turn, source.delta) : callChunks(source.turn, source.index, source.callId, source.tool, source.input))),
       // A transcript ends in RUN_COMPLETED, RUN_FAILED or RUN_CANCELLED; anything thrown is shown as an error, not a broken stream.
       catchError((error: unknown) =>
         from<UIMessageChunk[]>([...closeStep(), { type: 'error', errorText: toErrorInfo(error).message }, { type: 'finish', finishReason: 'error' }]),

@@ -15,7 +15,7 @@ import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
 import type { TurnSource } from './turn/turnByTurn.js';
 import { RunJournaling } from './journal/journaling.js';
-import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type Usage } from './model/model.js';
+import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
 import { neverStarted, TurnScope, type NestedRuns, type RunnerCall } from './turn/turnCalls.js';
 import { toolMessage } from './state.js';
 import { resumedTurn } from './turn/resumedTurn.js';
@@ -311,6 +311,14 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
   activityText(turn: number, delta: string): void {
     const { activity, scheduler } = this.parts;
     if (activity.observed) activity.next({ type: 'text-delta', runId: this.runId, turn, delta, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
+  }
+
+  // Tells watchers of activity$ a call of a streamed turn as soon as the model has written it whole.
+  activityCall(turn: number, index: number, call: ToolCall): void {
+    const { activity, scheduler } = this.parts;
+    if (!activity.observed) return;
+    const { id: callId, name: tool, arguments: input } = call;
+    activity.next({ type: 'tool-call', runId: this.runId, turn, index, callId, tool, input, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
   }
 }
 

@@ -6,7 +6,7 @@ import type { ErrorInfo } from '../errors.js';
 import type { LaneNotice } from '../lanes/index.js';
 import type { RunState } from '../tools/index.js';
 import type { RunEvent } from './events.js';
-import type { Message, Usage } from './model/model.js';
+import type { Message, ToolCall, Usage } from './model/model.js';
 import type { Approvals, PendingCall, RunSnapshot } from './resume/snapshotFormat.js';
 
 export interface RunOptions {
@@ -92,12 +92,19 @@ export interface RunParent {
 
 /**
  * Live events of every run on the runner (not part of any transcript): runs starting and ending,
- * the model's text as a streamed turn writes it (`text-delta`), and the calls' scheduling.
+ * the model's text and calls as a streamed turn writes them (`text-delta`, `tool-call`), and
+ * the calls' scheduling.
  */
 export type RunnerActivity =
   | { readonly type: 'run-started'; readonly runId: string; readonly agent: string; readonly tenant: string; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'run-ended'; readonly runId: string; readonly status: RunStatus; readonly parent?: RunParent; readonly at: number }
   | { readonly type: 'text-delta'; readonly runId: string; readonly turn: number; readonly delta: string; readonly parent?: RunParent; readonly at: number }
+  /**
+   * A streamed turn's call, complete as the model wrote it (before it is gated or enters its
+   * lanes): `index` is its place in the turn, `input` its arguments as the model sent them. A
+   * chat page shows its tool part from here, not only once the model's turn has ended.
+   */
+  | { readonly type: 'tool-call'; readonly runId: string; readonly turn: number; readonly index: number; readonly callId: string; readonly tool: string; readonly input: ToolCall['arguments']; readonly parent?: RunParent; readonly at: number }
   | (CallActivity & { readonly runId: string; readonly turn: number; readonly parent?: RunParent })
   // What the runner's lane store says of itself (a fleet store that lost its Redis) and of its lanes (a pause).
   | LaneNotice

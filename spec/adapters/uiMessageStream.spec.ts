@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { IncomingMessage } from 'node:http';
 import * as t from 'io-ts';
 import { DefaultChatTransport, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, type UIMessage, type UIMessageChunk } from 'ai';
-import { concat, delay, from, map, of, timer, type Observable } from 'rxjs';
+import { concat, delay, finalize, from, map, of, timer, type Observable } from 'rxjs';
 import { Agent, AgentRunner, ScriptedProvider, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
 import { toUIMessageStream, uiMessageStreamHandler, uiMessageStreamResponse, type StreamEnding } from '../../lib/streaming.js';
 import { fixture, planner, serve, threeLookups, twoWaiting, type TestServer } from './runs.js';
@@ -214,8 +214,8 @@ describe('the UI message stream, read by the ai package', () => {
         'text-delta',
         'text-delta',
         'text-delta',
-        'text-end',
         'tool-input-available',
+        'text-end',
         'tool-output-available',
         'finish-step',
         'start-step',
@@ -227,6 +227,35 @@ describe('the UI message stream, read by the ai package', () => {
         'finish',
       ]);
       expect(message!.parts.map(summary)).to.deep.equal(['step-start', 'text Checking Lisbon first.', 'tool-lookup c1 output-available {"city":"Lisbon","from":122}', 'step-start', 'text Lisbon it is.']);
+    });
+
+    it("sends a streamed call's tool part as soon as the model has written it, before the model's turn ends", async () => {
+      // c1 is written, then the model writes for a while, then c2; the page is read by the ai package.
+      let modelDone = false;
+      const twoCalls = (): Observable<ModelStreamPart> =>
+        concat(
+          of<ModelStreamPart>({ type: 'tool-call', id: 'c1', name: 'wait_lookup', arguments: '{}' }),
+          of<ModelStreamPart>({ type: 'text-delta', delta: 'and a booking' }).pipe(delay(40)),
+          of<ModelStreamPart>({ type: 'tool-call', id: 'c2', name: 'lookup', arguments: '{"city":"Porto"}' }).pipe(delay(40)),
+        ).pipe(finalize(() => (modelDone = true)));
+      const { runner, started } = fixture([twoCalls, { text: 'done' }]);
+      const controller = new AbortController();
+      const response = uiMessageStreamResponse((signal) => runner.run$(planner, 'x', { signal: AbortSignal.any([signal, controller.signal]) }), { activity: runner.activity$ });
+      // Whether the model had finished its turn when the first tool part reached the page.
+      let modelDoneAtFirstPart: boolean | undefined;
+      const seen = response.body!.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(bytes, out) {
+            if (modelDoneAtFirstPart === undefined && new TextDecoder().decode(bytes).includes('"tool-input-available"')) modelDoneAtFirstPart = modelDone;
+            out.enqueue(bytes);
+          },
+        }),
+      );
+      // The person presses stop once the first call runs, while the model still writes: the page shows the call that ran, classified.
+      void started(1).then(() => setTimeout(() => controller.abort(), 5));
+      const { message } = await readBodyAsMessage(seen);
+      expect(modelDoneAtFirstPart).to.equal(false);
+      expect(message!.parts.map(summary).filter((line) => line.startsWith('tool-'))).to.deep.equal(['tool-wait_lookup c1 output-error CallStoppedError: wait_lookup was in flight when the batch stopped (the run was cancelled). Safe to call again']);
     });
 
     it('sends the same message whole without activity$', async () => {

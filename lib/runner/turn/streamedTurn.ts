@@ -51,6 +51,7 @@ export function streamed(run: TurnRun, n: number, first: unknown, rest$: Observa
           const position = writing.calls - 1;
           // Known to the journal before anything else of it: a crash from here on finds it.
           run.journal?.called(n, position, call);
+          run.activityCall(n, position, call);
           calls.next(callOf(run, call, position, writing.problemAt(position), seen, scope));
         } else if ((part as { type: string }).type === 'text-delta') run.activityText(n, (part as { delta: string }).delta);
       }),

@@ -7,7 +7,7 @@ import type { Outcome, StopReason } from '../../batch/index.js';
 import type { OnGrant, Permit } from '../../lanes/index.js';
 import type { RunEvent, ToolOutcomeEvent } from '../events.js';
 import type { RunJournaling } from '../journal/journaling.js';
-import type { Message, ModelRequest, ModelResponse } from '../model/model.js';
+import type { Message, ModelRequest, ModelResponse, ToolCall } from '../model/model.js';
 import type { CallsFrom, RunnerCall, TurnScope } from './turnCalls.js';
 
 /** A run as its turns see it. */
@@ -29,6 +29,8 @@ export interface TurnRun extends CallsFrom {
   batchOf(turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$?: Observable<StopReason>): Observable<Outcome>;
   /** A piece of the model's text as it is written, for whoever watches activity$. */
   activityText(turn: number, delta: string): void;
+  /** A streamed turn's call, complete as the model wrote it (its place in the turn `index`), for whoever watches activity$. */
+  activityCall(turn: number, index: number, call: ToolCall): void;
 
   /** The model's response: recorded, and its event returned. */
   responded(turn: number, response: ModelResponse): RunEvent;
