@@ -51,7 +51,7 @@ export interface FrameworkRequest {
 export function frameworkRequest(names: readonly string[], toolLanes: ToolLanes, options: WithLanesOptions, where: string): FrameworkRequest {
   if (!(toolLanes instanceof ToolLanes)) throw new ConfigError('toolLanes', `${where}: toolLanes must be a ToolLanes, got ${describeValue(toolLanes)}`);
   if (options === null || typeof options !== 'object') throw new ConfigError('options', `${where} options must be an object, got ${describeValue(options)}`);
-  refuseUnknownFields(options, optionFields, where, { noun: 'option' });
+  refuseUnknownFields(options, optionFields, where);
   for (const field of byToolFields) {
     const byTool: unknown = options[field];
     if (byTool === undefined) continue;

@@ -35,7 +35,7 @@ describe('withLanes options, in agent-lanes/openai-agents and agent-lanes/langch
         { title: 'tools that are not an array', make: () => wrap({ lookup: tools[0] }, toolLanes), field: 'tools', says: /tools must be an array/ },
         { title: 'a tool that is not one', make: () => wrap([42], toolLanes), field: 'tools[0]', says: /tools\[0\] must be/ },
         { title: 'toolLanes that is not a ToolLanes', make: () => wrap(tools, {}), field: 'toolLanes', says: /toolLanes must be a ToolLanes/ },
-        { title: 'an unknown option', make: () => wrap(tools, toolLanes, { tennant: 'a' }), field: 'tennant', says: /withLanes has no option tennant; its options are tenant, signal, requestId, concurrency, idempotent, parallelSafe, cost/ },
+        { title: 'an unknown option', make: () => wrap(tools, toolLanes, { tennant: 'a' }), field: 'tennant', says: /withLanes has no field tennant; its fields are tenant, signal, requestId, concurrency, idempotent, parallelSafe, cost/ },
         { title: 'a flag for a tool that is not there', make: () => wrap(tools, toolLanes, { idempotent: { lokup: true } }), field: 'idempotent.lokup', says: /idempotent names lokup, which is not one of the tools \(lookup\)/ },
         { title: 'a flag that is not a boolean', make: () => wrap(tools, toolLanes, { parallelSafe: { lookup: 'no' } }), field: 'parallelSafe.lookup', says: /parallelSafe\.lookup must be true or false, got "no"/ },
         { title: 'a cost below 0', make: () => wrap(tools, toolLanes, { cost: { lookup: -1 } }), field: 'cost.lookup', says: /cost\.lookup must be a finite number from 0 up/ },
