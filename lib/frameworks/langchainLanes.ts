@@ -3,8 +3,7 @@
 // a call of one ToolLanes request, keyed by the tool call's id and stopped by the config's
 // signal. The tool is otherwise itself (its name, schema, description, callbacks, class): the
 // wrapped tool is a new object whose prototype is the tool. Of LangChain, only ToolMessage is
-// imported, to hand ToolNode a stopped call's message.
-import { ToolMessage } from '@langchain/core/messages';
+// imported, when a stopped call's message is handed to ToolNode: the entry loads without its peer.
 import { describeValue } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
@@ -75,7 +74,7 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
         // LangChain itself aborted, it has left already: the call's class is on activity$.
         const ownAnswer = error instanceof CallStoppedError || !started;
         if (ownAnswer && signal?.aborted !== true && call !== undefined && typeof callId === 'string') {
-          return new ToolMessage({ status: 'error', content: messageOf(told), name: tool.name, tool_call_id: callId });
+          return import('@langchain/core/messages').then(({ ToolMessage }) => new ToolMessage({ status: 'error', content: messageOf(told), name: tool.name, tool_call_id: callId }));
         }
         throw told;
       });
