@@ -66,6 +66,8 @@ const INTEGRATIONS: Readonly<Record<string, readonly string[]>> = {
   './providers': ['OpenAIChatProvider', 'AnthropicMessagesProvider', 'retryPolicy', 'ProviderHttpError'],
   './streaming': ['toAsyncIterable', 'sseHandler', 'toUIMessageStream', 'uiMessageStreamHandler', 'resumeApproved'],
   './ai-sdk': ['aiSdkProvider', 'fromUIMessages'],
+  './openai-agents': ['withLanes', 'laneContextOf', 'WithLanesOptions'],
+  './langchain': ['withLanes', 'laneContextOf', 'WithLanesOptions'],
 };
 
 /** Names on an integration's entry that the main entry keeps as well. */
