@@ -2,7 +2,7 @@
 // test `instanceof` and read `tool` or `seconds` instead of parsing a message.
 // Every module may import this file; it imports only the stop wording (stopClass.ts) and the
 // reading of thrown values (errorInfo.ts), which import nothing.
-import { inFlightMessage } from './stopClass.js';
+import { inFlightMessage, type StopClass } from './stopClass.js';
 
 import type { ErrorInfo } from './errorInfo.js';
 
@@ -10,8 +10,8 @@ export { toErrorInfo, type ErrorInfo } from './errorInfo.js';
 
 /** The base of the library's errors: `name` is the class's own, so events and logs name it. */
 export abstract class AgentLanesError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { readonly cause?: unknown }) {
+    super(message, options);
     this.name = new.target.name;
   }
 }
@@ -148,14 +148,27 @@ export class ToolArgumentsError extends AgentLanesError {
 }
 
 /**
- * A call that a stopped batch ended: either before it was dispatched, or in flight.
- * `dispatched` says which; the message says why, and whether calling again is safe.
+ * A call that was stopped: either before it was dispatched, or in flight. `dispatched` says
+ * which, `stopClass` what that means (`never_dispatched`, `safe_to_call_again`, or
+ * `indeterminate`: its side effect may have landed); the message says why, in words a model can
+ * read. A batch's outcomes carry it as their error; `ToolLanes` rejects a stopped call with one,
+ * naming its `tool` and `callId`, with what cut the call off (a `ToolTimedOutError`, a
+ * `CallInterruptedError` its body threw) as its `cause` when it was not a stop of the call's own.
  */
 export class CallStoppedError extends AgentLanesError {
   readonly dispatched: boolean;
-  constructor(message: string, dispatched: boolean) {
-    super(message);
+  /** What the stop means for the call: never dispatched, or dispatched and safe to call again or not. */
+  readonly stopClass: StopClass;
+  /** The tool and the call, where the error names them (ToolLanes' do). */
+  readonly tool: string | undefined;
+  readonly callId: string | undefined;
+  constructor(message: string, dispatched: boolean, call: { readonly tool?: string; readonly callId?: string; readonly stopClass?: StopClass; readonly cause?: unknown } = {}) {
+    super(message, call.cause === undefined ? undefined : { cause: call.cause });
     this.dispatched = dispatched;
+    // A batch's stop builds it for the two classes an error outcome has; an indeterminate one is named.
+    this.stopClass = call.stopClass ?? (dispatched ? 'safe_to_call_again' : 'never_dispatched');
+    this.tool = call.tool;
+    this.callId = call.callId;
   }
 }
 

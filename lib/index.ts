@@ -33,6 +33,8 @@ export {
 export { rateLimitedFrom } from './rateLimited.js';
 export { keepWarmShapes } from './shapes.js';
 export { StopClasses, stopClassOf, type StopClass } from './stopClass.js';
+// The lanes without the runner: any framework's tool calls inside the same lanes (docs/frameworks.md).
+export { ToolLanes } from './toolLanes/ToolLanes.js';
 
 // Lanes: the semaphore as an operator, the runner's shared table, and what a store is.
 export { Lane, LaneTable, inLane, type LaneChange, type LaneNotice, type LaneOccupancy, type LaneStore, type OnGrant, type Permit, type Rate } from './lanes/index.js';

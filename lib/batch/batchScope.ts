@@ -20,6 +20,8 @@ export interface BatchScopeOptions {
   readonly stop$?: Subscribable<StopReason>;
   /** Records each call's dispatch before its body starts. */
   readonly writeAhead?: WriteAhead;
+  /** The turn lanes, when the batch shares a turn with others. Default: a table of its own, made on first use. */
+  readonly turnLanes?: LaneTable;
 }
 
 /**
@@ -63,6 +65,7 @@ export class BatchScope implements Subscribable<StopReason> {
     this.activity = typeof onActivity === 'function' ? { observed: true, next: onActivity } : onActivity;
     this.failFast = options.failFast ?? false;
     this.writeAhead = options.writeAhead;
+    this.turnTable = options.turnLanes;
     if (options.stop$ !== undefined) {
       const subscription = options.stop$.subscribe({ next: (reason) => this.stop(reason) });
       if (this.stopped !== undefined) subscription.unsubscribe();

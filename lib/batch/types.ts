@@ -3,7 +3,8 @@
 import type { Observable, SchedulerLike, Subscribable } from 'rxjs';
 import type { ConcurrencyConfig, DeadlineConfig } from '../config/index.js';
 import type { ErrorInfo } from '../errors.js';
-import type { LaneStore, LimitCause, Loan } from '../lanes/index.js';
+import type { LaneStore, LaneTable, LimitCause, Loan } from '../lanes/index.js';
+import type { StopClass } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
 
 /** A delta: the keys a call changed in the run's state. */
@@ -169,7 +170,16 @@ export type CallActivity =
       readonly previous: number;
       readonly cause: LimitCause;
     }
-  | { readonly type: 'settled'; readonly callId: string; readonly tool: string; readonly index: number; readonly at: number; readonly outcome: Outcome['kind'] };
+  | {
+      readonly type: 'settled';
+      readonly callId: string;
+      readonly tool: string;
+      readonly index: number;
+      readonly at: number;
+      readonly outcome: Outcome['kind'];
+      /** How a stopped call ended (`stopClassOf` of its outcome), where the sink that tells it knows: ToolLanes' does. */
+      readonly stopClass?: StopClass;
+    };
 
 /** Where live scheduling events go; an RxJS Subject is one. */
 export interface ActivitySink {
@@ -222,6 +232,13 @@ export interface BatchOptions {
   readonly scheduler?: SchedulerLike;
   /** Records each call's dispatch before its body starts (a run journal): the body waits for it. */
   readonly writeAhead?: WriteAhead;
+  /**
+   * The turn lanes (`maxConcurrentTools`, the turn's narrower per-tool bounds), when several
+   * batches share one turn (ToolLanes' request, whose calls each run as a batch of one). Default:
+   * a table of this batch's own. Give calls as an Observable that stays open for as long as the
+   * batch runs: a batch that knows how many calls it has does not take a turn lane that cannot bind.
+   */
+  readonly turnLanes?: LaneTable;
 }
 
 /**

@@ -78,7 +78,7 @@ const MAIN = [
   'ToolArgumentsError', 'RateLimitedError', 'BudgetExceededError', 'RunEventType', 'RunEvent', 'RunResult', 'ModelProvider',
   'ModelRequest', 'ModelResponse', 'ModelStreamPart', 'Message', 'ToolDeclaration', 'ToolContext', 'ToolSpec', 'LaneStore',
   'LaneTable', 'runBatch', 'phases', 'gate', 'inLanes', 'ceiling', 'untilStopped', 'inCallOrder', 'settle', 'BatchCall', 'Outcome',
-  'stopClassOf', 'RunJournal', 'InMemoryRunJournal',
+  'stopClassOf', 'RunJournal', 'InMemoryRunJournal', 'ToolLanes',
 ];
 
 interface Manifest {

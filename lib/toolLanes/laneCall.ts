@@ -1,0 +1,158 @@
+// One wrapped call as its batch of one runs it: the call (whose invoke keeps what its body threw,
+// so a failure rejects with the body's own error), the context its body gets, the sink that tells
+// its activity on ToolLanes' activity$ with its stop class, and how its outcome becomes the
+// settling of the caller's Promise.
+import { isObservable, type Subject } from 'rxjs';
+import { isPromiseLike, type ActivitySink, type BatchCall, type CallActivity, type InvokeContext, type Outcome } from '../batch/index.js';
+import { CallStoppedError, toErrorInfo, type ErrorInfo } from '../errors.js';
+import type { RunnerActivity } from '../runner/index.js';
+import { stopClassOf, type StopClass } from '../stopClass.js';
+import type { LaneBody, LaneCallContext } from './types.js';
+
+// Nothing thrown yet (undefined can be thrown, so it cannot say so).
+const nothing: unique symbol = Symbol('nothing thrown');
+const noFences: Readonly<Record<string, string>> = Object.freeze({});
+
+// What a body is handed: the batch's context, read through (its signal and fences are getters there).
+class CallContext implements LaneCallContext {
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    readonly tenant: string,
+    readonly requestId: string,
+    private readonly invocation: InvokeContext,
+  ) {}
+
+  get idempotencyKey(): string {
+    return `${this.requestId}:${this.callId}`;
+  }
+
+  get signal(): AbortSignal {
+    return this.invocation.signal;
+  }
+
+  get fence(): string | undefined {
+    return this.invocation.fence;
+  }
+
+  get fences(): Readonly<Record<string, string>> {
+    return this.invocation.fences ?? noFences;
+  }
+
+  progress(progress: number, total?: number, message?: string): void {
+    this.invocation.progress?.(progress, total, message);
+  }
+
+  reportCost(total: number): void {
+    this.invocation.reportCost?.(total);
+  }
+}
+
+/** One wrapped call, as its batch schedules it. */
+export class WrappedCall<T> implements BatchCall {
+  /** What its body threw (or rejected with) last, if it did. */
+  thrown: unknown = nothing;
+
+  constructor(
+    readonly callId: string,
+    readonly tool: string,
+    readonly args: unknown,
+    readonly parallelSafe: boolean | undefined,
+    readonly idempotent: boolean | undefined,
+    readonly cost: number | undefined,
+    private readonly tenant: string,
+    private readonly requestId: string,
+    private readonly body: LaneBody<T>,
+  ) {}
+
+  invoke(invocation: InvokeContext): unknown {
+    const context = new CallContext(this.callId, this.tool, this.tenant, this.requestId, invocation);
+    let produced: unknown;
+    try {
+      produced = this.body(context);
+    } catch (error) {
+      this.thrown = error;
+      throw error;
+    }
+    // An Observable is a result like any other here (the batch would take its first value).
+    if (isObservable(produced)) return Promise.resolve(produced);
+    // A thenable is awaited, its failure kept; a plain value is the result at once.
+    if (!isPromiseLike(produced)) return produced;
+    return Promise.resolve(produced).then(undefined, (error: unknown) => {
+      this.thrown = error;
+      throw error;
+    });
+  }
+
+  /**
+   * The Promise's settling for `outcome`: the result; the body's own error; a CallStoppedError
+   * with the call's stop class; or, for a failure that is neither (a budget that refused the
+   * call, a store that could not take it), an Error of the outcome's name and message.
+   */
+  settle(outcome: Outcome, resolve: (value: T) => void, reject: (error: unknown) => void): void {
+    if (outcome.kind === 'result') {
+      resolve(outcome.result as T);
+      return;
+    }
+    const stopClass = stopClassOf(outcome);
+    const message = outcome.kind === 'indeterminate' ? outcome.message : outcome.error.message;
+    const own = outcome.kind === 'error' && this.threwIt(outcome.error);
+    if (stopClass !== undefined) {
+      // What cut it off, when it was not the call's stop: a ceiling, a lost lease, the body's CallInterruptedError.
+      const by = outcome.kind === 'error' && outcome.stopped === undefined && outcome.error.name !== 'CallStoppedError' ? outcome.error : undefined;
+      const cause = own ? this.thrown : by === undefined ? undefined : errorFrom(by);
+      reject(new CallStoppedError(message, outcome.dispatched, { tool: this.tool, callId: this.callId, stopClass, cause }));
+      return;
+    }
+    reject(own ? this.thrown : errorFrom((outcome as { error: ErrorInfo }).error));
+  }
+
+  // True when `error` is what the body threw, read as the batch read it.
+  private threwIt(error: ErrorInfo): boolean {
+    if (this.thrown === nothing) return false;
+    const info = toErrorInfo(this.thrown);
+    return info.name === error.name && info.message === error.message;
+  }
+}
+
+/** An Error that says what `info` says: its name, its message, and its facts as fields. */
+export function errorFrom(info: ErrorInfo): Error {
+  const error = new Error(info.message);
+  error.name = info.name;
+  const { status, code, attempts, isRetryable, retryAfterSeconds } = info;
+  return Object.assign(error, withoutUndefined({ status, code, attempts, isRetryable, retryAfterSeconds }));
+}
+
+function withoutUndefined(fields: Record<string, unknown>): Record<string, unknown> {
+  for (const key of Object.keys(fields)) if (fields[key] === undefined) delete fields[key];
+  return fields;
+}
+
+/**
+ * One call's activity as ToolLanes' activity$ carries it: the runner's shape (its request's id
+ * as `runId`, turn 1), and on `settled` the call's stop class, so a view that never sees the
+ * framework's error still knows whether the call went out.
+ */
+export class CallActivitySink implements ActivitySink {
+  // The stop class of the outcome told just before its settled activity.
+  private stopClass: StopClass | undefined = undefined;
+
+  constructor(
+    private readonly activity: Subject<RunnerActivity>,
+    private readonly runId: string,
+  ) {}
+
+  get observed(): boolean {
+    return this.activity.observed;
+  }
+
+  outcome(_index: number, outcome: Outcome): void {
+    this.stopClass = stopClassOf(outcome);
+  }
+
+  next(activity: CallActivity): void {
+    const { runId, stopClass } = this;
+    const told = activity.type === 'settled' && stopClass !== undefined ? { runId, turn: 1, stopClass } : { runId, turn: 1 };
+    this.activity.next(Object.assign({}, activity, told));
+  }
+}

@@ -1,0 +1,134 @@
+// A request: the calls a framework makes for one user request, each run as a batch of one on
+// the shared lanes, all of them under one turn lane table (the request's `maxConcurrentTools` and
+// narrower per-tool bounds), stopped together by the request's signal and each by its own.
+import { Observable, type Observer, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
+import { runBatch, givenReason, type BatchCall, type BatchOptions, type StopReason } from '../batch/index.js';
+import { describeValue, type ConcurrencyConfig } from '../config/index.js';
+import { LaneTable, type LaneStore } from '../lanes/index.js';
+import type { RunnerActivity } from '../runner/index.js';
+import { CallActivitySink, WrappedCall } from './laneCall.js';
+import type { LaneBody, LaneCall } from './types.js';
+
+/** What every request of one ToolLanes shares. */
+export interface LaneHost {
+  readonly shared: { readonly lanes: LaneStore; readonly concurrency: ConcurrencyConfig };
+  readonly scheduler: SchedulerLike;
+  readonly activity: Subject<RunnerActivity>;
+}
+
+const callFields = ['tool', 'args', 'callId', 'parallelSafe', 'idempotent', 'cost', 'signal'];
+
+/** Refuses a call that is not one, naming the field and what was expected. */
+export function checkCall(call: LaneCall, body: unknown, where: string): void {
+  if (call === null || typeof call !== 'object') throw new TypeError(`${where}: call must be an object with a tool name, got ${describeValue(call)}`);
+  for (const key of Object.keys(call)) {
+    if (!callFields.includes(key)) throw new TypeError(`${where}: call has no field ${key}; its fields are ${callFields.join(', ')}`);
+  }
+  if (typeof call.tool !== 'string' || call.tool === '') throw new TypeError(`${where}: call.tool must be a non-empty string, got ${describeValue(call.tool)}`);
+  if (call.callId !== undefined && (typeof call.callId !== 'string' || call.callId === '')) {
+    throw new TypeError(`${where}: call.callId must be a non-empty string, got ${describeValue(call.callId)}`);
+  }
+  for (const flag of ['parallelSafe', 'idempotent'] as const) {
+    if (call[flag] !== undefined && typeof call[flag] !== 'boolean') throw new TypeError(`${where}: call.${flag} must be a boolean, got ${describeValue(call[flag])}`);
+  }
+  if (call.cost !== undefined && (typeof call.cost !== 'number' || !(call.cost >= 0) || !Number.isFinite(call.cost))) {
+    throw new TypeError(`${where}: call.cost must be a finite number from 0 up, got ${describeValue(call.cost)}`);
+  }
+  checkSignal(call.signal, `${where}: call.signal`);
+  if (typeof body !== 'function') throw new TypeError(`${where}: body must be a function (context) => result, got ${describeValue(body)}`);
+}
+
+/** Refuses a signal that is not an AbortSignal. */
+export function checkSignal(signal: unknown, what: string): void {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${what} must be an AbortSignal, got ${describeValue(signal)}`);
+}
+
+// The stop a call hears: its request's signal or its own, whichever aborts first, as a cancel.
+class SignalStop implements Subscribable<StopReason> {
+  constructor(
+    private readonly request: AbortSignal | undefined,
+    private readonly call: AbortSignal | undefined,
+  ) {}
+
+  subscribe(observer: Partial<Observer<StopReason>>): Unsubscribable {
+    const { request, call } = this;
+    const tell = (signal: AbortSignal, whose: string): void => {
+      const given = givenReason(signal.reason);
+      observer.next?.({ kind: 'cancelled', why: given === undefined ? `${whose} was cancelled` : `${whose} was cancelled: ${given}` });
+    };
+    if (request?.aborted === true) tell(request, 'the request');
+    else if (call?.aborted === true) tell(call, 'the call');
+    const onRequest = (): void => tell(request!, 'the request');
+    const onCall = (): void => tell(call!, 'the call');
+    request?.addEventListener('abort', onRequest, { once: true });
+    call?.addEventListener('abort', onCall, { once: true });
+    return {
+      unsubscribe: () => {
+        request?.removeEventListener('abort', onRequest);
+        call?.removeEventListener('abort', onCall);
+      },
+    };
+  }
+}
+
+/**
+ * One request's calls: each runs inside every lane that applies to it (its tenant's, the
+ * request's turn lanes, its tool's rate, adaptive and counting lanes, the tenant's budget, and
+ * for a call that is not parallel-safe its identical-arguments lane), in the documented order.
+ */
+export class LaneRequest {
+  /** The request's own turn lanes, shared by all of its calls. */
+  private readonly turnLanes: LaneTable;
+  // How many calls were given no id of their own.
+  private unnamed = 0;
+
+  constructor(
+    private readonly host: LaneHost,
+    readonly requestId: string,
+    readonly tenant: string,
+    readonly signal: AbortSignal | undefined,
+    /** The request's bounds: the shared numbers, narrowed by the request's own. */
+    readonly concurrency: ConcurrencyConfig,
+  ) {
+    const { scheduler } = host;
+    this.turnLanes = new LaneTable({ now: () => scheduler.now() });
+  }
+
+  /**
+   * Runs `body` once the call holds every lane that applies to it, and settles with its result.
+   * A body's failure rejects with its own error (and costs only this call); a stopped call
+   * rejects with a CallStoppedError whose `stopClass` says whether it went out; every permit
+   * goes back on every ending (a body that ignores its abort keeps its permits until it settles).
+   */
+  run<T>(call: LaneCall, body: LaneBody<T>): Promise<T> {
+    checkCall(call, body, 'ToolLanes.run');
+    const { host, requestId, tenant } = this;
+    const callId = call.callId ?? `call-${++this.unnamed}`;
+    const wrapped = new WrappedCall(callId, call.tool, call.args, call.parallelSafe, call.idempotent, call.cost, tenant, requestId, body);
+    const options: BatchOptions = {
+      concurrency: this.concurrency,
+      shared: host.shared,
+      tenant,
+      stop$: this.signal === undefined && call.signal === undefined ? undefined : new SignalStop(this.signal, call.signal),
+      onActivity: new CallActivitySink(host.activity, requestId),
+      scheduler: host.scheduler,
+      turnLanes: this.turnLanes,
+    };
+    return new Promise<T>((resolve, reject) => {
+      let ended = false;
+      let subscription: Subscription | undefined;
+      // The call, and no end: a batch that knows its calls are all here drops a turn lane that cannot bind.
+      const calls$ = new Observable<BatchCall>((subscriber) => subscriber.next(wrapped));
+      subscription = runBatch(calls$, options).subscribe({
+        next: (outcome) => {
+          ended = true;
+          wrapped.settle(outcome, resolve, reject);
+          subscription?.unsubscribe();
+        },
+        error: reject,
+      });
+      // Its outcome came while subscribing (a body that answered at once): the batch ends now.
+      if (ended) subscription.unsubscribe();
+    });
+  }
+}
