@@ -147,3 +147,18 @@ export function inFlightClause(tool: string, message: string): string {
 export function stoppedByItsBatch(tool: string, message: string): boolean {
   return message.startsWith(inFlightWhen(tool, batchStopped('')).slice(0, -1));
 }
+
+/**
+ * What a stop of `stopClass` means to whoever would ask for the call again (a model reading its
+ * tool's error): whether it ran, and whether asking again is safe.
+ */
+export function stopAdvice(stopClass: StopClass): string {
+  switch (stopClass) {
+    case 'never_dispatched':
+      return 'The call was stopped before it started: nothing happened, and asking for it again is safe.';
+    case 'safe_to_call_again':
+      return 'The call was stopped while it ran; the tool is idempotent, so asking for it again is safe.';
+    case 'indeterminate':
+      return 'The call was stopped while it ran, and its side effect may have landed: check before asking for it again.';
+  }
+}
