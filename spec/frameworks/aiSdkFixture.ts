@@ -3,7 +3,7 @@
 // text, the four ways an app drives the SDK's loop (generateText and streamText, of ai 6 and ai
 // 7, and ai 7's ToolLoopAgent), and a tally the tool bodies keep of themselves.
 import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { generateText, stepCountIs, streamText } from 'ai';
+import { generateText, stepCountIs, streamText, type ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
 import * as ai7 from 'ai7';
 import { MockLanguageModelV4 } from 'ai7/test';
@@ -89,13 +89,13 @@ export const loops: readonly Loop[] = [
     title: 'ai 6 generateText',
     major: 6,
     run: async (model, tools, prompt, abortSignal) =>
-      (await generateText({ model: model as MockLanguageModelV3, tools: tools as never, prompt, stopWhen: stepCountIs(5), ...(abortSignal === undefined ? {} : { abortSignal }) })).text,
+      (await generateText({ model: model as MockLanguageModelV3, tools: tools as ToolSet, prompt, stopWhen: stepCountIs(5), ...(abortSignal === undefined ? {} : { abortSignal }) })).text,
   },
   {
     title: 'ai 6 streamText',
     major: 6,
     run: async (model, tools, prompt, abortSignal) => {
-      const result = streamText({ model: model as MockLanguageModelV3, tools: tools as never, prompt, stopWhen: stepCountIs(5), ...(abortSignal === undefined ? {} : { abortSignal }), onError: () => undefined });
+      const result = streamText({ model: model as MockLanguageModelV3, tools: tools as ToolSet, prompt, stopWhen: stepCountIs(5), ...(abortSignal === undefined ? {} : { abortSignal }), onError: () => undefined });
       // Read to its end, as a route handler's response would be.
       for await (const part of result.fullStream) if (part.type === 'abort') throw new DOMException('the stream was aborted', 'AbortError');
       return await result.text;
@@ -105,13 +105,13 @@ export const loops: readonly Loop[] = [
     title: 'ai 7 generateText',
     major: 7,
     run: async (model, tools, prompt, abortSignal) =>
-      (await ai7.generateText({ model: model as MockLanguageModelV4, tools: tools as never, prompt, stopWhen: ai7.isStepCount(5), ...(abortSignal === undefined ? {} : { abortSignal }) })).text,
+      (await ai7.generateText({ model: model as MockLanguageModelV4, tools: tools as ai7.ToolSet, prompt, stopWhen: ai7.isStepCount(5), ...(abortSignal === undefined ? {} : { abortSignal }) })).text,
   },
   {
     title: 'ai 7 streamText',
     major: 7,
     run: async (model, tools, prompt, abortSignal) => {
-      const result = ai7.streamText({ model: model as MockLanguageModelV4, tools: tools as never, prompt, stopWhen: ai7.isStepCount(5), ...(abortSignal === undefined ? {} : { abortSignal }), onError: () => undefined });
+      const result = ai7.streamText({ model: model as MockLanguageModelV4, tools: tools as ai7.ToolSet, prompt, stopWhen: ai7.isStepCount(5), ...(abortSignal === undefined ? {} : { abortSignal }), onError: () => undefined });
       for await (const part of result.fullStream) if (part.type === 'abort') throw new DOMException('the stream was aborted', 'AbortError');
       return await result.text;
     },
@@ -121,7 +121,7 @@ export const loops: readonly Loop[] = [
     major: 7,
     run: async (model, tools, prompt, abortSignal) => {
       // An agent per request, made with that request's wrapped tools.
-      const agent = new ai7.ToolLoopAgent({ model: model as MockLanguageModelV4, tools: tools as never, stopWhen: ai7.isStepCount(5) });
+      const agent = new ai7.ToolLoopAgent({ model: model as MockLanguageModelV4, tools: tools as ai7.ToolSet, stopWhen: ai7.isStepCount(5) });
       return (await agent.generate({ prompt, ...(abortSignal === undefined ? {} : { abortSignal }) })).text;
     },
   },
