@@ -62,6 +62,8 @@ function partsOf(reply: ScriptedReply): LanguageModelV3StreamPart[] {
 }
 
 /** A model of `major` answering each step with `script(prompt)`; `prompts` records what it was sent. */
+export function scriptedModel(major: 6, script: (prompt: Prompt) => ScriptedReply, prompts?: Prompt[]): MockLanguageModelV3;
+export function scriptedModel(major: 6 | 7, script: (prompt: Prompt) => ScriptedReply, prompts?: Prompt[]): MockLanguageModelV3 | MockLanguageModelV4;
 export function scriptedModel(major: 6 | 7, script: (prompt: Prompt) => ScriptedReply, prompts: Prompt[] = []): MockLanguageModelV3 | MockLanguageModelV4 {
   const doGenerate = async (options: LanguageModelV3CallOptions) => {
     prompts.push(options.prompt);
