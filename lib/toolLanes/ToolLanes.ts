@@ -96,7 +96,6 @@ export class ToolLanes {
 }
 
 /** ToolLanes' types, reachable as its members (`ToolLanes.Call`), so the main entry keeps one name. */
-// eslint-disable-next-line @typescript-eslint/no-namespace
 export declare namespace ToolLanes {
   /** What a ToolLanes is made from: `concurrency`, and optionally `lanes` and `scheduler`. */
   export type Options = ToolLanesOptions;

@@ -2,7 +2,7 @@
 // so a failure rejects with the body's own error), the context its body gets, the sink that tells
 // its activity on ToolLanes' activity$ with its stop class, and how its outcome becomes the
 // settling of the caller's Promise.
-import { isObservable, type Subject } from 'rxjs';
+import { isObservable, tap, type Subject } from 'rxjs';
 import { isPromiseLike, type ActivitySink, type BatchCall, type CallActivity, type InvokeContext, type Outcome } from '../batch/index.js';
 import { CallStoppedError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { RunnerActivity } from '../runner/index.js';
@@ -74,8 +74,8 @@ export class WrappedCall<T> implements BatchCall {
       this.thrown = error;
       throw error;
     }
-    // An Observable is a result like any other here (the batch would take its first value).
-    if (isObservable(produced)) return Promise.resolve(produced);
+    // An Observable's first value is the result (as a runner's tool body's is); its error is kept.
+    if (isObservable(produced)) return produced.pipe(tap({ error: (error: unknown) => (this.thrown = error) }));
     // A thenable is awaited, its failure kept; a plain value is the result at once.
     if (!isPromiseLike(produced)) return produced;
     return Promise.resolve(produced).then(undefined, (error: unknown) => {

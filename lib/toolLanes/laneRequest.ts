@@ -2,7 +2,7 @@
 // the shared lanes, all of them under one turn lane table (the request's `maxConcurrentTools` and
 // narrower per-tool bounds), stopped together by the request's signal and each by its own.
 import { Observable, type Observer, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, givenReason, type BatchCall, type BatchOptions, type StopReason } from '../batch/index.js';
+import { runBatch, givenReason, type BatchCall, type BatchOptions, type StopReason, type WriteAhead, type WriteAheadWaiter } from '../batch/index.js';
 import { describeValue, type ConcurrencyConfig } from '../config/index.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import type { RunnerActivity } from '../runner/index.js';
@@ -72,6 +72,20 @@ class SignalStop implements Subscribable<StopReason> {
 }
 
 /**
+ * The last step before a body starts: once its request's signal has aborted, no call of the
+ * request starts, not even in a permit a stopped sibling just left (its own stop, heard from the
+ * same signal, may come after that sibling's). It waits there, holding its permits, until that
+ * stop classifies it as never dispatched, which happens within the same abort.
+ */
+class RequestGate implements WriteAhead {
+  constructor(private readonly signal: AbortSignal) {}
+
+  dispatching(_call: BatchCall, _index: number, written: WriteAheadWaiter): void {
+    if (!this.signal.aborted) written.written(undefined);
+  }
+}
+
+/**
  * One request's calls: each runs inside every lane that applies to it (its tenant's, the
  * request's turn lanes, its tool's rate, adaptive and counting lanes, the tenant's budget, and
  * for a call that is not parallel-safe its identical-arguments lane), in the documented order.
@@ -79,6 +93,8 @@ class SignalStop implements Subscribable<StopReason> {
 export class LaneRequest {
   /** The request's own turn lanes, shared by all of its calls. */
   private readonly turnLanes: LaneTable;
+  // Holds back a call whose request has stopped (only a request with a signal has one).
+  private readonly gate: RequestGate | undefined;
   // How many calls were given no id of their own.
   private unnamed = 0;
 
@@ -92,6 +108,7 @@ export class LaneRequest {
   ) {
     const { scheduler } = host;
     this.turnLanes = new LaneTable({ now: () => scheduler.now() });
+    this.gate = signal === undefined ? undefined : new RequestGate(signal);
   }
 
   /**
@@ -113,6 +130,7 @@ export class LaneRequest {
       onActivity: new CallActivitySink(host.activity, requestId),
       scheduler: host.scheduler,
       turnLanes: this.turnLanes,
+      writeAhead: this.gate,
     };
     return new Promise<T>((resolve, reject) => {
       let ended = false;

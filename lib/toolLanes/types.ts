@@ -1,7 +1,7 @@
 // What ToolLanes is given and what it hands a body: its options, a request's options, one call
 // as a framework describes it, and the context the call's body gets. The public names are
 // ToolLanes' members (ToolLanes.Options, ToolLanes.Call, ...), so the main entry grows by one name.
-import type { SchedulerLike } from 'rxjs';
+import type { Observable, SchedulerLike } from 'rxjs';
 import type { ConcurrencyConfig, ConcurrencyOptions } from '../config/index.js';
 import type { LaneStore } from '../lanes/index.js';
 
@@ -69,5 +69,8 @@ export interface LaneCallContext {
   reportCost(total: number): void;
 }
 
-/** A call's body: anything it returns (or resolves with) is the call's result. */
-export type LaneBody<T> = (context: LaneCallContext) => T | PromiseLike<T>;
+/**
+ * A call's body, as a runner's tool body: what it returns is the call's result, a Promise's (or
+ * any thenable's) value when it resolves, an Observable's first value (it is then unsubscribed).
+ */
+export type LaneBody<T> = (context: LaneCallContext) => T | PromiseLike<T> | Observable<T>;
