@@ -234,3 +234,11 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(() => withLanes({ search: { execute: 'run' } } as never, toolLanes)).to.throw(ConfigError, "tool search's execute must be a function");
   });
 });
+
+describe('docs/frameworks.md on the AI SDK', () => {
+  it('shows the model the words each stop class opens with', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const page = await readFile(new URL('../../docs/frameworks.md', import.meta.url), 'utf8');
+    for (const stopClass of ['never_dispatched', 'safe_to_call_again', 'indeterminate'] as const) expect(page).to.include(`| \`${stopClass}\` | ${stopAdvice(stopClass)} |`);
+  });
+});

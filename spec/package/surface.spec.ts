@@ -65,7 +65,7 @@ const INTEGRATIONS: Readonly<Record<string, readonly string[]>> = {
   './testing': ['CassetteRecorder', 'CassetteReplay', 'parseCassette', 'stringifyCassette', 'deterministicTranscript', 'fingerprint'],
   './providers': ['OpenAIChatProvider', 'AnthropicMessagesProvider', 'retryPolicy', 'ProviderHttpError'],
   './streaming': ['toAsyncIterable', 'sseHandler', 'toUIMessageStream', 'uiMessageStreamHandler', 'resumeApproved'],
-  './ai-sdk': ['aiSdkProvider', 'fromUIMessages'],
+  './ai-sdk': ['aiSdkProvider', 'fromUIMessages', 'withLanes', 'laneContextOf'],
 };
 
 /** Names on an integration's entry that the main entry keeps as well. */
