@@ -1,7 +1,8 @@
 // agent-lanes: run LLM agents whose turns ask for several tool calls at once,
 // concurrently inside declared lanes, in call order, with honest stop accounting.
 // This file is the main entry: what a user writes (agents, the runner, tools, configs, events,
-// errors, and the batch's stages for embedding). Integrations have entries of their own:
+// errors, the batch's stages for embedding, and ToolLanes, the lanes around another framework's
+// tools). Integrations have entries of their own:
 // agent-lanes/redis, /postgres, /mcp, /otel, /testing, /providers, /streaming and /ai-sdk
 // (package.json "exports"). Nothing internal is exported; spec/package/surface.spec.ts keeps
 // this entry to at most 120 names.
