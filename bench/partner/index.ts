@@ -4,9 +4,9 @@
 // another: no limit, a concurrency lane, Bottleneck's Redis-clustered reservoir, perToolRate at R,
 // perToolAdaptive with R unknown, and a token budget on one tenant. Every rate and 429 figure is
 // counted by the partner, per second of its clock. Figures, not pass/fail.
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { forkChild, type BenchChild } from '../child.js';
 import { deleteKeys, redisAnswers } from '../redis.js';
 import { startPartner, type Partner } from './server.js';
 import type { PartnerSecond } from './windows.js';
@@ -23,33 +23,7 @@ const workerFile = fileURLToPath(new URL('./worker.js', import.meta.url));
 const base = `agent-lanes-bench-partner:${process.pid}:${randomBytes(3).toString('hex')}:`;
 const workload = `P partner, R=${RATE}/s, ${PROCESSES} processes`;
 
-interface RunnerProcess {
-  readonly child: ChildProcess;
-  next(): Promise<PartnerWorkerMessage>;
-}
-
-function startProcess(): RunnerProcess {
-  const child = fork(workerFile, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const arrived: PartnerWorkerMessage[] = [];
-  const waiting: Array<{ resolve: (m: PartnerWorkerMessage) => void; reject: (e: Error) => void }> = [];
-  child.on('message', (raw) => {
-    const message = raw as PartnerWorkerMessage;
-    const waiter = waiting.shift();
-    if (waiter) waiter.resolve(message);
-    else arrived.push(message);
-  });
-  child.on('exit', (code) => {
-    for (const waiter of waiting.splice(0)) waiter.reject(new Error(`a partner bench runner process exited (${code}) mid-scenario`));
-  });
-  return {
-    child,
-    next: () => {
-      const message = arrived.shift();
-      if (message !== undefined) return Promise.resolve(message);
-      return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-    },
-  };
-}
+type RunnerProcess = BenchChild<PartnerWorkerMessage>;
 
 /** What one scenario asks of the processes. */
 interface Plan {
@@ -97,7 +71,7 @@ async function measure(partner: Partner, processes: readonly RunnerProcess[], pl
   for (const result of results) if (result.unexpected !== undefined) console.error(`partner bench, ${plan.label}: a run failed: ${result.unexpected}`);
   const counted = partner.seconds();
   const first = startAt / 1000;
-  const seconds = Array.from({ length: plan.seconds }, (_, i) => counted.get(first + i) ?? { accepted: 0, limited: 0, byTenant: {} });
+  const seconds = Array.from({ length: plan.seconds }, (_, i) => counted.get(first + i) ?? { accepted: 0, limited: 0, busy: 0, peak: 0, byTenant: {} });
   if (perSecond) console.error(`${plan.label}: ${seconds.map((s) => `${s.accepted}/${s.limited}`).join(' ')}`);
   let limitedAfter = 0;
   for (const [second, seen] of counted) if (second >= first + plan.seconds) limitedAfter += seen.limited;
@@ -185,7 +159,7 @@ export async function partner(row: (r: Row) => void): Promise<void> {
     return;
   }
   const server = await startPartner({ rate: RATE, baseLatencyMs: 50, perInFlightMs: 0.25 });
-  const processes = Array.from({ length: PROCESSES }, startProcess);
+  const processes = Array.from({ length: PROCESSES }, (): RunnerProcess => forkChild<PartnerWorkerMessage>(workerFile, 'partner bench runner'));
   try {
     await Promise.all(processes.map((p) => p.next()));
     let index = 0;
@@ -193,16 +167,7 @@ export async function partner(row: (r: Row) => void): Promise<void> {
     if (picked(beside)) budgetRows(row, await measure(server, processes, alone, index++), await measure(server, processes, beside, index++));
   } finally {
     const close: PartnerCommand = { type: 'close' };
-    await Promise.all(
-      processes.map(
-        (p) =>
-          new Promise<void>((resolve) => {
-            if (p.child.exitCode !== null) return resolve();
-            p.child.once('exit', () => resolve());
-            p.child.send(close);
-          }),
-      ),
-    );
+    await Promise.all(processes.map((p) => p.close(close)));
     await server.close();
     // Bottleneck puts its own prefix before its id.
     await deleteKeys([`${base}*`, `b_${base}*`]);

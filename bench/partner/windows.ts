@@ -7,6 +7,10 @@
 export interface PartnerSecond {
   accepted: number;
   limited: number;
+  /** Of `limited`, the requests refused because `maxInFlight` were in flight already. */
+  busy: number;
+  /** The most admitted requests in flight at once during the second. */
+  peak: number;
   /** Accepted requests per tenant. */
   readonly byTenant: Record<string, number>;
 }
@@ -18,6 +22,8 @@ export interface PartnerLimits {
   readonly baseLatencyMs: number;
   /** What each other accepted request in flight adds to that, in ms. */
   readonly perInFlightMs: number;
+  /** Accepted requests in flight at once; above it, 429 too (as a pool that is full). Default: no limit. */
+  readonly maxInFlight?: number;
 }
 
 /** A request admitted, to be answered after `latencyMs`; or refused, to be asked again after `retryAfterMs`. */
@@ -41,10 +47,16 @@ export class PartnerWindows {
       second.limited++;
       return { admitted: false, retryAfterMs: (epochSecond + 1) * 1000 - now };
     }
+    if (this.limits.maxInFlight !== undefined && this.inFlight >= this.limits.maxInFlight) {
+      second.limited++;
+      second.busy++;
+      return { admitted: false, retryAfterMs: 100 };
+    }
     second.accepted++;
     second.byTenant[tenant] = (second.byTenant[tenant] ?? 0) + 1;
     const latencyMs = this.limits.baseLatencyMs + this.limits.perInFlightMs * this.inFlight;
     this.inFlight++;
+    if (this.inFlight > second.peak) second.peak = this.inFlight;
     return { admitted: true, latencyMs };
   }
 
@@ -66,7 +78,7 @@ export class PartnerWindows {
   private secondOf(epochSecond: number): PartnerSecond {
     let second = this.counted.get(epochSecond);
     if (second === undefined) {
-      second = { accepted: 0, limited: 0, byTenant: {} };
+      second = { accepted: 0, limited: 0, busy: 0, peak: 0, byTenant: {} };
       this.counted.set(epochSecond, second);
     }
     return second;

@@ -6,7 +6,6 @@
 // Told a scenario, the process runs it from `startAt` to `endAt` and sends back what its model
 // spent; the partner counts the requests.
 import { setMaxListeners } from 'node:events';
-import { Agent as HttpAgent, get } from 'node:http';
 import { Redis } from 'ioredis';
 import Bottleneck from 'bottleneck';
 import { createClient } from 'redis';
@@ -22,6 +21,7 @@ import {
   type ToolContext,
 } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/redis.js';
+import { callPartner, connections } from './call.js';
 import { ADAPTIVE, CALLS_PER_TURN, TOOL_TURNS, TURN_USAGE, type PartnerCommand, type PartnerScenario, type PartnerWorkerMessage, type PartnerWorkerResult } from './scenario.js';
 
 const MODEL_MS = 20;
@@ -51,28 +51,6 @@ function modelFor(tokens: Record<string, number>): ScriptedProvider {
   // Every step is the same function of the request, so the script only has to be long enough.
   provider = new ScriptedProvider(Array.from({ length: 500_000 }, () => step));
   return provider;
-}
-
-// node:http with kept connections: on a busy two-core machine it sends several times what fetch does.
-const connections = new HttpAgent({ keepAlive: true });
-
-/** One request to the partner; a 429 is thrown as `limited` makes it. */
-function callPartner(url: string, tenant: string, signal: AbortSignal | undefined, limited: (retryAfterSeconds: number) => Error): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const request = get(`${url}?tenant=${encodeURIComponent(tenant)}`, { agent: connections, ...(signal ? { signal } : {}) }, (response) => {
-      response.resume();
-      response.on('error', reject);
-      response.on('end', () => {
-        const { statusCode = 0, headers } = response;
-        if (statusCode === 429) {
-          const ms = Number(headers['retry-after-ms']);
-          reject(limited(Number.isFinite(ms) && ms >= 0 ? ms / 1000 : Number(headers['retry-after'] ?? 0)));
-        } else if (statusCode !== 200) reject(new Error(`the partner answered ${statusCode}`));
-        else resolve('ok');
-      });
-    });
-    request.on('error', reject);
-  });
 }
 
 const asRateLimited = (retryAfterSeconds: number): Error => new RateLimitedError('the partner answered 429', retryAfterSeconds);

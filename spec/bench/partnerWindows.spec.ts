@@ -1,6 +1,6 @@
 // The partner bench's simulated partner must limit as it says, or the bench's figures mean
 // nothing: R per second of its clock, refusals until the next second, latency growing with the
-// requests in flight, and every request counted in its second.
+// requests in flight, a concurrency limit of its own, and every request counted in its second.
 import { expect } from 'chai';
 import { PartnerWindows } from '../../bench/partner/windows.js';
 
@@ -35,11 +35,21 @@ describe('the partner bench: PartnerWindows', () => {
     const windows = new PartnerWindows(limits);
     for (const [at, tenant] of [[0, 'a'], [1, 'b'], [2, 'a'], [3, 'b'], [1000, 'b']] as const) windows.admit(second + at, tenant);
     expect([...windows.seconds()]).to.deep.equal([
-      [second / 1000, { accepted: 3, limited: 1, byTenant: { a: 2, b: 1 } }],
-      [second / 1000 + 1, { accepted: 1, limited: 0, byTenant: { b: 1 } }],
+      [second / 1000, { accepted: 3, limited: 1, busy: 0, peak: 3, byTenant: { a: 2, b: 1 } }],
+      [second / 1000 + 1, { accepted: 1, limited: 0, busy: 0, peak: 4, byTenant: { b: 1 } }],
     ]);
     windows.reset();
     expect(windows.seconds().size).to.equal(0);
+  });
+
+  it('refuses above its own concurrency limit, counted apart, and admits again once one is answered', () => {
+    const windows = new PartnerWindows({ ...limits, rate: 10, maxInFlight: 2 });
+    const first = [0, 1, 2].map((at) => windows.admit(second + at, 'a').admitted);
+    windows.answered();
+    const again = windows.admit(second + 3, 'a').admitted;
+    expect(first).to.deep.equal([true, true, false]);
+    expect(again).to.equal(true);
+    expect(windows.seconds().get(second / 1000)).to.deep.include({ accepted: 3, limited: 1, busy: 1, peak: 2 });
   });
 
   it('refuses a rate that is not a whole number from 1, naming it', () => {
