@@ -11,7 +11,7 @@ export interface AnswerObserver<T> {
   /** An Observable answer that completed without a value. */
   unanswered(): void;
   /** Told when the answer is a Promise (or a thenable) still to settle, before it is awaited. */
-  waiting?(): void;
+  pending?(): void;
 }
 
 /**
@@ -31,7 +31,7 @@ export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): U
   try {
     if (isObservable(produced)) return new FirstAnswer(observer).take(produced as Subscribable<T>);
     if (isPromiseLike(produced)) {
-      observer.waiting?.();
+      observer.pending?.();
       produced.then(
         (value) => observer.answered(value as T),
         (error: unknown) => observer.failed(error),

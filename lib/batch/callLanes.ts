@@ -109,7 +109,7 @@ export class CallLanes implements LaneGrantTarget {
 
   /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
   lost(error: Error): void {
-    this.record.lost(error);
+    this.record.cutOff(error);
   }
 
   /** An adaptive lane's limit moved on what this call reported. */
@@ -143,27 +143,27 @@ export class CallLanes implements LaneGrantTarget {
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
       // recorded here, so the teardown it brings leaves that permit too.
-      batch.hold();
+      batch.deferStop();
       try {
         if (loan !== undefined) permit = enterWithLoan(loan, store, key, limit, this, party);
         else permit = kind === plainLane || kind === undefined ? store.enter(key, limit, this, party) : enterKind(store, key, kind, this, party)!;
       } catch (error) {
-        batch.endHold();
+        batch.allowStop();
         // A store that cannot take the request: the call fails, never started, and leaves what it holds.
-        record.failUnstarted(toErrorInfo(error));
+        record.refuse(toErrorInfo(error));
         return;
       }
-      if (record.body.ended) {
+      if (record.ended) {
         // Torn down while in the store: what it had stored is back already, and this permit goes back too, never stored.
-        batch.endHold();
+        batch.allowStop();
         leaveOne(permit);
         return;
       }
       this.permits[this.taken++] = permit;
-      batch.endHold();
+      batch.allowStop();
       // Something the grant set off (a watcher of the lanes, say) may have ended this call
       // already, its teardown run: leave what it holds and go no further.
-      if (record.body.ended) {
+      if (record.ended) {
         this.leave();
         return;
       }
@@ -201,7 +201,7 @@ export class CallLanes implements LaneGrantTarget {
 
   /**
    * The call ended while its body still runs (an overrun): a lane counts bodies that actually
-   * run, so the permits stay until the body settles (`bodySettled`), or until abandonAfterSeconds
+   * run, so the permits stay until the body is over (`bodyOver`), or until abandonAfterSeconds
    * gives up on it. Keeping twice arms one timer.
    */
   keep(): void {
@@ -210,8 +210,8 @@ export class CallLanes implements LaneGrantTarget {
     if (grace !== undefined) this.grace = scheduleAfter(this.record.batch.scheduler, () => CallLanes.abandon(this), grace * 1000);
   }
 
-  /** The overrunning body settled: its permits go back, told first so a watcher reads them going back before a waiter starts in them. */
-  bodySettled(): void {
+  /** The overrunning body is over: its permits go back, told first so a watcher reads them going back before a waiter starts in them. */
+  bodyOver(): void {
     this.grace?.unsubscribe();
     this.grace = undefined;
     if (this.taken === 0) return;
@@ -238,7 +238,7 @@ export class CallLanes implements LaneGrantTarget {
     const { steps, taken, source, record } = this;
     const lanes = new Map(source?.lent ?? noLent);
     // Only while the call holds its permits and its body runs: a call that is over lends nothing of its own.
-    if (source !== undefined && taken > 0 && record.state === 'running' && !record.body.ended) {
+    if (source !== undefined && taken > 0 && record.running) {
       const loans = (this.loans = new Array<Loan | undefined>(taken));
       for (let i = 0; i < taken; i++) {
         const step = steps[i]!;

@@ -105,7 +105,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     this.out.next(record);
   }
 
-  over(_record: CallRecord): void {
+  done(_record: CallRecord): void {
     this.open--;
     if (this.open === 0 && this.sourceDone) this.out.complete();
   }
@@ -123,7 +123,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
 
   protected take(record: CallRecord): void {
     // Decided before it got here (a cache stage, say): it passes on as it is.
-    if (record.state === 'ended') this.out.next(record);
+    if (record.outcome !== undefined) this.out.next(record);
     else this.enter(record);
   }
 

@@ -115,7 +115,7 @@ describe('inLanes', () => {
       const bodies = { a: cold('-(a|)'), b: cold('-(b|)'), c: cold('-----(c|)') };
       const { records } = recordsOf([
         call('a', bodies.a),
-        call('b', bodies.b, { rejected: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
+        call('b', bodies.b, { refused: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
         call('c', bodies.c),
       ]);
       records[0]!.refuse({ name: 'ToolRejectedError', message: 'not approved' });
