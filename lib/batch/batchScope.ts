@@ -3,7 +3,7 @@
 // runBatch (or by phases); every stage reaches it through a record's `batch`.
 import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, type Unsubscribable } from 'rxjs';
 import { LaneTable } from '../lanes/index.js';
-import { reportUnhandled } from './invocation.js';
+import { reportUnhandled } from '../unhandled.js';
 import { CallRecord } from './records.js';
 import { failedBy, failsFast } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason, WriteAhead } from './types.js';

@@ -9,8 +9,14 @@ import type { Loan } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import type { StallListener } from '../tools/loopMonitor.js';
 import { takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
+import { assignDelta } from './deltas.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
+
+/** Why a body's signal aborted: its call was stopped, or outran its ceiling, before it settled. */
+export class InvocationAbortedError extends Error {
+  override readonly name = 'AbortError';
+}
 
 /** What `invoke` returns when the body threw: its record has heard the failure already. */
 export const threw: unique symbol = Symbol('threw');
@@ -28,8 +34,20 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
   private subscription: Unsubscribable | undefined = undefined;
   // The loop monitor's watch over the body.
   private watch: Watch | undefined = undefined;
+  /** What the body recorded (through its context's `record`); kept only if the call answers. */
+  delta: Record<string, unknown> | undefined = undefined;
 
   constructor(readonly record: CallRecord) {}
+
+  /** The lanes part of its call, which a context lends and reads fences from. */
+  get lanes(): CallRecord['lanes'] {
+    return this.record.lanes;
+  }
+
+  /** True once its call ended: what the body tells from then on is dropped. */
+  get ended(): boolean {
+    return this.record.ended;
+  }
 
   // The body, given what it is handed: a function of the body, so the monitor runs it without a closure.
   private static run(body: CallBody): unknown {
@@ -39,7 +57,7 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
   /** Invokes the body (under `monitor`, if one watches): what it produced, or `threw` once its record heard the failure. */
   invoke(monitor: LoopMonitor | undefined): unknown {
     const { record } = this;
-    const context = (this.context = new CallContext(record));
+    const context = (this.context = new CallContext(this));
     try {
       if (monitor === undefined) return record.call.invoke?.(context);
       // Known before the body runs, so a synchronous stall's failure ends the watch too.
@@ -124,9 +142,39 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
   abort(reason: Error): void {
     this.context?.abort(reason);
   }
+
+  /** What the body recorded (through its context's `record`): kept apart, and dropped once the call has ended. */
+  recorded(patch: Delta): void {
+    if (this.ended) return; // too late: the call has its outcome
+    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+      throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
+    }
+    this.delta = assignDelta(this.delta ?? {}, patch);
+  }
+
+  /** The body reported what the call cost in all: its budget lanes take it (dropped once the call has ended). */
+  costReported(total: number): void {
+    if (!this.ended) this.record.lanes.charge(total);
+  }
+
+  /** The body reported how far it has got: told to watchers while the call has not ended. */
+  progressed(progress: number, total: number | undefined, message: string | undefined): void {
+    const { batch, call, index } = this.record;
+    if (this.ended || !batch.watched) return;
+    batch.report({
+      type: 'progress',
+      callId: call.callId,
+      tool: call.tool,
+      index,
+      at: batch.scheduler.now(),
+      progress,
+      ...(total === undefined ? {} : { total }),
+      ...(message === undefined ? {} : { message }),
+    });
+  }
 }
 
-/** What a context reads and tells of its call (the call's record). */
+/** What a context reads and tells of its call (the call's body part). */
 export interface ContextOwner {
   recorded(delta: Delta): void;
   progressed(progress: number, total: number | undefined, message: string | undefined): void;

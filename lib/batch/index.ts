@@ -6,8 +6,8 @@ export { CallBody, CallContext } from './callBody.js';
 export * from './operators/index.js';
 export { mergeDeltas, assignDelta } from './deltas.js';
 export { batchStop, cancelled, cancelledWhy, errorOutcome, failedBy, failsFast, givenReason, stopOf, stoppedOutcome } from './stops.js';
-export { isPromiseLike, reportUnhandled } from './invocation.js';
-export { isPending, takeAnswer, type AnswerObserver } from './answer.js';
+export { reportUnhandled } from '../unhandled.js';
+export { isPending, isPromiseLike, takeAnswer, type AnswerObserver } from './answer.js';
 export type {
   ActivitySink,
   BatchCall,

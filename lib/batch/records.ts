@@ -4,19 +4,16 @@
 // handed, and how its answer is heard, its `body` part (callBody.ts); neither keeps a state of
 // its own. A record per call with methods, rather than an Observable, a Subscriber and a dozen
 // closures per call: a batch of thousands is mostly these (docs/performance.md).
-import { isObservable, type Unsubscribable } from 'rxjs';
+import type { Unsubscribable } from 'rxjs';
 import { EventLoopStalledError, JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
-import { unsubscribeQuietly } from './answer.js';
-import { CallBody, threw } from './callBody.js';
+import { isObservableSafely, unsubscribeQuietly } from './answer.js';
+import { CallBody, InvocationAbortedError, threw } from './callBody.js';
 import { CallLanes, type LaneSource, type LaneStep } from './callLanes.js';
-import { assignDelta } from './deltas.js';
-import { InvocationAbortedError } from './invocation.js';
 import { errorOutcome, lostBeforeDispatch, lostOutcome, stoppedOutcome, wasCutOff } from './stops.js';
 import type { BatchScope } from './batchScope.js';
-import type { LimitChange } from '../lanes/index.js';
-import type { BatchCall, Delta, Outcome, StopReason, WriteAheadWaiter } from './types.js';
+import type { BatchCall, Outcome, StopReason, WriteAheadWaiter } from './types.js';
 
 /**
  * Where a call stands: the one state of its life, written here alone.
@@ -64,15 +61,6 @@ export interface LaneEntry extends LaneSource {
   takeAgain?(record: CallRecord, error: ErrorInfo): boolean;
 }
 
-// An Observable answer, read without throwing (a hostile value is not one).
-function isObservableSafely(value: unknown): boolean {
-  try {
-    return isObservable(value);
-  } catch {
-    return false;
-  }
-}
-
 /**
  * One call of a batch, from the gate to its outcome: its lanes entered in order, then its body.
  * It ends one of five ways, each with its verb:
@@ -101,8 +89,6 @@ export class CallRecord implements WriteAheadWaiter {
   private entry: LaneEntry | undefined = undefined;
   /** @internal How many times its body started: 0, 1, or 2 after a "slow down" (it entered its lanes again). */
   starts = 0;
-  // What the call recorded; kept only if it succeeds.
-  private delta: Record<string, unknown> | undefined = undefined;
 
   constructor(
     readonly batch: BatchScope,
@@ -252,7 +238,7 @@ export class CallRecord implements WriteAheadWaiter {
 
   /** Its body answered: its value (a Promise's, an Observable's first, or undefined for one that completed without) is the result. */
   answered(result: unknown): void {
-    if (this.bodyDone()) this.end({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.delta }, false);
+    if (this.bodyDone()) this.end({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.body.delta }, false);
   }
 
   /**
@@ -453,45 +439,5 @@ export class CallRecord implements WriteAheadWaiter {
    */
   static teardownAll(records: readonly CallRecord[]): void {
     for (const record of records) record.teardown();
-  }
-
-  // ---- What its body tells while it runs ----
-
-  /** @internal What the body recorded (through its context's `record`). */
-  recorded(patch: Delta): void {
-    if (this.ended) return; // too late: the call has its outcome
-    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-      throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
-    }
-    this.delta = assignDelta(this.delta ?? {}, patch);
-  }
-
-  /** @internal The body reported what the call cost in all: its budget lanes take it (dropped once the call has ended). */
-  costReported(total: number): void {
-    if (!this.ended) this.lanes.charge(total);
-  }
-
-  /** @internal An adaptive lane's limit moved on what this call reported: told to watchers. */
-  limitChanged(change: LimitChange): void {
-    const { batch, call, index } = this;
-    if (!batch.watched) return;
-    const { key: lane, limit, previous, cause } = change;
-    batch.report({ type: 'limit-changed', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), lane, limit, previous, cause });
-  }
-
-  /** @internal The body reported how far it has got: told to watchers while the call has not ended. */
-  progressed(progress: number, total: number | undefined, message: string | undefined): void {
-    const { batch, call, index } = this;
-    if (this.ended || !batch.watched) return;
-    batch.report({
-      type: 'progress',
-      callId: call.callId,
-      tool: call.tool,
-      index,
-      at: batch.scheduler.now(),
-      progress,
-      ...(total === undefined ? {} : { total }),
-      ...(message === undefined ? {} : { message }),
-    });
   }
 }

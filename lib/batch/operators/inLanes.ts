@@ -12,12 +12,12 @@ import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import type { CallBody } from '../callBody.js';
-import type { LaneStep } from '../callLanes.js';
+import { plainLane, type LaneKind, type LaneStep } from '../callLanes.js';
 import { addRateSteps, pauseTool, RateViews, slowDown, toolRateKey, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
-import { plainLane, type LaneKind } from '../laneKinds.js';
+
 import type { BudgetSpec } from '../../lanes/index.js';
 
 /** The lanes calls enter, and what else entering them needs: the batch options of the same names. */

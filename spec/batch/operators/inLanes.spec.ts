@@ -4,7 +4,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { inLanes, type BatchCall, type CallActivity, type LanePlan } from '../../../lib/batch/index.js';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { LaneTable } from '../../../lib/lanes/index.js';
-import { InvocationAbortedError } from '../../../lib/batch/invocation.js';
+import { InvocationAbortedError } from '../../../lib/batch/callBody.js';
 import { call } from '../helpers.js';
 import { byId, labelled, recordsOf, resultOf } from './records.js';
 
