@@ -11,7 +11,7 @@
 // Only the library's entry imports this module: the modules it keeps shapes of hand them over
 // through the `Keep` type (lib/keep.ts), so the arrows go one way, from here to them.
 import { keepShapes as batchShapes } from './batch/runBatch.js';
-import { keepShapes as callShapes } from './batch/callContext.js';
+import { keepShapes as callShapes } from './batch/callBody.js';
 import { keepShapes as ceilingShapes } from './batch/ceilings.js';
 import { keepShapes as laneShapes } from './lanes/Lane.js';
 import { keepShapes as requestShapes } from './runner/model/ask.js';

@@ -163,7 +163,7 @@ describe('DirectSubscriber (how the records subscribe)', () => {
       for (const file of files) {
         const text = readFileSync(join(lib, file), 'utf8');
         for (const match of text.matchAll(/class\s+(\w+)[^{]*\bextends\s+Subscription\b[^{]*\{/g)) {
-          if (/\bObserver\b|\bReplyObserver\b/.test(match[0]) || /\n  (?:override )?(?:next|complete)\(/.test(bodyOf(text, match.index + match[0].length))) posing.push(`${file}: ${match[1]}`);
+          if (/\bObserver\b|\bResponseObserver\b/.test(match[0]) || /\n  (?:override )?(?:next|complete)\(/.test(bodyOf(text, match.index + match[0].length))) posing.push(`${file}: ${match[1]}`);
         }
       }
       expect(posing).to.deep.equal([]);

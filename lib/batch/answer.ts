@@ -2,7 +2,16 @@
 // a value, a Promise (or any thenable), or an Observable: this is the one place that tells them
 // apart and takes the first answer, as `await` would for the first two.
 import { isObservable, type Observer, type Subscribable, type Unsubscribable } from 'rxjs';
-import { isPromiseLike, reportUnhandled } from './invocation.js';
+import { reportUnhandled } from '../unhandled.js';
+
+/**
+ * True for anything with a `then` method: a Promise, or a thenable. It reads `then`, which a
+ * hostile value (a getter, a Proxy) can make throw: whoever asks about a value it did not make
+ * (a body's answer) guards the call.
+ */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
 
 /** Who hears an answer: its value, its failure, or that an Observable ended without a value. */
 export interface AnswerObserver<T> {
@@ -11,7 +20,7 @@ export interface AnswerObserver<T> {
   /** An Observable answer that completed without a value. */
   unanswered(): void;
   /** Told when the answer is a Promise (or a thenable) still to settle, before it is awaited. */
-  waiting?(): void;
+  pending?(): void;
 }
 
 /**
@@ -31,7 +40,7 @@ export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): U
   try {
     if (isObservable(produced)) return new FirstAnswer(observer).take(produced as Subscribable<T>);
     if (isPromiseLike(produced)) {
-      observer.waiting?.();
+      observer.pending?.();
       produced.then(
         (value) => observer.answered(value as T),
         (error: unknown) => observer.failed(error),
@@ -81,6 +90,15 @@ class FirstAnswer<T> implements Observer<T> {
     this.subscription = undefined;
     if (subscription !== undefined) unsubscribeQuietly(subscription);
     return true;
+  }
+}
+
+/** True for an Observable answer, read without throwing (a hostile value is not one). */
+export function isObservableSafely(value: unknown): boolean {
+  try {
+    return isObservable(value);
+  } catch {
+    return false;
   }
 }
 

@@ -1,9 +1,9 @@
 // What the calls of one batch share: their records in call order, their clock, where their
-// activity goes, and their stop (held while a call is mid-bookkeeping). Made once per batch by
+// activity goes, and their stop (deferred while a call is mid-bookkeeping). Made once per batch by
 // runBatch (or by phases); every stage reaches it through a record's `batch`.
 import { asyncScheduler, type Observer, type SchedulerLike, type Subscribable, type Unsubscribable } from 'rxjs';
 import { LaneTable } from '../lanes/index.js';
-import { reportUnhandled } from './invocation.js';
+import { reportUnhandled } from '../unhandled.js';
 import { CallRecord } from './records.js';
 import { failedBy, failsFast } from './stops.js';
 import type { ActivitySink, BatchCall, CallActivity, ErrorOutcome, Outcome, StopReason, WriteAhead } from './types.js';
@@ -145,10 +145,10 @@ export class BatchScope implements Subscribable<StopReason> {
    * The one step of FAIL_RUN, taken by each stage that lets an outcome go on (untilStopped, for a
    * body's failure; settle, for a failure a settle step made) once it has gone on: a failure of
    * the call's own stops the batch, its reason naming the call. The first stop wins, so a failure
-   * seen by both stages stops the batch once. The order it relies on: the failing record holds
-   * the batch (`hold`) and sends its outcome on before its permits go back (`failsOn`, in
+   * seen by both stages stops the batch once. The order it relies on: the failing record defers
+   * the stop (`deferStop`) and sends its outcome on before its permits go back (`failsOn`, in
    * records.ts), so `stopped` is set before a sibling could start in them (a start checks it),
-   * and the stop is told (its siblings classified) only once the record ended its hold.
+   * and the stop is told (its siblings classified) only once the record allows it.
    */
   stopIfFailed(outcome: Outcome): void {
     if (this.failsOn(outcome)) this.stop(failedBy(outcome, outcome.error));
@@ -173,21 +173,21 @@ export class BatchScope implements Subscribable<StopReason> {
   }
 
   /** A call is in the middle of its own bookkeeping: a stop waits for it. */
-  hold(): void {
+  deferStop(): void {
     this.busy++;
   }
 
   /** The call's bookkeeping is done: a stop that waited for the last one takes effect. */
-  endHold(): void {
+  allowStop(): void {
     if (--this.busy > 0 || !this.stopWaits) return;
     this.stopWaits = false;
     if (this.stopped !== undefined) this.tell(this.stopped);
   }
 
   /** Ends every call in its lanes (queued, or its body started) where it stands: bodies aborted, permits left. */
-  tearDownEntered(): void {
+  teardownEntered(): void {
     // Together: every one is marked before any leaves its permits, so none starts in them.
-    CallRecord.teardownAll(this.records.filter((record) => record.state === 'queued' || record.state === 'running'));
+    CallRecord.teardownAll(this.records.filter((record) => record.state !== 'arrived' && !record.ended));
   }
 
   /** The records without an outcome, in call order. */
@@ -196,13 +196,13 @@ export class BatchScope implements Subscribable<StopReason> {
   }
 
   /**
-   * The stop's classification: every record without an outcome gets one, by whether its body
-   * was invoked (`CallRecord.classify`). Returns them, in call order. A record decided
+   * The stop's classification: every record without an outcome is cut off by it, and gets an
+   * outcome by whether its body was invoked (`CallRecord.cutOff`). Returns them, in call order. A record decided
    * meanwhile (by the batch's close, its subscriber gone from inside a watcher) keeps its outcome.
    */
   classify(reason: StopReason): CallRecord[] {
     const open = this.unsettled();
-    for (const record of open) record.classify(reason);
+    for (const record of open) record.cutOff(reason);
     return open;
   }
 
@@ -253,13 +253,13 @@ export class BatchScope implements Subscribable<StopReason> {
     // Every call still in its lanes ends where it stands, whatever the stages' teardown reached:
     // left from inside that teardown (a watcher of the permits it leaves), the batch does
     // not wait for it to come round to the calls it has not torn down yet.
-    this.tearDownEntered();
+    this.teardownEntered();
     const { records } = this;
     if (this.settledUpTo >= records.length || !this.watched) return;
     const left: StopReason = { kind: 'cancelled', why: 'the batch was left before it ended (unsubscribed)' };
     for (let index = this.settledUpTo; index < records.length; index++) {
       const record = records[index]!;
-      record.classify(left);
+      record.cutOff(left);
       this.settledActivity(record, record.outcome!);
     }
   }

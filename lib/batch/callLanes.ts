@@ -1,16 +1,60 @@
 // What one call holds in its lanes: the permits it took, in order, the loans it makes of them to
 // nested work, their fencing tokens, and the grace timer of a body that overruns its call. Written
-// by the fan-out (inLanes) alone, through its record; the other stages only read it.
+// by the fan-out (inLanes) alone, through its record; the other stages only read it. An adaptive
+// or budget lane is entered through its own door of the store, and hears how the work went.
 import type { Subscription } from 'rxjs';
 import { toErrorInfo } from '../errors.js';
 import { put } from '../own.js';
 import { scheduleAfter } from '../time.js';
 import { enterWithLoan, Loan, type LaneGrantTarget, type LaneStore, type Permit } from '../lanes/index.js';
-import { reportUnhandled } from './invocation.js';
+import { reportUnhandled } from '../unhandled.js';
 import type { CallRecord } from './records.js';
-import { chargeLanes, enterKind, plainLane, tellLanes, type LaneKind } from './laneKinds.js';
-import type { LaneSignal, LimitChange } from '../lanes/index.js';
+import type { AdaptiveBounds, BudgetSpec, LaneSignal, LimitChange, OnGrant } from '../lanes/index.js';
 import type { Outcome } from './types.js';
+
+/** The kind-specific part of a lane step: an adaptive lane's bounds, or a budget and the amount a call asks of it. */
+export interface LaneKind {
+  readonly adaptive: AdaptiveBounds | undefined;
+  readonly budget: BudgetSpec | undefined;
+  readonly amount: number;
+}
+
+/** A plain (counting) lane step's kind. */
+export const plainLane: LaneKind = Object.freeze({ adaptive: undefined, budget: undefined, amount: 0 });
+
+/** Enters a step of an adaptive or budget lane, or returns undefined for a plain one (taken as before). */
+export function enterKind(store: LaneStore, key: string, kind: LaneKind, onGrant: OnGrant, party: string): Permit | undefined {
+  if (kind.budget !== undefined) return store.enterBudget!(key, kind.budget, kind.amount, onGrant, party);
+  if (kind.adaptive !== undefined) return store.enterAdaptive!(key, kind.adaptive, onGrant, party);
+  return undefined;
+}
+
+// Errors that say the downstream is overloaded: a partner's slow down, or a call that outran its ceiling.
+const overload: ReadonlySet<string> = new Set(['RateLimitedError', 'ToolTimedOutError']);
+
+/** What an outcome says of the work under a call's permits. */
+export function signalOf(outcome: Outcome): LaneSignal {
+  if (!outcome.dispatched) return 'unstarted';
+  if (outcome.kind === 'result') return 'ok';
+  if (outcome.kind === 'indeterminate' || outcome.stopped !== undefined) return 'stopped';
+  return overload.has(outcome.error.name) ? 'overload' : 'failed';
+}
+
+/** Tells the first `taken` permits that listen how the work went (`signal`, or an outcome read only if one listens). */
+export function tellLanes(permits: ReadonlyArray<Permit | undefined>, taken: number, signal: LaneSignal | Outcome): void {
+  let told: LaneSignal | undefined = typeof signal === 'string' ? signal : undefined;
+  for (let i = 0; i < taken; i++) {
+    const permit = permits[i]!;
+    if (permit.report === undefined) continue;
+    told ??= signalOf(signal as Outcome);
+    permit.report(told);
+  }
+}
+
+/** Tells the first `taken` permits that take a cost (budget lanes) what the work cost in all. */
+export function chargeLanes(permits: ReadonlyArray<Permit | undefined>, taken: number, total: number): void {
+  for (let i = 0; i < taken; i++) permits[i]!.charge?.(total);
+}
 
 /** One lane a call takes, in the fixed order: the store, the key, its permits, whose turn it is. */
 export interface LaneStep {
@@ -109,12 +153,15 @@ export class CallLanes implements LaneGrantTarget {
 
   /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
   lost(error: Error): void {
-    this.record.lost(error);
+    this.record.cutOff(error);
   }
 
   /** An adaptive lane's limit moved on what this call reported. */
   limitChanged(change: LimitChange): void {
-    this.record.limitChanged(change);
+    const { batch, call, index } = this.record;
+    if (!batch.watched) return;
+    const { key: lane, limit, previous, cause } = change;
+    batch.report({ type: 'limit-changed', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), lane, limit, previous, cause });
   }
 
   /** Tells the adaptive and budget lanes among the permits held how the work went: `signal`, or read from `outcome`. */
@@ -143,27 +190,27 @@ export class CallLanes implements LaneGrantTarget {
       this.asking = i;
       // A stop set off inside the store (a watcher of its lanes, say) waits until the permit is
       // recorded here, so the teardown it brings leaves that permit too.
-      batch.hold();
+      batch.deferStop();
       try {
         if (loan !== undefined) permit = enterWithLoan(loan, store, key, limit, this, party);
         else permit = kind === plainLane || kind === undefined ? store.enter(key, limit, this, party) : enterKind(store, key, kind, this, party)!;
       } catch (error) {
-        batch.endHold();
+        batch.allowStop();
         // A store that cannot take the request: the call fails, never started, and leaves what it holds.
-        record.failUnstarted(toErrorInfo(error));
+        record.refuse(toErrorInfo(error));
         return;
       }
-      if (record.body.ended) {
+      if (record.ended) {
         // Torn down while in the store: what it had stored is back already, and this permit goes back too, never stored.
-        batch.endHold();
+        batch.allowStop();
         leaveOne(permit);
         return;
       }
       this.permits[this.taken++] = permit;
-      batch.endHold();
+      batch.allowStop();
       // Something the grant set off (a watcher of the lanes, say) may have ended this call
       // already, its teardown run: leave what it holds and go no further.
-      if (record.body.ended) {
+      if (record.ended) {
         this.leave();
         return;
       }
@@ -201,7 +248,7 @@ export class CallLanes implements LaneGrantTarget {
 
   /**
    * The call ended while its body still runs (an overrun): a lane counts bodies that actually
-   * run, so the permits stay until the body settles (`bodySettled`), or until abandonAfterSeconds
+   * run, so the permits stay until the body is over (`bodyOver`), or until abandonAfterSeconds
    * gives up on it. Keeping twice arms one timer.
    */
   keep(): void {
@@ -210,8 +257,8 @@ export class CallLanes implements LaneGrantTarget {
     if (grace !== undefined) this.grace = scheduleAfter(this.record.batch.scheduler, () => CallLanes.abandon(this), grace * 1000);
   }
 
-  /** The overrunning body settled: its permits go back, told first so a watcher reads them going back before a waiter starts in them. */
-  bodySettled(): void {
+  /** The overrunning body is over: its permits go back, told first so a watcher reads them going back before a waiter starts in them. */
+  bodyOver(): void {
     this.grace?.unsubscribe();
     this.grace = undefined;
     if (this.taken === 0) return;
@@ -238,7 +285,7 @@ export class CallLanes implements LaneGrantTarget {
     const { steps, taken, source, record } = this;
     const lanes = new Map(source?.lent ?? noLent);
     // Only while the call holds its permits and its body runs: a call that is over lends nothing of its own.
-    if (source !== undefined && taken > 0 && record.state === 'running' && !record.body.ended) {
+    if (source !== undefined && taken > 0 && record.running) {
       const loans = (this.loans = new Array<Loan | undefined>(taken));
       for (let i = 0; i < taken; i++) {
         const step = steps[i]!;

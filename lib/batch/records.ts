@@ -1,23 +1,35 @@
-// The batch's records: one CallRecord per call, the object every stage of the pipeline passes on.
-// It says where the call stands and what it ended as; what it holds in its lanes is its
-// `lanes` part (callLanes.ts), what its body does its `body` part (callBody.ts). A record per
-// call with methods, rather than an Observable, a Subscriber and a dozen closures per call: a
-// batch of thousands is mostly these (docs/performance.md). The BatchScope its calls share is in
-// batchScope.ts.
-import { JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
+// A call's life, in one place: one CallRecord per call, from its arrival to its outcome, with
+// the one state it stands in and one verb for each way it can end (docs/architecture.md, "A
+// call's life"). What it holds in its lanes is its `lanes` part (callLanes.ts); what its body is
+// handed, and how its answer is heard, its `body` part (callBody.ts); neither keeps a state of
+// its own. A record per call with methods, rather than an Observable, a Subscriber and a dozen
+// closures per call: a batch of thousands is mostly these (docs/performance.md).
+import type { Unsubscribable } from 'rxjs';
+import { EventLoopStalledError, JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
-import { CallBody } from './callBody.js';
+import { isObservableSafely, unsubscribeQuietly } from './answer.js';
+import { CallBody, InvocationAbortedError, threw } from './callBody.js';
 import { CallLanes, type LaneSource, type LaneStep } from './callLanes.js';
-import { assignDelta } from './deltas.js';
-import { InvocationAbortedError } from './invocation.js';
-import { errorOutcome, interrupted, lostBeforeDispatch, lostOutcome, stoppedOutcome } from './stops.js';
+import { errorOutcome, lostBeforeDispatch, lostOutcome, stoppedOutcome, wasCutOff } from './stops.js';
 import type { BatchScope } from './batchScope.js';
-import type { LimitChange } from '../lanes/index.js';
-import type { BatchCall, Delta, Outcome, StopReason, WriteAheadWaiter } from './types.js';
+import type { BatchCall, Outcome, StopReason, WriteAheadWaiter } from './types.js';
 
-/** Where a call stands: before its lanes, waiting for them, its body invoked, or its outcome decided. */
-export type CallState = 'waiting' | 'queued' | 'running' | 'ended';
+/**
+ * Where a call stands: the one state of its life, written here alone.
+ * - `arrived`: made, not in its lanes yet (the gate may still refuse it).
+ * - `queued`: in its lanes, not every one granted yet (or entering them again after a "slow down").
+ * - `writing`: every lane granted, its start being written ahead (a run journal); it holds its permits.
+ * - `invoking`: its body's synchronous part runs, or its answer is being read.
+ * - `awaiting`: its body answered with a Promise (or a thenable) not yet settled.
+ * - `subscribed`: its body answered with an Observable whose first value has not come.
+ * - `returning`: it ended while its body's synchronous part ran: its permits wait for the answer.
+ * - `overrun`: it ended while its body's Promise still runs: a lane counts it until that settles.
+ * - `over`: it ended, and nothing of its body runs.
+ * The first six are open; the last three ended. A call ended by a teardown has no outcome until
+ * the stop's classification gives it one (`cutOff`).
+ */
+export type CallState = 'arrived' | 'queued' | 'writing' | 'invoking' | 'awaiting' | 'subscribed' | 'returning' | 'overrun' | 'over';
 
 /**
  * What `inLanes` passes on: a call's body as it starts (its `CallBody`, which the ceilings time),
@@ -38,7 +50,7 @@ export interface LaneEntry extends LaneSource {
   /** The record's outcome is decided: it goes on to the reorder. */
   ended(record: CallRecord): void;
   /** The record is done with its bookkeeping (its permits left or kept by its body): its phase may end. */
-  over(record: CallRecord): void;
+  done(record: CallRecord): void;
   /** The lanes the record takes, in order (worked out when it enters them). */
   lanesOf(record: CallRecord): readonly LaneStep[];
   /**
@@ -51,30 +63,32 @@ export interface LaneEntry extends LaneSource {
 
 /**
  * One call of a batch, from the gate to its outcome: its lanes entered in order, then its body.
+ * It ends one of five ways, each with its verb:
+ * - `answered(value)`: its body's answer, a result;
+ * - `failed(error)`: its body threw, rejected or errored;
+ * - `cutOff(cause)`: something outside its body ended it: the batch's stop, a lost lane, its
+ *   ceiling, the loop monitor;
+ * - `refuse(error)`: turned away before its body started (the gate, a lane store, the journal);
+ * - `decide(outcome)`: its outcome known already (a resumed run, a cache stage).
  * Its permits are left as soon as its outcome is decided, unless its body is still running (a
- * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending leaves
- * them.
+ * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending leaves them.
  */
 export class CallRecord implements WriteAheadWaiter {
   readonly parallelSafe: boolean;
   /** Where the call stands. */
-  state: CallState = 'waiting';
+  state: CallState = 'arrived';
   /** Its outcome, once decided (and replaced by the settle steps). */
   outcome: Outcome | undefined = undefined;
-  // What the gate said, when it refused the call (set by `refuse`).
+  // What the gate said, when it refused the call (set by `refuse` before its lanes).
   private refusal: ErrorInfo | undefined = undefined;
   /** What it holds in its lanes. */
   readonly lanes: CallLanes;
-  /** What its body does. */
+  /** What its body is handed, and how its answer is heard. */
   readonly body: CallBody;
   // Who entered it in its lanes (inLanes), told when its body starts and when it ends.
   private entry: LaneEntry | undefined = undefined;
-  /** @internal True once its body started and said "slow down", and the call entered its lanes again. */
-  retried = false;
-  // What the call recorded; kept only if it succeeds.
-  private delta: Record<string, unknown> | undefined = undefined;
-  // The write-ahead record of its dispatch (a run journal's): not asked, asked, or written.
-  private ahead: 'unasked' | 'asked' | 'written' = 'unasked';
+  /** @internal How many times its body started: 0, 1, or 2 after a "slow down" (it entered its lanes again). */
+  starts = 0;
 
   constructor(
     readonly batch: BatchScope,
@@ -86,14 +100,26 @@ export class CallRecord implements WriteAheadWaiter {
     this.body = new CallBody(this);
   }
 
-  /** A record whose outcome is decided (or that was torn down): its ceilings no longer matter. */
-  static stale(record: CallRecord): boolean {
-    return record.body.ended;
+  /** True while its body runs and the call is open (invoking, awaiting, subscribed). */
+  get running(): boolean {
+    const { state } = this;
+    return state === 'invoking' || state === 'awaiting' || state === 'subscribed';
   }
 
-  /** @internal True while `entry` entered this call in its lanes and its body has not ended. */
+  /** True once the call ended (it has its outcome, or was torn down): later answers change nothing. */
+  get ended(): boolean {
+    const { state } = this;
+    return state === 'returning' || state === 'overrun' || state === 'over';
+  }
+
+  /** A record that ended: its ceilings no longer matter. */
+  static stale(record: CallRecord): boolean {
+    return record.ended;
+  }
+
+  /** @internal True while `entry` entered this call in its lanes and it has not ended. */
   inFlightFor(entry: LaneEntry): boolean {
-    return this.entry === entry && !this.body.ended;
+    return this.entry === entry && !this.ended;
   }
 
   /** What the gate said, when it refused the call. */
@@ -101,106 +127,229 @@ export class CallRecord implements WriteAheadWaiter {
     return this.refusal;
   }
 
-  /** The gate turned the call away: it will end as this error, never started. Only before it enters its lanes. */
-  refuse(error: ErrorInfo): void {
-    if (this.state === 'waiting') this.refusal = error;
-  }
+  // ---- Its way in: the lanes, the write-ahead, the body ----
 
   /**
    * Enters the call in the lanes `entry.lanesOf` gives, in order; once all granted, its body
-   * starts. A refused call ends at once, never started. `entry` hears when the body starts and
-   * when the call ends.
+   * starts. A call refused before (by the gate, or its arguments) or whose outcome is known ends
+   * at once, never started. `entry` hears when the body starts and when the call ends.
    */
   enter(entry: LaneEntry): void {
     this.entry = entry;
     // Known already (a resumed run): never entered, never run again.
     const known = this.call.outcome;
     if (known !== undefined) {
-      this.finish(known);
+      this.end(known, true);
       return;
     }
-    const refused = this.call.rejected ?? this.refused;
+    const refused = this.call.refused ?? this.refusal;
     if (refused !== undefined) {
-      this.finish(this.failure(false, refused));
+      this.end(this.failure(false, refused), true);
       return;
     }
     this.state = 'queued';
     this.lanes.enter(entry, entry.lanesOf(this));
   }
 
-  /** @internal Every lane granted: the body starts, unless the batch or the call ended meanwhile. */
-  start(): void {
+  /**
+   * @internal Every lane granted (its lanes part says so): the body starts, unless the batch or
+   * the call ended meanwhile. `written`: its start was written ahead already.
+   */
+  start(written = false): void {
     const { batch, call, body } = this;
     const entry = this.entry!;
     // A permit left while the batch is stopping, or while its fan-out is torn down (its
     // subscriber left), can reach a waiter of this same batch before its own teardown runs:
     // such a call must not start now.
-    if (batch.stopped !== undefined || batch.closed || body.ended || entry.closing) return;
-    // Write-ahead: a journaled call's dispatch is recorded before its body starts; it waits
-    // here, holding its permits, and a stop meanwhile finds it queued (never started).
-    if (batch.writeAhead !== undefined && this.ahead !== 'written') {
-      if (this.ahead === 'unasked') {
-        this.ahead = 'asked';
+    if (batch.stopped !== undefined || batch.closed || this.ended || entry.closing) return;
+    // Write-ahead: a journaled call's start is recorded before its body starts; it waits here,
+    // holding its permits, and a stop meanwhile finds it never started. A call entering its
+    // lanes again after a "slow down" was written at its first start.
+    if (batch.writeAhead !== undefined && this.starts === 0 && !written) {
+      if (this.state === 'queued') {
+        this.state = 'writing';
         batch.writeAhead.dispatching(call, this.index, this);
       }
       return;
     }
     if (batch.watched) batch.report({ type: 'started', callId: call.callId, tool: call.tool, index: this.index, at: batch.scheduler.now() });
     // The report may have set off a stop: then the body must not run.
-    if (batch.stopped !== undefined || batch.closed || body.ended) return;
-    // On to the ceilings, which time the call from here. A call entered again after a "slow down"
-    // runs within the ceilings armed at its first start: its body goes on only once.
-    if (!this.retried) entry.started(body);
-    if (batch.stopped !== undefined || batch.closed || body.ended) return;
-    // Running from the moment its body is invoked: a call stopped before that never started.
-    this.state = 'running';
+    if (batch.stopped !== undefined || batch.closed || this.ended) return;
+    // On to the ceilings, which time the call from here. A call that entered its lanes again
+    // after a "slow down" runs within the ceilings armed at its first start.
+    if (this.starts === 0) entry.started(body);
+    if (batch.stopped !== undefined || batch.closed || this.ended) return;
+    // Started from the moment its body is invoked: a call stopped before that never started.
+    this.starts++;
+    this.state = 'invoking';
     // Its rate lanes count it from here, whatever lanes it waited in after them.
     this.lanes.started();
-    body.start(entry.monitor);
+    this.follow(body.invoke(entry.monitor));
   }
 
-  /** @internal The write-ahead record of its dispatch was written (the body starts), or could not be (the call fails, never started). */
+  /** @internal The write-ahead record of its start was written (the body starts), or could not be (the call is refused). */
   written(error: Error | undefined): void {
-    if (this.body.ended || this.ahead !== 'asked') return;
-    if (error !== undefined) {
-      this.finish(this.failure(false, toErrorInfo(new JournalError(neverDispatchedMessage(journalCouldNotRecord(error.message))))));
+    if (this.state !== 'writing') return;
+    if (error === undefined) this.start(true);
+    else this.refuse(toErrorInfo(new JournalError(neverDispatchedMessage(journalCouldNotRecord(error.message)))));
+  }
+
+  // What the body produced: a value or a Promise is taken, an Observable subscribed. While its
+  // synchronous part ran, whatever ended the call (a stall, a stop the body set off itself) left
+  // the permits where they are: only the answer says whether the body still runs (a Promise
+  // keeps them until it settles) or is over.
+  private follow(produced: unknown): void {
+    const { body } = this;
+    if (produced === threw) {
+      // Left now, if the call's end waited for the body to return.
+      this.leaveLanes();
       return;
     }
-    this.ahead = 'written';
-    this.start();
+    let running: Unsubscribable | undefined;
+    if (!isObservableSafely(produced)) body.take(produced);
+    // A call that ended while its body ran is not subscribed to its Observable at all.
+    else if (this.now() === 'returning') this.state = 'over';
+    else running = body.subscribe(produced);
+    if (this.now() === 'invoking') {
+      // No answer yet: the Observable's first value is awaited.
+      body.following(running);
+      this.state = 'subscribed';
+      return;
+    }
+    // Answered while being subscribed, or ended meanwhile: nothing more is wanted of it.
+    if (running !== undefined) unsubscribeQuietly(running);
+    if (this.now() === 'returning') this.state = 'over';
+    // Whether the call's end waited for the answer or not, its permits' fate is known now (leaving twice does nothing).
+    if (this.now() !== 'awaiting') this.leaveLanes();
   }
 
-  /** @internal A lane store could not take the call's request: it fails, never started. */
-  failUnstarted(error: ErrorInfo): void {
-    if (!this.body.ended) this.finish(this.failure(false, error));
+  // The state as it is now: the calls above may have changed it (an answer, a stall, a stop).
+  private now(): CallState {
+    return this.state;
   }
 
-  /** @internal The body's result. */
-  succeed(result: unknown): void {
-    this.finish({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.delta });
+  /** @internal Its body answered with a Promise: until it settles it runs, and counts in its lanes even if the call ends first. */
+  pending(): void {
+    if (this.state === 'invoking') this.state = 'awaiting';
+    else if (this.state === 'returning') this.state = 'overrun';
   }
 
-  /** @internal The body's error; one that says its request went out and was cut off is a call stopped in flight. */
-  fail(error: unknown): void {
-    if (interrupted(error)) this.finish(lostOutcome(this.call, this.index, toErrorInfo(error)));
-    else this.finish(this.failure(true, toErrorInfo(error)));
+  // ---- How it ends: one verb for each way ----
+
+  /** Its body answered: its value (a Promise's, an Observable's first, or undefined for one that completed without) is the result. */
+  answered(result: unknown): void {
+    if (this.bodyDone()) this.end({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.body.delta }, false);
   }
 
   /**
-   * @internal The body said "slow down" (RateLimitedError) after its synchronous part returned:
-   * an idempotent call, not entered again yet, leaves its permits and enters its lanes again
-   * from the first when the turn's config says `retryRateLimited` (its tool's rate lane, paused,
-   * makes it wait out the pause holding nothing else), and its body starts once more. False to
-   * let it fail.
+   * Its body failed: it threw, rejected or errored (or its answer could not be read). One that
+   * says its request went out and was cut off (CallInterruptedError) ends as a call cut off in
+   * flight; one that says "slow down" after its synchronous part returned may start once more
+   * (retryRateLimited).
    */
-  takeAgain(error: unknown): boolean {
-    const { entry, batch, body } = this;
-    if (this.retried || this.call.idempotent !== true || this.state !== 'running' || entry?.takeAgain === undefined) return false;
-    if (batch.stopped !== undefined || batch.closed || entry.closing || interrupted(error)) return false;
+  failed(error: unknown): void {
+    const later = this.state === 'awaiting' || this.state === 'subscribed';
+    if (!this.bodyDone()) return;
+    if (later && this.takeAgain(error)) return;
+    const info = toErrorInfo(error);
+    this.end(wasCutOff(error) ? lostOutcome(this.call, this.index, info) : this.failure(true, info), false);
+  }
+
+  /**
+   * Something outside its body ended the call:
+   * - the batch stopped (`cause` a StopReason): a call without an outcome gets one by whether its
+   *   body started (a call waiting to start again after a "slow down" did: its first attempt went
+   *   out). Its teardown came first; the stop's stage passes it on.
+   * - its ceiling (a ToolTimedOutError): it fails, its body's signal aborted;
+   * - the loop monitor (an EventLoopStalledError): it fails;
+   * - a lane store shared by a fleet lost a permit it held or waited for (any other error: its
+   *   lease ran out unrefreshed, its Redis could not be reached), or a budget lane refused it: a
+   *   call not started fails, never started; a running one has its body aborted and ends safe to
+   *   call again if idempotent, else its side effect may have landed. Nothing runs it again.
+   */
+  cutOff(cause: StopReason | Error): void {
+    if (!(cause instanceof Error)) {
+      if (this.outcome === undefined) this.decide(stoppedOutcome(this.call, this.index, this.starts > 0, cause));
+      return;
+    }
+    if (this.ended) return;
+    if (cause instanceof ToolTimedOutError) {
+      this.body.abort(new InvocationAbortedError(`${cause.tool} outran its ${cause.seconds}s ceiling`));
+      this.end(this.failure(true, toErrorInfo(cause)), true);
+      return;
+    }
+    if (cause instanceof EventLoopStalledError) {
+      this.end(this.failure(true, toErrorInfo(cause)), true);
+      return;
+    }
+    const info = toErrorInfo(cause);
+    if (!this.running) {
+      this.end(this.failure(false, lostBeforeDispatch(info)), true);
+      return;
+    }
+    this.body.abort(cause);
+    this.end(lostOutcome(this.call, this.index, info), true);
+  }
+
+  /**
+   * The call is turned away before its body starts: it ends as `error`, never started. Before
+   * its lanes (the gate), it ends so when it enters them, in its turn; in them (a lane store that
+   * cannot take it, a journal that cannot write its start), at once. Once started, too late.
+   */
+  refuse(error: ErrorInfo): void {
+    if (this.state === 'arrived') this.refusal = error;
+    else if (this.state === 'queued' || this.state === 'writing') this.end(this.failure(false, error), true);
+  }
+
+  /**
+   * Gives the call its outcome from outside (a stage answering from a cache, before `inLanes`; the
+   * stop's classification), told as ended; whoever decides passes the record on. A body that had
+   * not started never will.
+   */
+  decide(outcome: Outcome): void {
+    this.halt(undefined, true);
+    this.conclude(outcome);
+  }
+
+  /** The settle steps gave the call its final outcome. */
+  settled(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.batch.settledActivity(this, outcome);
+  }
+
+  // The body answered or failed: true when the call is open and takes it. A body its call
+  // outlived is over now, an overrun's permits going back.
+  private bodyDone(): boolean {
+    switch (this.state) {
+      case 'invoking':
+      case 'awaiting':
+      case 'subscribed':
+        return true;
+      case 'overrun':
+        this.state = 'over';
+        this.lanes.bodyOver();
+        return false;
+      case 'returning':
+        this.state = 'over';
+        return false;
+      default:
+        return false;
+    }
+  }
+
+  /**
+   * The body said "slow down" (RateLimitedError) after its synchronous part returned: an
+   * idempotent call, not entered again yet, leaves its permits and enters its lanes again from
+   * the first when the turn's config says `retryRateLimited` (its tool's rate lane, paused, makes
+   * it wait out the pause holding nothing else), and its body starts once more. False to let it fail.
+   */
+  private takeAgain(error: unknown): boolean {
+    const { entry, batch } = this;
+    if (this.starts !== 1 || this.call.idempotent !== true || entry?.takeAgain === undefined) return false;
+    if (batch.stopped !== undefined || batch.closed || entry.closing || wasCutOff(error)) return false;
     const info = toErrorInfo(error);
     if (info.name !== 'RateLimitedError' || !entry.takeAgain(this, info)) return false;
-    this.retried = true;
-    body.again();
+    this.body.drop(undefined);
     this.state = 'queued';
     // Worked out again: the tool's rate lane, paused now, is among them even where no rate is declared.
     this.lanes.enterAgain(entry.lanesOf(this));
@@ -213,80 +362,17 @@ export class CallRecord implements WriteAheadWaiter {
     return errorOutcome({ index: this.index, callId, tool }, dispatched, error);
   }
 
-  /**
-   * @internal A lane store shared by a fleet lost a permit this call held or waited for (its
-   * lease ran out unrefreshed, or its Redis could not be reached): a call whose body had not
-   * started fails, never started; a call running has its body aborted and ends alone, safe to
-   * call again if idempotent, else its side effect may have landed. Nothing runs it again.
-   */
-  lost(error: Error): void {
-    if (this.body.ended) return;
-    const info = toErrorInfo(error);
-    if (this.state !== 'running') {
-      this.finish(this.failure(false, lostBeforeDispatch(info)));
-      return;
-    }
-    this.body.abort(error);
-    this.finish(lostOutcome(this.call, this.index, info));
-  }
-
-  /** The call outran its own ceiling (its tool's perToolSeconds): it fails, its body aborted. */
-  outrun(seconds: number): void {
-    if (this.body.ended) return;
-    const { tool, idempotent } = this.call;
-    this.body.abort(new InvocationAbortedError(`${tool} outran its ${seconds}s ceiling`));
-    this.fail(new ToolTimedOutError(tool, seconds, idempotent === true));
-  }
-
-  /** @internal What the body recorded (through its context's `record`). */
-  recorded(patch: Delta): void {
-    if (this.body.ended) return; // too late: the call has its outcome
-    if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-      throw new TypeError(`record(delta) expects an object of state keys, got ${patch === null ? 'null' : typeof patch}`);
-    }
-    this.delta = assignDelta(this.delta ?? {}, patch);
-  }
-
-  /** @internal The body reported what the call cost in all: its budget lanes take it (dropped once the call has ended). */
-  costReported(total: number): void {
-    if (!this.body.ended) this.lanes.charge(total);
-  }
-
-  /** @internal An adaptive lane's limit moved on what this call reported: told to watchers. */
-  limitChanged(change: LimitChange): void {
-    const { batch, call, index } = this;
-    if (!batch.watched) return;
-    const { key: lane, limit, previous, cause } = change;
-    batch.report({ type: 'limit-changed', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), lane, limit, previous, cause });
-  }
-
-  /** @internal The body reported how far it has got: told to watchers while the call has not ended. */
-  progressed(progress: number, total: number | undefined, message: string | undefined): void {
-    const { batch, call, index } = this;
-    if (this.body.ended || !batch.watched) return;
-    batch.report({
-      type: 'progress',
-      callId: call.callId,
-      tool: call.tool,
-      index,
-      at: batch.scheduler.now(),
-      progress,
-      ...(total === undefined ? {} : { total }),
-      ...(message === undefined ? {} : { message }),
-    });
-  }
-
-  // The call's own end (its answer, failure, ceiling, lost lane, refusal): decided once. Its
-  // callers come only while the call is open (the body hears an answer only then).
-  private finish(outcome: Outcome): void {
-    const { batch, body, entry } = this;
-    if (this.state === 'ended') return;
-    body.halt(undefined);
+  // The call's own end (every way but a decision from outside): decided once, told to its
+  // fan-out. `bodyRuns`: false when its body's own answer ends it.
+  private end(outcome: Outcome, bodyRuns: boolean): void {
+    const { batch, entry } = this;
+    if (this.outcome !== undefined) return;
+    this.halt(undefined, bodyRuns);
     // A stop set off by anything below (the consumer of the outcome, an activity watcher, a lane
     // watcher, the permits left) takes effect once this call has done all of it: under FAIL_RUN,
     // the failure's own outcome goes out and its permits are left before its siblings are
     // classified, and no sibling starts in the permits it left.
-    batch.hold();
+    batch.deferStop();
     try {
       this.conclude(outcome);
       entry?.ending?.(this);
@@ -302,42 +388,27 @@ export class CallRecord implements WriteAheadWaiter {
         entry?.ended(this);
       }
     } finally {
-      batch.endHold();
+      batch.allowStop();
     }
-    entry?.over(this);
-  }
-
-  /**
-   * Gives the call its outcome (a stage answering from a cache, before `inLanes`; the stop's
-   * classification), told as ended. A body that had not started never will.
-   */
-  decide(outcome: Outcome): void {
-    this.body.halt(undefined);
-    this.conclude(outcome);
-  }
-
-  /**
-   * The batch stopped with `reason` and the call has no outcome: it gets one, by whether its body
-   * was invoked (a call waiting to start again after a "slow down" was: its first attempt went out).
-   */
-  classify(reason: StopReason): void {
-    if (this.outcome !== undefined) return;
-    this.decide(stoppedOutcome(this.call, this.index, this.state === 'running' || this.retried, reason));
-  }
-
-  /** The settle steps gave the call its final outcome. */
-  settled(outcome: Outcome): void {
-    this.outcome = outcome;
-    this.batch.settledActivity(this, outcome);
+    entry?.done(this);
   }
 
   private conclude(outcome: Outcome): void {
     const { call, index, batch } = this;
     this.outcome = outcome;
-    this.state = 'ended';
     // Adaptive and budget lanes hear how the work went before any permit is left.
     this.lanes.tell(outcome);
-    if (batch.watched) batch.report({ type: 'ended', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), outcome: outcome.kind, overrun: this.body.state === 'overrun' });
+    if (batch.watched) batch.report({ type: 'ended', callId: call.callId, tool: call.tool, index, at: batch.scheduler.now(), outcome: outcome.kind, overrun: this.state === 'overrun' });
+  }
+
+  // The call ends where it stands: a body in its synchronous part is `returning`, a Promise still
+  // running an `overrun`, anything else `over`; its body let go (its signal aborted with `reason`
+  // if one is given, its watch ended, an Observable unsubscribed). An ended call stays as it is.
+  private halt(reason: Error | undefined, bodyRuns: boolean): void {
+    const { state } = this;
+    if (state === 'returning' || state === 'overrun' || state === 'over') return;
+    this.state = !bodyRuns ? 'over' : state === 'invoking' ? 'returning' : state === 'awaiting' ? 'overrun' : 'over';
+    this.body.drop(reason);
   }
 
   /**
@@ -346,19 +417,19 @@ export class CallRecord implements WriteAheadWaiter {
    * abandonAfterSeconds gives up on it; a body still in its synchronous part decides once it returns.
    */
   leaveLanes(): void {
-    const { state } = this.body;
-    if (state === 'invoking' || state === 'ending') return;
+    const { state } = this;
+    if (state === 'invoking' || state === 'returning') return;
     if (state === 'overrun') this.lanes.keep();
     else this.lanes.leave();
   }
 
-  /** Ends the call where it stands: the body's signal aborted if it had not settled, permits left (or kept by a body that still runs). */
+  /** Ends the call where it stands, with no outcome yet: its body's signal aborted if it had not answered, permits left (or kept by a body that still runs). */
   teardown(): void {
     // Once is enough: a teardown re-entered (from a watcher of the permits it leaves) or
     // repeated (by the batch's close) leaves the first to finish what it started.
-    if (this.body.ended) return;
-    this.lanes.tell(this.state === 'running' ? 'stopped' : 'unstarted');
-    this.body.halt(new InvocationAbortedError('the call was stopped before it settled'));
+    if (this.ended) return;
+    this.lanes.tell(this.running ? 'stopped' : 'unstarted');
+    this.halt(new InvocationAbortedError('the call was stopped before it settled'), true);
     this.leaveLanes();
   }
 

@@ -87,15 +87,15 @@ export function stoppedOutcome(call: BatchCall, index: number, dispatched: boole
   if (call.outcome !== undefined) return call.outcome;
   const { callId, tool } = call;
   const idempotent = call.idempotent === true;
-  const held = { index, callId, tool };
+  const which = { index, callId, tool };
   switch (stopClass(dispatched, idempotent)) {
     case 'never_dispatched': {
       const error = new CallStoppedError(neverDispatchedMessage(reason.why), false);
-      return errorOutcome(held, dispatched, { name: error.name, message: error.message }, reason);
+      return errorOutcome(which, dispatched, { name: error.name, message: error.message }, reason);
     }
     case 'safe_to_call_again': {
       const error = new CallStoppedError(inFlightMessage(stoppedWhat(call, reason), true), true);
-      return errorOutcome(held, dispatched, { name: error.name, message: error.message }, reason);
+      return errorOutcome(which, dispatched, { name: error.name, message: error.message }, reason);
     }
     case 'indeterminate':
       return { index, callId, tool, dispatched, kind: 'indeterminate', message: inFlightMessage(stoppedWhat(call, reason), false), stopped: reason };
@@ -135,7 +135,7 @@ export function lostBeforeDispatch(error: ErrorInfo): ErrorInfo {
  * its call is then classified by `lostOutcome`, as a call stopped in flight. Never throws: a
  * thrown value is the body's, and a Proxy's trap must not break the call's bookkeeping.
  */
-export function interrupted(error: unknown): boolean {
+export function wasCutOff(error: unknown): boolean {
   try {
     return error instanceof CallInterruptedError;
   } catch {

@@ -64,13 +64,13 @@ export interface BatchCall {
   readonly lane?: { readonly key: string; readonly limit: number };
   /** What the call costs, for the tenant's cost budget (its tool's declared cost); a body may report its actual cost instead. */
   readonly cost?: number;
-  /** Set when the call must not start at all (bad arguments, unknown tool): it ends with this error, without its lanes. */
-  readonly rejected?: ErrorInfo;
+  /** Set when the call is refused before it starts (bad arguments, unknown tool): it ends with this error, never started, without its lanes. */
+  readonly refused?: ErrorInfo;
   /**
    * The call's outcome when it is known already (a resumed run: the call ran, or was answered,
    * before): it is neither gated nor dispatched, and goes on with this outcome (its `index` this
    * call's) through the reorder and the settle steps; a stop does not change it. Read when the
-   * call is dispatched, so a gate step may still give it one (a call held back for a person).
+   * call is dispatched, so a gate step may still give it one (a call that waits for a person).
    */
   readonly outcome?: Outcome;
   /** The work: returns a value, a Promise or an Observable (its first value is the result). */
@@ -250,7 +250,7 @@ export interface BatchOptions {
 export interface WriteAhead {
   dispatching(call: BatchCall, index: number, written: WriteAheadWaiter): void;
   /**
-   * Hears each outcome as the batch decides it, before the reorder holds it behind an earlier
+   * Hears each outcome as the batch decides it, before the reorder keeps it behind an earlier
    * call still running and before the settle steps: a journal keeps what a crash would otherwise lose.
    */
   decided?(outcome: Outcome): void;

@@ -6,7 +6,8 @@
 // io-ts codecs, and the reply streams back (doStream) as the runner's stream parts, each tool
 // call handed on as soon as its input is complete (aiSdkStream.ts). The AI SDK is an optional
 // peer dependency: these files import only its types, so nothing of it loads unless a model of
-// it is passed in. This file is the `agent-lanes/ai-sdk` entry point.
+// it is passed in. This file is the `agent-lanes/ai-sdk` entry point: with it, the AI SDK's own
+// tools as the runner's (aiSdkTools.ts) and inside the lanes of an AI SDK loop (aiSdkLanes.ts).
 import { Observable } from 'rxjs';
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError } from '../errors.js';
@@ -163,3 +164,4 @@ export function aiSdkProvider(model: AiSdkLanguageModel, options: AiSdkProviderO
   };
 }
 export { aiSdkTools, registerAiSdkTools, type AiSdkDescriptionOptions, type AiSdkModelMessage, type AiSdkTool, type AiSdkToolCallOptions, type AiSdkToolEntry, type AiSdkToolsExtras } from './aiSdkTools.js';
+export { laneContextOf, withLanes, type AiSdkLanesTool, type WithLanesOptions } from './aiSdkLanes.js';

@@ -158,13 +158,13 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     if (usage !== undefined) this.turnBudget?.charge?.(tokensOf(usage));
     this.messages.push({ role: 'assistant', content: text ?? '', ...(toolCalls.length > 0 ? { toolCalls } : {}) });
     if (response.usage !== undefined) this.usage = addedUsage(this.usage, response.usage);
-    this.journal?.answered(n, response);
+    this.journal?.responded(n, response);
     return toResponseEvent(n, response);
   }
 
   /**
    * A call's outcome, in the conversation (its result's JSON from `contents`) and as its event;
-   * none yet from the turn's first waiting call on: held until the batch is over (`after`).
+   * none yet from the turn's first waiting call on: kept back until the batch is over (`after`).
    */
   tookOutcome(n: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent | undefined {
     const { waits } = this;
@@ -179,7 +179,7 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
   /**
    * Turn `n`'s batch is over: a call waits for a person and nothing stopped the batch, and the
    * run ends interrupted (RUN_INTERRUPTED, with its snapshot); or its deltas are merged, the
-   * outcomes it held told, then the run stops or fails (its final event), or goes on to the next
+   * outcomes it kept back told, then the run stops or fails (its final event), or goes on to the next
    * turn. The events to emit are returned. `failure` is a broken stream's.
    */
   after(n: number, outcomes: readonly Outcome[], failure?: RunEvent): readonly RunEvent[] {
@@ -189,13 +189,13 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
       const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
       if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
     }
-    const held: RunEvent[] = [];
+    const keptBack: RunEvent[] = [];
     for (const outcome of waits?.later ?? []) {
       this.messages.push(toolMessage(outcome, waits!.contents[outcome.index]));
-      held.push(toOutcomeEvent(n, outcome));
+      keptBack.push(toOutcomeEvent(n, outcome));
     }
     const last = this.afterBatch(n, outcomes, failure);
-    return last === undefined ? held : [...held, last];
+    return last === undefined ? keptBack : [...keptBack, last];
   }
 
   // What the snapshot of the run, as it waits for a person, keeps of it.

@@ -27,14 +27,14 @@ describe('BatchScope', () => {
       expect(batch.stopped).to.equal(undefined);
     });
 
-    it('holds a stop at once, and waits to tell it while a call is mid-bookkeeping', () => {
+    it('keeps a stop at once, and defers telling it while a call is mid-bookkeeping', () => {
       const batch = new BatchScope();
       const heard: StopReason[] = [];
       batch.onStop((reason) => heard.push(reason));
-      batch.hold();
+      batch.deferStop();
       batch.stop(cancel);
       expect([batch.stopped, heard.length]).to.deep.equal([cancel, 0]);
-      batch.endHold();
+      batch.allowStop();
       expect(heard).to.deep.equal([cancel]);
     });
   });

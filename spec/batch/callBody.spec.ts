@@ -1,10 +1,10 @@
-// What a call's body does (CallBody): one state from its start to its end, the answer it takes
-// (a value, a Promise, an Observable's first value), its failure, its stall, and its halt when the
-// call ends first, including while its synchronous part still runs.
+// What a call's body does (CallBody), read in its record's one state: the answer it takes (a
+// value, a Promise, an Observable's first value), its failure, its stall, and the call ending
+// first, including while its body's synchronous part still runs.
 import { expect } from 'chai';
 import { NEVER, Observable, of, type Subscriber } from 'rxjs';
-import { BatchScope, type BodyState, type CallRecord, type InvokeContext } from '../../lib/batch/index.js';
-import { EventLoopStalledError } from '../../lib/errors.js';
+import { BatchScope, type CallRecord, type CallState, type InvokeContext } from '../../lib/batch/index.js';
+import { EventLoopStalledError, ToolTimedOutError } from '../../lib/errors.js';
 import { LaneTable } from '../../lib/lanes/index.js';
 import { Entry, step } from './entry.js';
 import { brief, call } from './helpers.js';
@@ -19,28 +19,28 @@ function entered(body: (context: InvokeContext, record: CallRecord) => unknown, 
 
 const held = (table: LaneTable): number => table.get('t')?.holders ?? 0;
 
-describe('CallBody', () => {
-  it('is idle until every lane granted, and over once its plain answer is the result', () => {
+describe('CallBody (in its record\'s state)', () => {
+  it('is queued until every lane granted, and over once its plain answer is the result', () => {
     const table = new LaneTable();
     const other = table.enter('t', 1, () => undefined);
-    const states: BodyState[] = [];
+    const states: CallState[] = [];
     const { record } = entered((context) => {
-      states.push(record.body.state);
+      states.push(record.state);
       return context.ended ? 'ended' : 'open';
     }, table);
-    states.unshift(record.body.state);
+    states.unshift(record.state);
     other.leave();
-    expect(states).to.deep.equal(['idle', 'invoking']);
-    expect([record.body.state, brief(record.outcome!)]).to.deep.equal(['over', 'a=open']);
+    expect(states).to.deep.equal(['queued', 'invoking']);
+    expect([record.state, brief(record.outcome!)]).to.deep.equal(['over', 'a=open']);
   });
 
   it('awaits a Promise, counting in its lane, and takes what it resolves to', async () => {
     let resolve: (value: string) => void = () => undefined;
     const { record, table } = entered(() => new Promise<string>((r) => (resolve = r)));
-    expect([record.body.state, held(table)]).to.deep.equal(['awaiting', 1]);
+    expect([record.state, held(table)]).to.deep.equal(['awaiting', 1]);
     resolve('done');
     await Promise.resolve();
-    expect([record.body.state, brief(record.outcome!), held(table)]).to.deep.equal(['over', 'a=done', 0]);
+    expect([record.state, brief(record.outcome!), held(table)]).to.deep.equal(['over', 'a=done', 0]);
   });
 
   it('is the observer of an Observable answer itself, takes its first value and unsubscribes', () => {
@@ -51,10 +51,10 @@ describe('CallBody', () => {
       return () => unsubscribed++;
     });
     const { record } = entered(() => answer);
-    expect(record.body.state).to.equal('subscribed');
+    expect(record.state).to.equal('subscribed');
     observer!.next('first');
     observer!.next('second');
-    expect([record.body.state, brief(record.outcome!), unsubscribed]).to.deep.equal(['over', 'a=first', 1]);
+    expect([record.state, brief(record.outcome!), unsubscribed]).to.deep.equal(['over', 'a=first', 1]);
   });
 
   it('takes an Observable that completes without a value as an undefined result, and one that errors as the failure', () => {
@@ -67,7 +67,7 @@ describe('CallBody', () => {
     const thrown = entered(() => {
       throw new TypeError('bad');
     });
-    expect([thrown.record.body.state, brief(thrown.record.outcome!), held(thrown.table)]).to.deep.equal(['over', 'a!TypeError', 0]);
+    expect([thrown.record.state, brief(thrown.record.outcome!), held(thrown.table)]).to.deep.equal(['over', 'a!TypeError', 0]);
     const hostile = Object.assign(Object.create(Observable.prototype) as object, {
       subscribe: () => {
         throw new SyntaxError('cannot');
@@ -84,7 +84,7 @@ describe('CallBody', () => {
       return new Observable(() => () => unsubscribed++);
     });
     record.teardown();
-    expect([record.body.state, unsubscribed, signal!.aborted, held(table)]).to.deep.equal(['over', 1, true, 0]);
+    expect([record.state, unsubscribed, signal!.aborted, held(table)]).to.deep.equal(['over', 1, true, 0]);
     // Ended once: a second teardown changes nothing.
     record.teardown();
     expect(unsubscribed).to.equal(1);
@@ -93,30 +93,30 @@ describe('CallBody', () => {
   it('overruns its call when its Promise is still running at the end, keeping its lane until it settles', async () => {
     let resolve: (value: string) => void = () => undefined;
     const { record, table } = entered(() => new Promise<string>((r) => (resolve = r)));
-    record.outrun(2);
-    expect([record.body.state, brief(record.outcome!), held(table)]).to.deep.equal(['overrun', 'a!ToolTimedOutError', 1]);
+    record.cutOff(new ToolTimedOutError('lookup', 2));
+    expect([record.state, brief(record.outcome!), held(table)]).to.deep.equal(['overrun', 'a!ToolTimedOutError', 1]);
     resolve('late');
     await Promise.resolve();
     // The late answer changes nothing of the outcome; the lane is left.
-    expect([record.body.state, brief(record.outcome!), held(table)]).to.deep.equal(['over', 'a!ToolTimedOutError', 0]);
+    expect([record.state, brief(record.outcome!), held(table)]).to.deep.equal(['over', 'a!ToolTimedOutError', 0]);
   });
 
-  it('is ending when its call ends while its synchronous part runs, and its answer then says whether its lane is kept', async () => {
+  it('is returning when its call ends while its synchronous part runs, and its answer then says whether its lane is kept', async () => {
     let resolve: (value: string) => void = () => undefined;
-    const states: BodyState[] = [];
+    const states: CallState[] = [];
     const table = new LaneTable();
     const promised = entered((_context, record) => {
       record.teardown();
-      states.push(record.body.state);
+      states.push(record.state);
       // Still counted in the lane while the synchronous part runs.
       states.push(held(table) === 1 ? 'invoking' : 'over');
       return new Promise<string>((r) => (resolve = r));
     }, table);
-    expect(states).to.deep.equal(['ending', 'invoking']);
-    expect([promised.record.body.state, held(promised.table)]).to.deep.equal(['overrun', 1]);
+    expect(states).to.deep.equal(['returning', 'invoking']);
+    expect([promised.record.state, held(promised.table)]).to.deep.equal(['overrun', 1]);
     resolve('late');
     await Promise.resolve();
-    expect([promised.record.body.state, held(promised.table)]).to.deep.equal(['over', 0]);
+    expect([promised.record.state, held(promised.table)]).to.deep.equal(['over', 0]);
 
     let subscribed = false;
     const observed = entered((_context, record) => {
@@ -124,10 +124,10 @@ describe('CallBody', () => {
       return new Observable(() => void (subscribed = true));
     });
     // An Observable answer of a call that ended meanwhile is not subscribed at all.
-    expect([observed.record.body.state, subscribed, held(observed.table)]).to.deep.equal(['over', false, 0]);
+    expect([observed.record.state, subscribed, held(observed.table)]).to.deep.equal(['over', false, 0]);
 
     const plain = entered((_context, record) => (record.teardown(), 'value'));
-    expect([plain.record.body.state, plain.record.outcome, held(plain.table)]).to.deep.equal(['over', undefined, 0]);
+    expect([plain.record.state, plain.record.outcome, held(plain.table)]).to.deep.equal(['over', undefined, 0]);
   });
 
   it('fails its call on a stall, and hears no stall once the call ended', () => {
@@ -139,13 +139,13 @@ describe('CallBody', () => {
     expect(record.outcome).to.equal(ended);
   });
 
-  it('halts a body that never started: it will not start', () => {
+  it('ends a call whose body never started: it will not start', () => {
     const table = new LaneTable();
     const other = table.enter('t', 1, () => undefined);
     let invoked = false;
     const { record } = entered(() => (invoked = true), table);
     record.teardown();
     other.leave();
-    expect([record.body.state, invoked, record.state]).to.deep.equal(['over', false, 'queued']);
+    expect([record.state, invoked, record.outcome]).to.deep.equal(['over', false, undefined]);
   });
 });

@@ -45,7 +45,7 @@ describe('CallLanes', () => {
     expect([record.state, record.lanes.held, entry.heard]).to.deep.equal(['queued', 2, []]);
     expect(activity.map((event) => (event.type === 'queued' ? `queued ${event.lane}` : event.type))).to.deep.equal(['queued u']);
     other.leave();
-    expect([record.state, record.body.state, entry.heard]).to.deep.equal(['running', 'awaiting', ['a>']]);
+    expect([record.state, entry.heard]).to.deep.equal(['awaiting', ['a>']]);
     resolve('a');
     return Promise.resolve().then(() => {
       expect(entry.heard).to.deep.equal(['a>', 'a=a', 'a.']);
@@ -124,7 +124,7 @@ describe('CallLanes', () => {
           const record = batch.record(call('a', () => new Promise<string>((r) => (resolve = r))), 0);
           record.enter(new Entry([step('t', 1, table)], c.grace));
           record.teardown();
-          expect([record.body.state, holders(table, 't')]).to.deep.equal(['overrun', 1]);
+          expect([record.state, holders(table, 't')]).to.deep.equal(['overrun', 1]);
           let heldAt3 = -1;
           testScheduler.schedule(() => (heldAt3 = holders(table, 't')), 3);
           testScheduler.schedule(() => {
@@ -136,7 +136,7 @@ describe('CallLanes', () => {
           expect(heldAt3).to.equal(c.heldAt3);
           const released = activity.filter((event) => event.type === 'released');
           expect(released.map((event) => [event.at, event.type === 'released' && event.abandoned])).to.deep.equal([c.released]);
-          expect([record.body.state, holders(table, 't')]).to.deep.equal(['over', 0]);
+          expect([record.state, holders(table, 't')]).to.deep.equal(['over', 0]);
           // Nothing left armed: the scheduler has no action waiting.
           expect(testScheduler.actions).to.have.length(0);
         });
@@ -197,13 +197,13 @@ describe('CallLanes', () => {
     }
     const entry = new Again();
     record.enter(entry);
-    expect([record.state, holders(table, 't')]).to.deep.equal(['running', 1]);
+    expect([record.state, holders(table, 't')]).to.deep.equal(['awaiting', 1]);
     answers[0]!.reject(new RateLimitedError('slow down', 1));
     await Promise.resolve();
     await Promise.resolve();
-    expect([record.state, record.body.state, record.retried, holders(table, 't'), entry.heard]).to.deep.equal(['queued', 'idle', true, 0, ['a>']]);
+    expect([record.state, record.starts, holders(table, 't'), entry.heard]).to.deep.equal(['queued', 1, 0, ['a>']]);
     pause.leave();
-    expect([record.state, record.body.state, holders(table, 't'), answers.length, entry.heard]).to.deep.equal(['running', 'awaiting', 1, 2, ['a>']]);
+    expect([record.state, record.starts, holders(table, 't'), answers.length, entry.heard]).to.deep.equal(['awaiting', 2, 1, 2, ['a>']]);
     answers[1]!.resolve('ok');
     await Promise.resolve();
     await Promise.resolve();

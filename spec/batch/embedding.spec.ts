@@ -26,7 +26,7 @@ import {
 interface CallRecordLike {
   readonly call: BatchCall;
   readonly index: number;
-  readonly state: 'waiting' | 'queued' | 'running' | 'ended';
+  readonly state: 'arrived' | 'queued' | 'writing' | 'invoking' | 'awaiting' | 'subscribed' | 'returning' | 'overrun' | 'over';
   readonly refused: { readonly message: string } | undefined;
   readonly outcome: Outcome | undefined;
   decide(outcome: Outcome): void;
@@ -40,7 +40,7 @@ function fromCache<R extends CallRecordLike>(cache: Map<string, unknown>): MonoT
   return tap((record) => {
     const { call, index } = record;
     // A call refused at the gate, or with bad arguments, stays refused.
-    if (record.state !== 'waiting' || record.refused !== undefined || call.rejected !== undefined) return;
+    if (record.state !== 'arrived' || record.refused !== undefined || call.refused !== undefined) return;
     const key = keyOf(call);
     if (!cache.has(key)) return;
     record.decide({ index, callId: call.callId, tool: call.tool, kind: 'result', dispatched: false, result: cache.get(key), delta: undefined });

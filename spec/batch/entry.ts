@@ -34,7 +34,7 @@ export class Entry implements LaneEntry {
     this.heard.push(brief(record.outcome!));
   }
 
-  over(record: CallRecord): void {
+  done(record: CallRecord): void {
     this.heard.push(`${record.call.callId}.`);
   }
 

@@ -9,17 +9,17 @@ import { brief, call } from './helpers.js';
 const cancel: StopReason = { kind: 'cancelled', why: 'the user pressed stop' };
 
 describe('CallRecord', () => {
-  it('stands waiting, queued, running, then ended, its parts made with it', () => {
+  it('stands arrived, queued, invoking, then over, its parts made with it', () => {
     const table = new LaneTable();
     const other = table.enter('t', 1, () => undefined);
     const seen: string[] = [];
     const record = new BatchScope().record(call('a', () => (seen.push(record.state), 'a')), 0);
-    expect([record.state, record.outcome, record.lanes.held, record.body.state]).to.deep.equal(['waiting', undefined, 0, 'idle']);
+    expect([record.state, record.outcome, record.lanes.held]).to.deep.equal(['arrived', undefined, 0]);
     record.enter(new Entry([step('t', 1, table)]));
     expect(record.state).to.equal('queued');
     other.leave();
-    expect(seen).to.deep.equal(['running']);
-    expect([record.state, brief(record.outcome!)]).to.deep.equal(['ended', 'a=a']);
+    expect(seen).to.deep.equal(['invoking']);
+    expect([record.state, brief(record.outcome!)]).to.deep.equal(['over', 'a=a']);
   });
 
   it('is refused by the gate through refuse(), and then ends never started without its lanes', () => {
@@ -90,7 +90,7 @@ describe('CallRecord', () => {
       const idempotent = batch.record(call('b', () => new Promise(() => undefined), { idempotent: true }), 1);
       for (const record of [plain, idempotent]) record.enter(new Entry());
       batch.stop(cancel);
-      batch.tearDownEntered();
+      batch.teardownEntered();
       batch.classify(cancel);
       expect([plain.outcome!.kind, idempotent.outcome!.kind]).to.deep.equal(['indeterminate', 'error']);
       expect([plain.outcome!.dispatched, idempotent.outcome!.dispatched]).to.deep.equal([true, true]);
@@ -102,7 +102,7 @@ describe('CallRecord', () => {
       record.enter(new Entry());
       const had = record.outcome;
       expect(batch.classify(cancel)).to.deep.equal([]);
-      record.classify(cancel);
+      record.cutOff(cancel);
       expect(record.outcome).to.equal(had);
     });
   });
@@ -111,7 +111,7 @@ describe('CallRecord', () => {
     const activity: CallActivity[] = [];
     const record = new BatchScope({ onActivity: (event) => activity.push(event) }).record(call('a', () => 'a'), 0);
     record.decide({ index: 0, callId: 'a', tool: 'lookup', kind: 'result', dispatched: false, result: 'cached', delta: undefined });
-    expect([record.state, record.body.state, record.body.ended]).to.deep.equal(['ended', 'over', true]);
+    expect([record.state, record.ended]).to.deep.equal(['over', true]);
     expect(activity.map((event) => event.type === 'ended' && [event.outcome, event.overrun])).to.deep.equal([['result', false]]);
   });
 

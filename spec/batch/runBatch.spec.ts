@@ -307,7 +307,7 @@ describe('runBatch', () => {
 
     it('does not dispatch a call with rejected arguments, and fails it alone', () => {
       testScheduler.run(({ cold, expectObservable }) => {
-        const calls = [call('bad', cold('-(x|)'), { rejected: { name: 'ToolArgumentsError', message: 'args.q: expected string, got 42' } }), call('good', cold('-(y|)'))];
+        const calls = [call('bad', cold('-(x|)'), { refused: { name: 'ToolArgumentsError', message: 'args.q: expected string, got 42' } }), call('good', cold('-(y|)'))];
         expectObservable(runBatch(calls).pipe(briefly)).toBe('a(b|)', { a: 'bad!ToolArgumentsError', b: 'good=y' });
       });
     });

@@ -241,15 +241,24 @@ describe('the packed package, installed into a fresh project', function () {
     await writeFile(
       join(aiSdk, 'main.ts'),
       [
+        "import { generateText, jsonSchema, stepCountIs, tool } from 'ai';",
         "import { MockLanguageModelV3 } from 'ai/test';",
-        "import { Agent, AgentRunner, ToolRegistry } from 'agent-lanes';",
-        "import { aiSdkProvider, type AiSdkProviderOptions } from 'agent-lanes/ai-sdk';",
+        "import { Agent, AgentRunner, ConcurrencyConfig, ToolLanes, ToolRegistry } from 'agent-lanes';",
+        "import { aiSdkProvider, withLanes, type AiSdkProviderOptions } from 'agent-lanes/ai-sdk';",
         'const usage = { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } };',
         "const model = new MockLanguageModelV3({ doGenerate: async () => ({ content: [{ type: 'text', text: 'hello through the AI SDK' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) });",
         'const options: AiSdkProviderOptions = { stream: false };',
         'const runner = new AgentRunner({ provider: aiSdkProvider(model, options), tools: new ToolRegistry() });',
         "const result = await runner.run(new Agent({ name: 'planner', instructions: 'Greet.', model: 'mock' }), 'hi');",
         'console.log(result.status, result.output);',
+        // The SDK's own loop, its tools wrapped: the ToolSet's type is kept, so generateText takes it and types its result.
+        "const tools = { search: tool({ inputSchema: jsonSchema<{ q: string }>({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] }), execute: async ({ q }) => `hits for ${q}` }) };",
+        'const wrapped: typeof tools = withLanes(tools, new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { search: 1 } }) }), { tenant: \'acme\', idempotent: { search: true } });',
+        "let step = 0;",
+        "const caller = new MockLanguageModelV3({ doGenerate: async () => (step++ === 0 ? { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'search', input: '{\"q\":\"Lisbon\"}' }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] } : { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }) });",
+        "const { steps } = await generateText({ model: caller, tools: wrapped, prompt: 'hotels', stopWhen: stepCountIs(2) });",
+        "const results = steps[0]!.toolResults.map((part) => String(part.output));",
+        'console.log(results.join());',
       ].join('\n'),
     );
     await writeFile(join(aiSdk, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...strict, lib: ['ES2022', 'DOM'], module: 'nodenext', moduleResolution: 'nodenext' }, include: ['*.ts'] }));
@@ -453,9 +462,9 @@ describe('the packed package, installed into a fresh project', function () {
     });
   }
 
-  it('runs the agent-lanes/ai-sdk entry with the AI SDK\'s mock model, compiled under nodenext with skipLibCheck off', async () => {
+  it('runs the agent-lanes/ai-sdk entry with the AI SDK\'s mock model (a runner\'s provider, and withLanes under generateText), compiled under nodenext with skipLibCheck off', async () => {
     await compiled.aiSdk;
-    expect((await node(['main.js'], join(app, 'aisdk'))).stdout.trim()).to.equal('completed hello through the AI SDK');
+    expect((await node(['main.js'], join(app, 'aisdk'))).stdout.trim()).to.equal('completed hello through the AI SDK\nhits for Lisbon');
   });
 
   it('compiles every ```ts block of the README and docs/ against the installed package', async () => {

@@ -65,7 +65,7 @@ const INTEGRATIONS: Readonly<Record<string, readonly string[]>> = {
   './testing': ['CassetteRecorder', 'CassetteReplay', 'parseCassette', 'stringifyCassette', 'deterministicTranscript', 'fingerprint'],
   './providers': ['OpenAIChatProvider', 'AnthropicMessagesProvider', 'retryPolicy', 'ProviderHttpError'],
   './streaming': ['toAsyncIterable', 'sseHandler', 'toUIMessageStream', 'uiMessageStreamHandler', 'resumeApproved'],
-  './ai-sdk': ['aiSdkProvider', 'fromUIMessages'],
+  './ai-sdk': ['aiSdkProvider', 'fromUIMessages', 'withLanes', 'laneContextOf'],
   './openai-agents': ['withLanes', 'laneContextOf', 'WithLanesOptions'],
   './langchain': ['withLanes', 'laneContextOf', 'WithLanesOptions'],
 };

@@ -6,7 +6,7 @@
 // run in virtual time under TestScheduler.
 import { identity, type MonoTypeOperatorFunction, type Subscriber } from 'rxjs';
 import { own } from '../../config/index.js';
-import { DeadlineExceededError, toErrorInfo } from '../../errors.js';
+import { DeadlineExceededError, toErrorInfo, ToolTimedOutError } from '../../errors.js';
 import { Ceilings } from '../ceilings.js';
 import { CallBody } from '../callBody.js';
 import { CallRecord, type CallNews } from '../records.js';
@@ -57,7 +57,7 @@ class Ceiling extends Stage<CallNews> {
     private readonly toolCallSeconds: number | undefined,
   ) {
     super(out);
-    this.outran = (record) => record.outrun(own(perToolSeconds, record.call.tool)!);
+    this.outran = (record) => record.cutOff(new ToolTimedOutError(record.call.tool, own(perToolSeconds, record.call.tool)!, record.call.idempotent === true));
     this.overdue = (record) => {
       if (CallRecord.stale(record)) return;
       const error = new DeadlineExceededError('toolCallSeconds', toolCallSeconds!, record.call);

@@ -38,10 +38,10 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
   if (step === undefined) return identity;
   return serial({
     // A stopped batch asks nobody about calls it will not start: they wait to be classified.
-    holds: (record) => record.batch.stopped !== undefined || record.batch.closed,
+    stays: (record) => record.batch.stopped !== undefined || record.batch.closed,
     step(record, serial) {
       // Calls refused already (bad arguments), known already (a resumed run), or decided, are not asked.
-      if (record.call.rejected !== undefined || record.call.outcome !== undefined || record.refused !== undefined || record.state === 'ended') return letThrough(record, serial, undefined);
+      if (record.call.refused !== undefined || record.call.outcome !== undefined || record.refused !== undefined || record.outcome !== undefined) return letThrough(record, serial, undefined);
       let answer: unknown;
       try {
         answer = step(record.call, record.index);

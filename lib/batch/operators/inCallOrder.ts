@@ -8,8 +8,8 @@ import { Stage, staged } from './stage.js';
 
 // One subscription of inCallOrder.
 class InCallOrder extends Stage<CallNews, CallRecord> {
-  // Decided records waiting for an earlier call, by index; made when the first one waits.
-  private waiting: Array<CallRecord | undefined> | undefined = undefined;
+  // Decided records kept for an earlier call, by index; made when the first one is kept.
+  private kept: Array<CallRecord | undefined> | undefined = undefined;
   // The index of the next call to emit.
   private following = 0;
   // The batch, known from the first record.
@@ -22,17 +22,17 @@ class InCallOrder extends Stage<CallNews, CallRecord> {
     this.seen ??= record;
     const { out } = this;
     if (record.index !== this.following) {
-      (this.waiting ??= [])[record.index] = record;
+      (this.kept ??= [])[record.index] = record;
       return;
     }
     out.next(record);
     this.following++;
-    const { waiting } = this;
-    if (waiting === undefined) return;
+    const { kept } = this;
+    if (kept === undefined) return;
     // The prefix this record completed goes out with it.
     let later: CallRecord | undefined;
-    while ((later = waiting[this.following]) !== undefined && !out.closed) {
-      waiting[this.following] = undefined;
+    while ((later = kept[this.following]) !== undefined && !out.closed) {
+      kept[this.following] = undefined;
       out.next(later);
       this.following++;
     }
@@ -46,7 +46,7 @@ class InCallOrder extends Stage<CallNews, CallRecord> {
   }
 
   override unsubscribe(): void {
-    this.waiting = undefined;
+    this.kept = undefined;
     this.seen = undefined;
     super.unsubscribe();
   }

@@ -12,12 +12,12 @@ import type { LaneStore, Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import type { CallBody } from '../callBody.js';
-import type { LaneStep } from '../callLanes.js';
+import { plainLane, type LaneKind, type LaneStep } from '../callLanes.js';
 import { addRateSteps, pauseTool, RateViews, slowDown, toolRateKey, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
 import { Stage, staged } from './stage.js';
-import { plainLane, type LaneKind } from '../laneKinds.js';
+
 import type { BudgetSpec } from '../../lanes/index.js';
 
 /** The lanes calls enter, and what else entering them needs: the batch options of the same names. */
@@ -105,7 +105,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     this.out.next(record);
   }
 
-  over(_record: CallRecord): void {
+  done(_record: CallRecord): void {
     this.open--;
     if (this.open === 0 && this.sourceDone) this.out.complete();
   }
@@ -123,7 +123,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
 
   protected take(record: CallRecord): void {
     // Decided before it got here (a cache stage, say): it passes on as it is.
-    if (record.state === 'ended') this.out.next(record);
+    if (record.outcome !== undefined) this.out.next(record);
     else this.enter(record);
   }
 

@@ -8,11 +8,11 @@ import { BatchScope, type BatchScopeOptions } from '../batchScope.js';
 import { CallRecord } from '../records.js';
 import { Stage, staged } from './stage.js';
 
-// One phase: its records, held until `concatMap` subscribes (the phase before it may still run),
+// One phase: its records, kept until `concatMap` subscribes (the phase before it may still run),
 // then passed on as they come. One of these per phase, never per call.
 class Phase {
   // Records that arrived before anyone subscribed.
-  private held: CallRecord[] = [];
+  private early: CallRecord[] = [];
   // Who reads the phase, once subscribed.
   private reader: Subscriber<CallRecord> | undefined = undefined;
   // True once no more records will come.
@@ -24,7 +24,7 @@ class Phase {
 
   push(record: CallRecord): void {
     if (this.left) return;
-    if (this.reader === undefined) this.held.push(record);
+    if (this.reader === undefined) this.early.push(record);
     else this.reader.next(record);
   }
 
@@ -39,9 +39,9 @@ class Phase {
       return () => undefined;
     }
     this.reader = reader;
-    const held = this.held;
-    this.held = [];
-    for (const record of held) {
+    const early = this.early;
+    this.early = [];
+    for (const record of early) {
       if (reader.closed) break;
       reader.next(record);
     }

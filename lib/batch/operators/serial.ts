@@ -12,7 +12,7 @@ export interface SerialStage {
   /** Records this stage takes; the others go no further (default: all). */
   takes?(record: CallRecord): boolean;
   /** True when the queue must wait where it is (a stopped batch asks nobody): the record stays first. */
-  holds?(record: CallRecord): boolean;
+  stays?(record: CallRecord): boolean;
   /**
    * Handles `record`, passing it on with `serial.pass` (or failing the stage with
    * `serial.fail`) and saying `serial.through()` once the next may go: at once, or later,
@@ -73,7 +73,7 @@ export class Serial extends Stage<CallRecord> {
     if (takes !== undefined && !takes(record)) return;
     // Nothing ahead of it: straight to its step, without a queue (none is made for a stage whose
     // steps all answer at once).
-    if (this.head === this.queue.length && this.busy === undefined && !this.draining && this.stage.holds?.(record) !== true) {
+    if (this.head === this.queue.length && this.busy === undefined && !this.draining && this.stage.stays?.(record) !== true) {
       this.draining = true;
       try {
         this.handle(record);
@@ -115,7 +115,7 @@ export class Serial extends Stage<CallRecord> {
     try {
       while (this.busy === undefined && this.head < this.queue.length && !out.closed) {
         const record = this.queue[this.head]!;
-        if (stage.holds?.(record) === true) return;
+        if (stage.stays?.(record) === true) return;
         this.queue[this.head++] = undefined;
         if (!this.handle(record)) return;
       }

@@ -40,7 +40,7 @@ export function untilStopped(stop$?: Subscribable<StopReason>): MonoTypeOperator
 class UntilStopped extends Stage<CallNews> {
   // The batch, known from the first record, or at once when the stop given is the batch's own.
   private batch: BatchScope | undefined = undefined;
-  // A stop from outside heard before the batch was known; the batch holds it once met.
+  // A stop from outside heard before the batch was known; the batch keeps it once met.
   private early: StopReason | undefined = undefined;
   // The outside stop's subscription.
   private listening: Unsubscribable | undefined = undefined;
@@ -103,7 +103,7 @@ class UntilStopped extends Stage<CallNews> {
     this.out.complete();
   }
 
-  // A stop from outside: through the batch, which holds it while a call is mid-bookkeeping.
+  // A stop from outside: through the batch, which defers it while a call is mid-bookkeeping.
   private stop(reason: StopReason): void {
     if (this.batch !== undefined) this.batch.stop(reason);
     else {
@@ -120,7 +120,7 @@ class UntilStopped extends Stage<CallNews> {
       // Stopped while its source is being subscribed (a body that stops its own batch, say):
       // the calls still arriving are classified once they all have, but the calls in their lanes
       // end now, as the unsubscription would end them, so an answer after the stop is ignored.
-      else scope.tearDownEntered();
+      else scope.teardownEntered();
     });
     if (this.early !== undefined) scope.stop(this.early);
   }

@@ -20,7 +20,7 @@ export class RunJournaling {
     this.journal.append({ kind: 'started', runId: this.runId, agent: agent.name, tenant, input, history, state, maxTurns });
   }
 
-  answered(turn: number, response: ModelResponse): void {
+  responded(turn: number, response: ModelResponse): void {
     // What the tracing reads of the response (its id) is not part of the conversation.
     const { text, toolCalls, usage, finishReason } = response;
     this.journal.append({ kind: 'answered', runId: this.runId, turn, response: { text, toolCalls, usage, finishReason } });

@@ -1,6 +1,6 @@
-// One request to the model: the provider's answer, value by value (a whole response, or the
+// One request to the model: the provider's response, value by value (a whole response, or the
 // parts of a streamed turn), under an AbortController of the request's own, and what the run
-// makes of a reply that fails or does not decode.
+// makes of a response that fails or does not decode.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
 import { isPromiseLike, reportUnhandled } from '../../batch/index.js';
@@ -13,7 +13,7 @@ import { isStreamPart, StreamPartError } from './modelStream.js';
 import type { Keep } from '../../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
-export type ResponseOrFailure = { readonly reply: DecodedResponse } | { readonly failure: RunEvent };
+export type ResponseOrFailure = { readonly response: DecodedResponse } | { readonly failure: RunEvent };
 
 // The run's failure for a provider that failed (its facts, an HTTP status, its code, the
 // attempts made, go with it), or that completed without answering.
@@ -38,30 +38,30 @@ export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
   try {
     decoded = decodeModelResponse(raw);
   } catch (error) {
-    // A reply that throws when read (a getter, a proxy) is the provider's failure too.
+    // A response that throws when read (a getter, a proxy) is the provider's failure too.
     return { failure: failed(new ProviderError(turn, toErrorInfo(error).message)) };
   }
   if (isLeft(decoded)) return { failure: failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)) };
-  return { reply: decoded.right };
+  return { response: decoded.right };
 }
 
-/** Who hears a request's answer: each value (a whole response, or a streamed turn's parts), and how it ended. */
-export interface ReplyObserver {
-  reply(value: unknown): void;
-  replyFailed(error: unknown): void;
-  replyEnded(): void;
+/** Who hears a request's response: each value (a whole response, or a streamed turn's parts), and how it ended. */
+export interface ResponseObserver {
+  responded(value: unknown): void;
+  responseFailed(error: unknown): void;
+  responseEnded(): void;
 }
 
 /**
- * One request to the model: it asks the provider (`send`) and hands `observer` its answer, value
+ * One request to the model: it asks the provider (`send`) and hands `observer` its response, value
  * by value: a whole response (nothing after it is read), or the parts of a streamed turn until
  * the stream ends. What the provider returned may be a Promise (followed with `then`, no
  * Observable made), an Observable, or anything RxJS can read. Each request has its own
  * AbortController, whose signal the provider is handed: a provider that keeps a signal sees only
  * this request's abort, and one that leaves its listeners behind leaves them on a signal nobody
- * keeps. Unsubscribing leaves the request, aborted only if its answer was not complete by then;
+ * keeps. Unsubscribing leaves the request, aborted only if its response was not complete by then;
  * made before it is sent, it can be left while the provider is still being asked (a provider
- * that stops its own run). Every value, failure and ending the provider sends after the answer
+ * that stops its own run). Every value, failure and ending the provider sends after the response
  * is complete, or after the request was left, is ignored.
  *
  * The subscriber of the provider's Observable itself (a `DirectSubscriber`: no wrapper, and no
@@ -70,10 +70,10 @@ export interface ReplyObserver {
  */
 export class Request extends DirectSubscriber<unknown> {
   private readonly controller = new AbortController();
-  // Set once the answer is complete or failed, or the request was left: later values are ignored.
+  // Set once the response is complete or failed, or the request was left: later values are ignored.
   private done = false;
 
-  constructor(private readonly observer: ReplyObserver) {
+  constructor(private readonly observer: ResponseObserver) {
     super();
   }
 
@@ -105,9 +105,9 @@ export class Request extends DirectSubscriber<unknown> {
     }
     // An Observable, as the contract says; anything else RxJS can read (an async iterable, say)
     // is taken as it always was, and the rest is the provider's failure.
-    let reply$: Observable<unknown>;
+    let response$: Observable<unknown>;
     try {
-      reply$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
+      response$ = isObservable(produced) ? produced : from(produced as ObservableInput<unknown>);
     } catch {
       this.fail(new TypeError(`respond must return a Promise or an Observable of the reply (wrap a ready one in Promise.resolve or of), got ${describeValue(produced)}`));
       return;
@@ -115,7 +115,7 @@ export class Request extends DirectSubscriber<unknown> {
     // A request left while the provider was asked does not subscribe what it returned.
     if (this.done) return;
     try {
-      reply$.subscribe(this);
+      response$.subscribe(this);
     } catch (error) {
       this.fail(error);
     }
@@ -133,11 +133,11 @@ export class Request extends DirectSubscriber<unknown> {
   override complete(): void {
     if (this.done) return;
     this.done = true;
-    this.observer.replyEnded();
+    this.observer.responseEnded();
     this.release();
   }
 
-  // Left by the run: the request is aborted unless its answer was complete, then let go.
+  // Left by the run: the request is aborted unless its response was complete, then let go.
   override unsubscribe(): void {
     if (!this.done) {
       this.done = true;
@@ -148,23 +148,23 @@ export class Request extends DirectSubscriber<unknown> {
 
   private value(value: unknown): void {
     if (this.done) return;
-    if (isStreamPart(value)) return this.observer.reply(value);
-    // A whole response: the answer is complete, whatever else the provider would send. It is
+    if (isStreamPart(value)) return this.observer.responded(value);
+    // A whole response: it is complete, whatever else the provider would send. It is
     // handed on first, then the provider's subscription let go.
     this.done = true;
-    this.observer.reply(value);
+    this.observer.responded(value);
     this.release();
   }
 
   private fail(error: unknown): void {
     if (this.done) return;
     this.done = true;
-    this.observer.replyFailed(error);
+    this.observer.responseFailed(error);
     this.release();
   }
 
-  // The answer is complete: the provider's subscription is let go. A teardown of the provider's
-  // that throws cannot take the answer back: it is reported as RxJS reports one nobody can receive.
+  // The response is complete: the provider's subscription is let go. A teardown of the provider's
+  // that throws cannot take the response back: it is reported as RxJS reports one nobody can receive.
   private release(): void {
     try {
       super.unsubscribe();
@@ -179,6 +179,6 @@ export class Request extends DirectSubscriber<unknown> {
  * each request's AbortSignal is made from before it becomes a signal.
  */
 export function keepShapes(keep: Keep): void {
-  keep(() => new Request({ reply: () => undefined, replyFailed: () => undefined, replyEnded: () => undefined }));
+  keep(() => new Request({ responded: () => undefined, responseFailed: () => undefined, responseEnded: () => undefined }));
   keep(() => new EventTarget());
 }

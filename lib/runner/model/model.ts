@@ -1,6 +1,6 @@
 // The runner's side of the conversation with a model: what it sends each turn
 // (ModelRequest), what it accepts back (a whole ModelResponse, or the turn as a stream of
-// parts, decoded with io-ts, since a provider's reply is input from outside), and the
+// parts, decoded with io-ts, since a provider's response is input from outside), and the
 // provider interface itself.
 import { isLeft, isRight, left, right, type Either } from 'fp-ts/lib/Either.js';
 import * as t from 'io-ts';
@@ -65,7 +65,7 @@ export type ModelStreamPart =
   | ({ readonly type: 'response' } & ResponseInfo);
 
 /**
- * A model behind any wire. Given a request, the turn's answer: one whole response (a Promise, or
+ * A model behind any wire. Given a request, the turn's response: one whole response (a Promise, or
  * an Observable's first value), or the turn as it is written, an Observable of stream parts
  * ending when the turn is complete. A streamed turn's calls start as soon as each is complete.
  */
@@ -96,7 +96,7 @@ const ToolCallCodec = t.intersection([
   t.partial({ arguments: t.union([t.string, t.UnknownRecord, t.undefined]) }),
 ]);
 
-/** A provider's reply, as the runner accepts it; `null` is read as absent. Each call is checked on its own. */
+/** A provider's response, as the runner accepts it; `null` is read as absent. Each call is checked on its own. */
 export const ModelResponseCodec = t.intersection([
   t.UnknownRecord,
   t.partial({
@@ -117,7 +117,7 @@ function plainCall(entry: unknown): ToolCall | undefined {
   return undefined;
 }
 
-// What a reply without a malformed call reports: one empty map, shared, that cannot be filled.
+// What a response without a malformed call reports: one empty map, shared, that cannot be filled.
 class EmptyMap<K, V> extends Map<K, V> {
   override set(): this {
     throw new TypeError('this map is read-only');
@@ -125,7 +125,7 @@ class EmptyMap<K, V> extends Map<K, V> {
 }
 const noneMalformed: ReadonlyMap<number, string> = new EmptyMap<number, string>();
 
-/** A decoded reply, with what was wrong with any call that did not decode, by position. */
+/** A decoded response, with what was wrong with any call that did not decode, by position. */
 export interface DecodedResponse {
   readonly response: ModelResponse;
   readonly malformed: ReadonlyMap<number, string>;
@@ -135,7 +135,7 @@ const isUsage = (value: unknown): value is Usage => UsageCodec.is(value);
 const isFinishReason = (value: unknown): value is FinishReason => FinishReasonCodec.is(value);
 
 /**
- * One call of a reply, at `position` in call order. A well-formed call is itself; a malformed
+ * One call of a response, at `position` in call order. A well-formed call is itself; a malformed
  * one is kept, with a stand-in id or name if it lacks one, and `problem` says what was wrong,
  * so that it fails alone and its siblings still run.
  */
@@ -160,11 +160,11 @@ function malformedCall(entry: unknown, i: number): { readonly call: ToolCall; re
   };
 }
 
-/** The keys a whole reply may have, for the message that refuses another. */
-export const replyKeys = 'text, toolCalls, usage, finishReason or response';
+/** The keys a whole response may have, for the message that refuses another. */
+export const responseKeys = 'text, toolCalls, usage, finishReason or response';
 
-// The first key of a reply that the contract does not know (`content`, `tool_calls`: another
-// wire's shape), or undefined. Own enumerable keys, as the reply's JSON would have them.
+// The first key of a response that the contract does not know (`content`, `tool_calls`: another
+// wire's shape), or undefined. Own enumerable keys, as the response's JSON would have them.
 function unknownReplyKey(raw: object): string | undefined {
   const keys = Object.keys(raw);
   for (let i = 0; i < keys.length; i++) {
@@ -175,11 +175,11 @@ function unknownReplyKey(raw: object): string | undefined {
 }
 
 /**
- * Decodes a provider's reply. A reply that is not an object, that has a key the contract does
+ * Decodes a provider's response. A response that is not an object, that has a key the contract does
  * not know (`content`, `tool_calls`: another wire's shape), that says nothing (neither `text`,
  * `toolCalls` nor a `finishReason` saying why there are neither: `{}`), or whose text, call
  * list, usage or finish reason has the wrong type, is refused whole (Left, with what came and
- * what was expected). `{ text: '' }` is an answer. A single malformed call is kept, with a
+ * what was expected). `{ text: '' }` is a response. A single malformed call is kept, with a
  * stand-in id or name if it lacks one, and listed in `malformed`, so that it fails alone and
  * its siblings still run.
  */
@@ -189,13 +189,13 @@ export function decodeModelResponse(raw: unknown): Either<string, DecodedRespons
   let usage: unknown;
   let finishReason: unknown;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    return left(`response: expected an object with ${replyKeys}, got ${describeValue(raw)}`);
+    return left(`response: expected an object with ${responseKeys}, got ${describeValue(raw)}`);
   }
   const unknownKey = unknownReplyKey(raw);
   if (unknownKey !== undefined) {
-    return left(`response.${unknownKey}: not a key of a reply (expected ${replyKeys}), got ${describeValue(raw)}`);
+    return left(`response.${unknownKey}: not a key of a reply (expected ${responseKeys}), got ${describeValue(raw)}`);
   }
-  // The common reply checked by hand (exactly what the codec accepts, without its allocations);
+  // The common response checked by hand (exactly what the codec accepts, without its allocations);
   // the codec decides anything else and words the error.
   ({ text, toolCalls, usage, finishReason } = raw as Record<string, unknown>);
   if (text == null && toolCalls == null && finishReason == null) {

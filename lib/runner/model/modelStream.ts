@@ -1,5 +1,5 @@
 // A streamed model turn as it is written: each part decoded as it comes (a part is input from
-// outside, as a whole reply is), the text joined, each tool call decoded on its own as soon as
+// outside, as a whole response is), the text joined, each tool call decoded on its own as soon as
 // the stream completes it, and at the end the response the turn amounts to: the very response
 // a provider giving the turn whole would have given, so the transcript is the same either way.
 import { isLeft } from 'fp-ts/lib/Either.js';
@@ -43,7 +43,7 @@ function unknownPartKey(part: object, keys: readonly string[]): string | undefin
  * StreamPartError for a part that does not decode. `response()` is the turn so far.
  */
 export class WrittenTurn {
-  // The text so far: undefined until the first delta, as a whole reply without text has none.
+  // The text so far: undefined until the first delta, as a whole response without text has none.
   private text: string | undefined = undefined;
   // The calls so far, in call order.
   private readonly toolCalls: ToolCall[] = [];
@@ -83,7 +83,7 @@ export class WrittenTurn {
       }
       case 'tool-call': {
         const position = this.toolCalls.length;
-        // The part itself is the call (its `type` aside), checked as a call of a whole reply is.
+        // The part itself is the call (its `type` aside), checked as a call of a whole response is.
         const { call, problem } = decodeToolCall(part, position);
         this.toolCalls.push(call);
         if (problem !== undefined) (this.malformed ??= new Map()).set(position, problem);
@@ -113,7 +113,7 @@ export class WrittenTurn {
     }
   }
 
-  /** The turn as one response: what a provider giving it whole would have answered. */
+  /** The turn as one response: what a provider giving it whole would have sent. */
   response(): DecodedResponse {
     const { text, toolCalls, usage, finishReason, malformed } = this;
     const response: { text?: string; toolCalls?: readonly ToolCall[]; usage?: Usage; finishReason?: FinishReason } = {};

@@ -1,7 +1,7 @@
 // The calls of one turn that wait for a person: a call whose approval was left to one, a call
-// of a later phase held behind it (the order rules), a call whose nested run waits for one. The
+// of a later phase waiting behind it (the order rules), a call whose nested run waits for one. The
 // batch runs everything else the order rules allow; the outcomes from the first waiting call on
-// are held here, and once the batch is over the run either ends `interrupted` (its snapshot
+// are kept back here, and once the batch is over the run either ends `interrupted` (its snapshot
 // keeps them) or, stopped meanwhile, tells them as any stopped batch would.
 import { errorOutcome, type BatchCall, type GateVerdict, type Outcome } from '../../batch/index.js';
 import { CallStoppedError } from '../../errors.js';
@@ -26,7 +26,7 @@ const whyOf: Record<Exclude<Wait, 'nested'>, (tool: string) => string> = {
   order: () => 'an earlier call of its turn is waiting for a person\'s approval',
 };
 
-/** One turn's waiting calls. Made by the run for each batch that may hold one back. */
+/** One turn's waiting calls. Made by the run for each batch in which a call may wait. */
 export class TurnWaits {
   /** Why each call waits, by index; undefined for a call that does not. */
   readonly waits: Array<Wait | undefined> = [];
@@ -34,7 +34,7 @@ export class TurnWaits {
   readonly nested: Array<RunSnapshot | undefined> = [];
   /** The index of the first call that waits; Infinity while none does. */
   first = Infinity;
-  /** The outcomes from `first` on, as they came (call order), held until the batch is over. */
+  /** The outcomes from `first` on, as they came (call order), kept back until the batch is over. */
   readonly later: Outcome[] = [];
 
   constructor(
@@ -49,8 +49,8 @@ export class TurnWaits {
     return this.first !== Infinity;
   }
 
-  /** Holds `call` back for `why`: it goes on through the batch with an outcome of its own, never dispatched. */
-  hold(call: BatchCall, index: number, why: Exclude<Wait, 'nested'>): undefined {
+  /** Makes `call` wait for `why`: it goes on through the batch with an outcome of its own, never dispatched. */
+  wait(call: BatchCall, index: number, why: Exclude<Wait, 'nested'>): undefined {
     this.mark(index, why);
     const error = new CallStoppedError(neverDispatchedMessage(whyOf[why](call.tool)), false);
     (call as RunnerCall).outcome = errorOutcome({ index, callId: call.callId, tool: call.tool }, false, { name: error.name, message: error.message }, { kind: 'cancelled', why: whyOf[why](call.tool) });
@@ -66,12 +66,12 @@ export class TurnWaits {
   }
 
   /**
-   * The gate in front of the policies: a call of a later phase than a waiting call is held
+   * The gate in front of the policies: a call of a later phase than a waiting call waits
    * behind it, unasked (a phase runs only once every call before it has ended).
    */
   gate(next: GateStepOf | undefined): GateStepOf {
     return (call, index) => {
-      if (this.first < index && !this.samePhase(index)) return this.hold(call, index, 'order');
+      if (this.first < index && !this.samePhase(index)) return this.wait(call, index, 'order');
       return next === undefined ? undefined : next(call, index);
     };
   }

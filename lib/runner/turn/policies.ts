@@ -104,7 +104,7 @@ export function policySteps(
   targets: readonly PolicyTarget[],
   toEvent: (outcome: Outcome) => ToolOutcomeEvent,
   approvals: boolean = targets.some((t) => t.needsApproval),
-  // A call left to a person (no approve policy, or one that defers it): held back, the gate lets it go on.
+  // A call left to a person (no approve policy, or one that defers it): it waits, and the gate lets it go on.
   defer: (call: BatchCall, index: number) => GateVerdict = () => toErrorInfo(new ToolRejectedError('approval', 'needs approval and nobody can give it here')),
 ): {
   gate: ((call: BatchCall, index: number) => Step<GateVerdict>) | undefined;

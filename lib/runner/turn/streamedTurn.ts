@@ -1,4 +1,4 @@
-// A streamed turn: its calls handed to its batch as the model writes them, its outcomes held
+// A streamed turn: its calls handed to its batch as the model writes them, its outcomes kept back
 // until the response is complete, so its transcript is the whole turn's.
 import { catchError, concat, concatMap, connectable, defer, EMPTY, filter, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
 import type { Outcome, StopReason } from '../../batch/index.js';
@@ -15,7 +15,7 @@ import { callOf, type RunnerCall } from './turnCalls.js';
  * A streamed turn. Its batch starts at once and takes each call as soon as the stream completes
  * it, so the call is gated and enters its lanes while the model writes the next one.
  * The transcript is the whole turn's: MODEL_RESPONSE (every call) once the stream has ended,
- * then the outcomes in call order, those that settled before it held until then. The model's
+ * then the outcomes in call order, those that settled before it kept back until then. The model's
  * text goes to activity$ as it is written.
  *
  * A stop (the run's, or the batch's own: FAIL_RUN, toolCallSeconds) ends the reading, the

@@ -8,7 +8,7 @@ import type { Outcome, StopReason } from '../../batch/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
 import type { Keep } from '../../keep.js';
 import { RunError } from '../../errors.js';
-import { providerFailure, responseOf, Request, type ReplyObserver } from '../model/ask.js';
+import { providerFailure, responseOf, Request, type ResponseObserver } from '../model/ask.js';
 import { ending, failed, type RunEvent } from '../events.js';
 import { isStreamPart } from '../model/modelStream.js';
 import type { Permit } from '../../lanes/index.js';
@@ -32,19 +32,19 @@ const noOutcomes: Outcome[] = [];
 
 // One turn as it runs: the request, then its batch (or a streamed turn's reading). A record per
 // turn that is their observer, with no operator chain of its own: it hears the provider's
-// answer, and it is its batch's subscriber itself (a `DirectSubscriber`), so a turn left while
+// response, and it is its batch's subscriber itself (a `DirectSubscriber`), so a turn left while
 // its batch is being subscribed (its calls answering synchronously) ends that batch at once. Anything unforeseen thrown in its
 // callbacks fails the turn, and the run with RUN_FAILED (turnByTurn's `failed`).
-class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
-  // The request in flight, until answered or left.
+class Turn extends DirectSubscriber<Outcome> implements ResponseObserver {
+  // The request in flight, until it has its response or is left.
   private asked: Unsubscribable | undefined = undefined;
   // The run's stop, heard while the model is asked.
   private stopping: Unsubscribable | undefined = undefined;
   // A streamed turn's later parts, and who reads them.
   private rest: Subscriber<unknown> | undefined = undefined;
   private streaming = false;
-  // True once the answer came (the batch, or the stream, took over) or the request was left.
-  private answered = false;
+  // True once the response came (the batch, or the stream, took over) or the request was left.
+  private responseCame = false;
   // Each result's JSON, by call index, as the settle step made it; the outcomes so far (they
   // come in call order). Sized when the calls are known.
   private contents: Array<string | undefined> = noContents;
@@ -66,7 +66,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     const { run, n, subscriber } = this;
     const { plan } = run;
     if (n > plan.maxTurns) return this.end(failed(new RunError(`${plan.agent.name} reached maxTurns (${plan.maxTurns}) without a final answer`)));
-    // A run stopped before this turn does not take even a synchronous reply.
+    // A run stopped before this turn does not take even a synchronous response.
     if (run.stopped !== undefined) return this.end(ending(run.stopped));
     subscriber.add(this);
     // A run nothing outside can stop hears nothing while it asks.
@@ -93,30 +93,30 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
 
   /** @internal The tenant's token budget, which had to be asked of a store shared by a fleet, covers this turn. */
   granted(): void {
-    if (!this.budgetWaits || this.closed || this.answered) return;
+    if (!this.budgetWaits || this.closed || this.responseCame) return;
     this.budgetWaits = false;
     this.ask();
   }
 
   /** @internal The tenant's token budget cannot cover this turn (a BudgetExceededError), or could not be asked: the run fails. */
   lost(error: Error): void {
-    if (this.closed || this.answered) return;
+    if (this.closed || this.responseCame) return;
     this.end(failed(error));
   }
 
   // The run stopped while the model was asked: the request is left (aborted) and the run ends.
   private stopped(reason: StopReason): void {
-    if (this.answered) return;
+    if (this.responseCame) return;
     this.leave();
     this.end(ending(reason));
   }
 
-  reply(value: unknown): void {
+  responded(value: unknown): void {
     if (this.streaming) {
       this.rest?.next(value);
       return;
     }
-    // A turn left (its run's subscriber gone) takes no answer.
+    // A turn left (its run's subscriber gone) takes no response.
     if (this.closed) return;
     const { run, n, subscriber } = this;
     try {
@@ -131,10 +131,10 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
       this.heard();
       const decoded = responseOf(n, value);
       if ('failure' in decoded) return this.end(decoded.failure);
-      const { response, malformed } = decoded.reply;
+      const { response, malformed } = decoded.response;
       subscriber.next(run.responded(n, response));
       const { toolCalls = [] } = response;
-      if (toolCalls.length === 0) return this.answer(finalAnswer(run.plan.agent, response.text));
+      if (toolCalls.length === 0) return this.final(finalAnswer(run.plan.agent, response.text));
       if (this.closed) return;
       this.contents = new Array<string | undefined>(toolCalls.length);
       this.outcomes = new Array<Outcome>(toolCalls.length);
@@ -144,7 +144,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     }
   }
 
-  replyFailed(error: unknown): void {
+  responseFailed(error: unknown): void {
     if (this.streaming) {
       this.rest?.error(error);
       return;
@@ -154,7 +154,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     this.end(providerFailure(this.n, error));
   }
 
-  replyEnded(): void {
+  responseEnded(): void {
     if (this.streaming) {
       this.rest?.complete();
       return;
@@ -164,10 +164,10 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
     this.end(providerFailure(this.n, undefined));
   }
 
-  // The answer came: the stop now reaches the batch, which classifies its calls. A whole
-  // answer's request is over, and let go (its AbortSignal is some 500 bytes).
+  // The response came: the stop now reaches the batch, which classifies its calls. A whole
+  // response's request is over, and let go (its AbortSignal is some 500 bytes).
   private heard(): void {
-    this.answered = true;
+    this.responseCame = true;
     if (!this.streaming) this.asked = undefined;
     this.stopping?.unsubscribe();
     this.stopping = undefined;
@@ -218,7 +218,7 @@ class Turn extends DirectSubscriber<Outcome> implements ReplyObserver {
 
   // The final answer as the run's final event: at once, or once an output schema that checks
   // asynchronously has given its verdict (a turn left meanwhile ends nothing, as below).
-  private answer(event: RunEvent | Promise<RunEvent>): void {
+  private final(event: RunEvent | Promise<RunEvent>): void {
     if (!(event instanceof Promise)) return this.end(event);
     void event.then((final) => {
       try {

@@ -1,5 +1,5 @@
 // One turn's calls as the batch runs them: the policies' gate and settle steps, the JSON form of
-// each result, the calls held back for a person (interrupts.ts), and the runner's lanes.
+// each result, the calls that wait for a person (interrupts.ts), and the runner's lanes.
 import { tap, type Observable } from 'rxjs';
 import { runBatch, type BatchCall, type GateVerdict, type Outcome, type StopReason } from '../../batch/index.js';
 import { isStandardSchema, type ToolRegistry } from '../../tools/index.js';
@@ -24,7 +24,7 @@ export interface BatchRun {
   readonly agentTools: AgentTools;
 }
 
-/** A turn's batch: its outcomes, and the calls it may hold for a person (undefined when none can wait). */
+/** A turn's batch: its outcomes, and its calls that may wait for a person (undefined when none can wait). */
 export interface TurnBatch {
   readonly outcomes$: Observable<Outcome>;
   readonly waits: TurnWaits | undefined;
@@ -72,7 +72,7 @@ function mayCheckLater(current: AgentTools, tools: ToolRegistry): boolean {
 /**
  * Turn `turn`'s batch: `given` whole (an array) or streamed (an Observable of calls, each as soon
  * as it is complete). `contents` receives each result's JSON as it settles. When a call may wait
- * for a person (a tool of the runner needs approval), the batch's `waits` hold the turn's waiting calls.
+ * for a person (a tool of the runner needs approval), the batch's `waits` keep the turn's waiting calls.
  */
 export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCall[] | Observable<RunnerCall>, contents: Array<string | undefined>, stop$: Observable<StopReason> | undefined): TurnBatch {
   const { parts, plan, runId, journal } = run;
@@ -81,7 +81,7 @@ export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCal
   // Policies see each call as { runId, callId, tool, args, tenant }: made only when there are policies to see them.
   const approvals = whole ? (given as readonly RunnerCall[]).some((call) => call.needsApproval) : mayNeedApproval(run.agentTools, parts.tools);
   const policed = parts.policed || approvals;
-  // A call of this turn may wait for a person (its own approval, or a nested run's): its waits, and the gate that holds calls behind it.
+  // A call of this turn may wait for a person (its own approval, or a nested run's): its waits, and the gate that makes calls wait behind it.
   const waits = approvals || someNeedApproval(parts.tools) ? new TurnWaits(whole ? [...(given as readonly RunnerCall[])] : [], contents) : undefined;
   const targetOf = (call: RunnerCall): PolicyTarget => ({ call: { runId, callId: call.callId, tool: call.tool, args: call.shown, tenant }, needsApproval: call.needsApproval });
   const targets: PolicyTarget[] = policed && whole ? (given as readonly RunnerCall[]).map(targetOf) : [];
@@ -95,9 +95,9 @@ export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCal
           }),
         )
       : given;
-  const hold = waits === undefined ? undefined : (call: BatchCall, index: number) => waits.hold(call, index, 'approval');
+  const wait = waits === undefined ? undefined : (call: BatchCall, index: number) => waits.wait(call, index, 'approval');
   const { gate: policyGate, settle: policySettle } = policed
-    ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals, hold)
+    ? policySteps(parts.policies, targets, (outcome: Outcome): ToolOutcomeEvent => toOutcomeEvent(turn, outcome), approvals, wait)
     : { gate: undefined, settle: undefined };
   // Calls whose arguments a Standard Schema checks asynchronously wait for the verdict at the gate.
   const later = whole ? (given as readonly RunnerCall[]).some((call) => call.later !== undefined) : mayCheckLater(run.agentTools, parts.tools);

@@ -48,8 +48,8 @@ function deepFreeze<T>(value: T): T {
 // frozen, so a policy can neither change what the body gets nor see what the body did to its
 // copy. A call refused before decoding shows what the model sent (a copy, if it was an object).
 // A Standard Schema that checks asynchronously shows them once its verdict is in (a Promise).
-export function shownArguments(declaration: ResolvedDeclaration | undefined, sent: ToolCall['arguments'], rejected: boolean): unknown {
-  if (rejected || declaration === undefined) {
+export function shownArguments(declaration: ResolvedDeclaration | undefined, sent: ToolCall['arguments'], refused: boolean): unknown {
+  if (refused || declaration === undefined) {
     try {
       // The copy shares nothing with the reply, so all of it can be frozen.
       return typeof sent === 'string' ? sent : deepFreeze(ownCopy(sent));
@@ -205,7 +205,7 @@ export class RunnerCall implements BatchCall {
      * for a call whose arguments are checked later, undefined until the gate has their verdict.
      */
     public args: unknown,
-    readonly rejected: ErrorInfo | undefined,
+    readonly refused: ErrorInfo | undefined,
     declaration: ResolvedDeclaration | undefined,
     private readonly body: ToolBody<unknown> | undefined,
     private readonly scope: TurnScope,
@@ -218,7 +218,7 @@ export class RunnerCall implements BatchCall {
     this.idempotent = declaration?.idempotent;
     this.lane = declaration?.lane;
     this.cost = declaration?.cost;
-    this.needsApproval = rejected === undefined && declaration?.needsApproval === true;
+    this.needsApproval = refused === undefined && declaration?.needsApproval === true;
   }
 
   invoke(context: InvokeContext): unknown {
@@ -272,9 +272,9 @@ export class TurnActivity implements ActivitySink {
 
 // A call that could not be decoded (malformed, a repeated id, arguments its tool refuses): it
 // keeps what the model sent, and goes through the batch as a failure, never started.
-export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boolean, rejected: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
+export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boolean, refused: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
   const shown = policed ? shownArguments(declaration, toolCall.arguments, true) : undefined;
-  return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, rejected, declaration, undefined, scope, shown);
+  return new RunnerCall(toolCall.id, toolCall.name, toolCall.arguments, refused, declaration, undefined, scope, shown);
 }
 
 // What runAgent resolves with when its call can no longer start a sub-run: cancelled, with

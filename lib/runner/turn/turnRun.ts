@@ -34,7 +34,7 @@ export interface TurnRun extends CallsFrom {
 
   /** The model's response: recorded, and its event returned. */
   responded(turn: number, response: ModelResponse): RunEvent;
-  /** A call's outcome: recorded, and its event returned (none while the turn holds it for a person). */
+  /** A call's outcome: recorded, and its event returned (none while the turn keeps it back for a person). */
   tookOutcome(turn: number, outcome: Outcome, contents: ReadonlyArray<string | undefined>): ToolOutcomeEvent | undefined;
   /** The turn's batch is over: what the run does next, as the events to emit. `failure` is a broken stream's. */
   after(turn: number, outcomes: readonly Outcome[], failure?: RunEvent): readonly RunEvent[];

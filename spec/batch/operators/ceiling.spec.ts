@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { identity, mergeMap, of, share } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { ceiling, inLanes, untilStopped, type CeilingLimits, type StopReason } from '../../../lib/batch/index.js';
-import { InvocationAbortedError } from '../../../lib/batch/invocation.js';
+import { InvocationAbortedError } from '../../../lib/batch/callBody.js';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { call } from '../helpers.js';
 import { byId, labelled, recordsOf } from './records.js';

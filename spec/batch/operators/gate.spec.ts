@@ -111,7 +111,7 @@ describe('gate', () => {
     testScheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
       const calls = [
         call('a', () => 'a'),
-        call('b', () => 'b', { rejected: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
+        call('b', () => 'b', { refused: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
         call('c', () => 'c'),
         call('d', () => 'd'),
       ];

@@ -4,7 +4,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { inLanes, type BatchCall, type CallActivity, type LanePlan } from '../../../lib/batch/index.js';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { LaneTable } from '../../../lib/lanes/index.js';
-import { InvocationAbortedError } from '../../../lib/batch/invocation.js';
+import { InvocationAbortedError } from '../../../lib/batch/callBody.js';
 import { call } from '../helpers.js';
 import { byId, labelled, recordsOf, resultOf } from './records.js';
 
@@ -115,7 +115,7 @@ describe('inLanes', () => {
       const bodies = { a: cold('-(a|)'), b: cold('-(b|)'), c: cold('-----(c|)') };
       const { records } = recordsOf([
         call('a', bodies.a),
-        call('b', bodies.b, { rejected: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
+        call('b', bodies.b, { refused: { name: 'ToolArgumentsError', message: 'expected string at args.q' } }),
         call('c', bodies.c),
       ]);
       records[0]!.refuse({ name: 'ToolRejectedError', message: 'not approved' });

@@ -24,17 +24,18 @@ export function label(news: CallNews): string {
   if (news instanceof CallBody) return `${news.record.call.callId}>`;
   const record = news;
   const { callId } = record.call;
+  if (record.outcome !== undefined) return brief(record.outcome);
   switch (record.state) {
-    case 'waiting': {
-      const refused = record.refused ?? record.call.rejected;
+    case 'arrived': {
+      const refused = record.refused ?? record.call.refused;
       return refused === undefined ? callId : `${callId}!${refused.name}:${refused.message}`;
     }
     case 'queued':
+    case 'writing':
       return `${callId}~`;
-    case 'running':
-      return `${callId}>`;
-    case 'ended':
-      return brief(record.outcome!);
+    default:
+      // Running, or torn down (no outcome yet): by whether its body started.
+      return record.starts > 0 ? `${callId}>` : `${callId}~`;
   }
 }
 
