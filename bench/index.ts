@@ -711,10 +711,17 @@ async function partner(): Promise<void> {
   await run(row);
 }
 
+// The same small app in the AI SDK, the OpenAI Agents SDK and LangChain, plain and with its tools
+// wrapped in lanes, against the partner (bench/frameworks/): one process, and four on a RedisLaneStore.
+async function frameworks(): Promise<void> {
+  const { frameworksBench: run } = await import('./frameworks/index.js');
+  await run(row);
+}
+
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
 const workloads: Record<string, () => Promise<void>> = {
-  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal, partner,
+  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal, partner, frameworks,
   // The regimes a service meets, each beside its floors (bench/regimes.ts).
   ...Object.fromEntries(
     (['regimeWarm', 'regimeAfterGc', 'regimeAfterGcKept', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2', 'regimeW2Kept'] as const).map((name) => [name, () => regimes[name](row)]),

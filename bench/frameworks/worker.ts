@@ -1,0 +1,110 @@
+// One process of the frameworks bench (./index.ts): the app of one framework (./apps.ts), plain or
+// with its tools wrapped in lanes, running many concurrent requests of several tenants against
+// the simulated partner (../partner/server.ts); the partner counts what it was sent. Told to
+// measure cost, it times requests whose tool body answers at once, plain and with lanes.
+import { setMaxListeners } from 'node:events';
+import { createClient } from 'redis';
+import { ConcurrencyConfig, RateLimitedError, ToolLanes } from '../../lib/index.js';
+import { RedisLaneStore } from '../../lib/redis.js';
+import { callPartner, connections } from '../partner/call.js';
+import { appOf, plain, type AppRequest, type PartnerBody, type Wraps } from './apps.js';
+import { lanesWraps } from './lanes.js';
+import type { CostCommand, FrameworkCommand, FrameworkCostResult, FrameworkRunResult, FrameworkScenario, FrameworkWorkerMessage } from './scenario.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const tell = (message: FrameworkWorkerMessage): void => {
+  process.send?.(message);
+};
+
+const redis = createClient({ socket: { host: '127.0.0.1', port: 6379 } });
+redis.on('error', () => undefined);
+await redis.connect();
+
+const limited = (retryAfterSeconds: number): Error => new RateLimitedError('the partner answered 429', retryAfterSeconds);
+
+function concurrencyOf(scenario: FrameworkScenario): ConcurrencyConfig {
+  return scenario.limiter === 'perToolRate'
+    ? new ConcurrencyConfig({ perToolRate: { partner_lookup: { limit: scenario.rate, perSeconds: 1 } } })
+    : new ConcurrencyConfig({ perTool: { partner_lookup: scenario.perTool } });
+}
+
+async function run(scenario: FrameworkScenario): Promise<FrameworkRunResult> {
+  let completed = 0;
+  let failed = 0;
+  let unexpected: string | undefined;
+  const body: PartnerBody = (tenant, signal) => callPartner(scenario.url, tenant, signal, limited);
+  const store = scenario.limiter !== 'none' && scenario.fleet ? new RedisLaneStore({ client: redis, prefix: scenario.prefix, leaseSeconds: 10 }) : undefined;
+  const wraps: Wraps = scenario.limiter === 'none' ? plain : lanesWraps(new ToolLanes({ concurrency: concurrencyOf(scenario), ...(store ? { lanes: store } : {}) }));
+  const app = appOf(scenario.framework, body, wraps);
+  const stop = new AbortController();
+  setMaxListeners(0, stop.signal);
+  const loop = async (tenant: string): Promise<void> => {
+    while (Date.now() < scenario.endAt) {
+      try {
+        await app(tenant, scenario.calls, stop.signal);
+        completed++;
+      } catch (error) {
+        failed++;
+        // A request the scenario's end stopped is expected; anything else is kept, once.
+        if (!stop.signal.aborted) unexpected ??= String(error);
+      }
+    }
+  };
+  await sleep(Math.max(0, scenario.startAt - Date.now()));
+  const ending = setTimeout(() => stop.abort(new Error('the scenario ended')), Math.max(0, scenario.endAt - Date.now()));
+  const { tenants } = scenario;
+  await Promise.all(Array.from({ length: scenario.requests }, (_, i) => loop(tenants[i % tenants.length]!)));
+  clearTimeout(ending);
+  await store?.close();
+  return { completed, failed, ...(unexpected === undefined ? {} : { unexpected }) };
+}
+
+// µs per call of `requests` requests of `calls` calls each, one after another.
+async function timed(app: AppRequest, command: CostCommand): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < command.requests; i++) await app('a', command.calls);
+  return ((performance.now() - started) * 1000) / (command.requests * command.calls);
+}
+
+async function cost(command: CostCommand): Promise<FrameworkCostResult> {
+  // A body that answers at once: what is timed is the framework's loop and the lanes around it.
+  const body: PartnerBody = () => Promise.resolve('ok');
+  const plainApp = appOf(command.framework, body, plain);
+  // Lanes that never make a call wait (a per-tool bound above the turn's calls): their cost alone.
+  const lanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { partner_lookup: command.calls * 4 } }) });
+  const lanesApp = appOf(command.framework, body, lanesWraps(lanes));
+  let plainMicros = Number.POSITIVE_INFINITY;
+  let lanesMicros = Number.POSITIVE_INFINITY;
+  // Warmed first; then the two alternate, round after round, and the best of each is kept.
+  await timed(plainApp, command);
+  await timed(lanesApp, command);
+  for (let round = 0; round < command.rounds; round++) {
+    plainMicros = Math.min(plainMicros, await timed(plainApp, command));
+    lanesMicros = Math.min(lanesMicros, await timed(lanesApp, command));
+  }
+  return { plainMicros, lanesMicros };
+}
+
+tell({ type: 'ready' });
+process.on('message', (raw) => {
+  const command = raw as FrameworkCommand;
+  if (command.type === 'close') {
+    connections.destroy();
+    void redis.close().then(() => process.disconnect?.());
+    return;
+  }
+  if (command.type === 'cost') {
+    void cost(command).then(
+      (result) => tell({ type: 'cost', result }),
+      (error: unknown) => {
+        console.error(`frameworks bench, cost of ${command.framework}: ${String(error)}`);
+        tell({ type: 'cost', result: { plainMicros: Number.NaN, lanesMicros: Number.NaN } });
+      },
+    );
+    return;
+  }
+  void run(command.scenario).then(
+    (result) => tell({ type: 'done', result }),
+    (error: unknown) => tell({ type: 'done', result: { completed: 0, failed: 0, unexpected: String(error) } }),
+  );
+});
