@@ -122,7 +122,7 @@ export class RedisLaneStore implements LaneStore {
     this.epoch = new RedisEpoch(settings.prefix, (script, keys, args) => this.transport.ask(script, keys, args));
     this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
     // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
-    this.registry = new FleetLanes(settings.prefix, (key) => this.kinds.extraKeyOf(key));
+    this.registry = new FleetLanes(settings.prefix, this.processId, (key) => this.kinds.extraKeyOf(key));
     this.lanes = this.registry.byKey;
     const send = (kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']) => this.send(kind, script, lane, args, subject);
     const closed = () => this.closed;
