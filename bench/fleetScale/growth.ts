@@ -9,7 +9,7 @@
 import { createClient } from 'redis';
 import { RedisLaneStore } from '../../lib/lanes/index.js';
 import { keysOf, laneBase } from '../../lib/lanes/redis/keys.js';
-import { acquireScript, leaveScript, type Script } from '../../lib/lanes/redis/scripts.js';
+import { acquireScript, leaveScript, refreshScript, type Script } from '../../lib/lanes/redis/scripts.js';
 import type { Row } from '../row.js';
 import { percentile } from './load.js';
 import { loadText, type BenchRedis, type Client } from './servers.js';
@@ -140,6 +140,8 @@ export interface GrowthFigures {
   queue: GrowthPoint[];
   tenants: GrowthPoint[];
   lanes: GrowthPoint[];
+  /** Redis µs of one lane's refresh (a heartbeat's script), by lanes in use. */
+  refreshUs: Array<[number, number]>;
   memoryPerWaiter: number;
   memoryPerIdleLane: number;
   subscriptions: Array<{ lanes: number; connections: number; channels: number }>;
@@ -151,7 +153,7 @@ export async function growth(row: (r: Row) => void, server: BenchRedis, prefix: 
   await redis.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
   await redis.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '100000']);
   const rounds = 400;
-  const figures: GrowthFigures = { queue: [], tenants: [], lanes: [], memoryPerWaiter: 0, memoryPerIdleLane: 0, subscriptions: [], sweep: [] };
+  const figures: GrowthFigures = { queue: [], tenants: [], lanes: [], refreshUs: [], memoryPerWaiter: 0, memoryPerIdleLane: 0, subscriptions: [], sweep: [] };
   const sizes = (top: number, from: number): number[] => {
     const out: number[] = [];
     for (let n = from; n <= top; n *= 10) out.push(n);
@@ -184,7 +186,15 @@ export async function growth(row: (r: Row) => void, server: BenchRedis, prefix: 
     }
     // The rounds visit lanes in a random order, as calls would.
     const order = lanes.map((_, i) => i).sort(() => Math.random() - 0.5).slice(0, Math.min(size, rounds));
-    figures.lanes.push({ size, ...(await grantRounds(redis, order.map((i) => lanes[i]!), order.map((i) => holdersOf[i]!), Math.min(rounds, order.length * 2), () => 't0')) });
+    figures.lanes.push({ size, ...(await grantRounds(redis, order.map((i) => lanes[i]!), order.map((i) => holdersOf[i]!), rounds, () => 't0')) });
+    // A heartbeat's refresh of one lane (its holder and a waiter), on as many lanes.
+    await redis.sendCommand(['SLOWLOG', 'RESET']);
+    for (const i of order) {
+      const lane = lanes[i]!;
+      await run(redis, refreshScript, lane.keys, [...requestArgs(), String(LEASE), lane.channel, '1', ...holdersOf[i]!.slice(0, 1), `w-${lane.key}-1`]);
+    }
+    const refreshes = (await slowlog(redis)).get(refreshScript.sha1) ?? [];
+    figures.refreshUs.push([size, percentile(refreshes, 50)]);
     for (const lane of lanes) await redis.del(lane.keys);
   }
   for (const [name, points, what] of [
@@ -195,6 +205,10 @@ export async function growth(row: (r: Row) => void, server: BenchRedis, prefix: 
     for (const p of points) {
       row({ workload: `FS2 growth: ${name}`, figure: `${p.size} ${what}: grant (leave script) p50`, value: p.grantUs[0], unit: 'µs', note: `p99 ${p.grantUs[1]} µs; queueing a call (acquire) p50 ${p.queueUs[0]}, p99 ${p.queueUs[1]} µs; load ${load}` });
     }
+  }
+
+  for (const [size, us] of figures.refreshUs) {
+    row({ workload: 'FS2 growth: lanes in use', figure: `${size} lanes: one lane's refresh (heartbeat) p50`, value: us, unit: 'µs', note: 'a process sends one a lane it uses, every third of a lease' });
   }
 
   // Memory per waiting call, and per idle lane.
@@ -246,17 +260,24 @@ async function subscriptions(row: (r: Row) => void, server: BenchRedis, prefix: 
     await client.connect();
     const store = new RedisLaneStore({ client, prefix: `${prefix}subs${lanes}:`, leaseSeconds: 30 });
     const permits = [];
+    // 500 lanes at a time: 20,000 requests sent at once would outlast the store's timeout here.
     for (let i = 0; i < lanes; i++) {
       permits.push(store.enter(`lane-${i}`, 1, () => undefined), store.enter(`lane-${i}`, 1, () => undefined));
+      if (i % 500 === 499) await store.idle();
     }
     await store.idle();
-    // The subscriptions are confirmed after the answers.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const count = async (): Promise<number> =>
+      ((await server.client!.sendCommand(['PUBSUB', 'SHARDCHANNELS', `${prefix}subs${lanes}:*`])) as string[]).length +
+      ((await server.client!.sendCommand(['PUBSUB', 'CHANNELS', `${prefix}subs${lanes}:*`])) as string[]).length;
+    // The subscriptions are asked for as the answers come, and confirmed after: counted once they stop growing.
+    let channels = await count();
+    for (let tries = 0; tries < 100 && channels < lanes; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      channels = await count();
+    }
     const connections = Number((await server.info('clients')).connected_clients) - baseClients;
-    const channels = ((await server.client!.sendCommand(['PUBSUB', 'SHARDCHANNELS', `${prefix}subs${lanes}:*`])) as string[]).length
-      + ((await server.client!.sendCommand(['PUBSUB', 'CHANNELS', `${prefix}subs${lanes}:*`])) as string[]).length;
     out.push({ lanes, connections, channels });
-    row({ workload: 'FS2 one process on many lanes', figure: `${lanes} lanes: connections to Redis`, value: connections, unit: '', note: `${channels} wake-up channels subscribed; a heartbeat sends ${Math.ceil(lanes / 500) > 1 ? '' : ''}${lanes} refresh scripts every ${30 / 3} s` });
+    row({ workload: 'FS2 one process on many lanes', figure: `${lanes} lanes: connections to Redis`, value: connections, unit: '', note: `${channels} wake-up channels subscribed on one subscriber connection; its heartbeat sends ${lanes} refresh scripts (one a lane) every third of a lease` });
     for (const permit of permits) permit.leave();
     await store.close();
     await client.close();

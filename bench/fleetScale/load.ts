@@ -33,6 +33,10 @@ export interface LoadResult {
   readonly redisUsPerGrant: number;
   readonly scriptsPerGrant: number;
   readonly commandsPerGrant: number;
+  /** Wake-up messages heard by the processes, per grant (RedisLaneStore; the whole run). */
+  readonly wakeUpsPerGrant: number;
+  /** Requests refused and asked again (Bottleneck). */
+  readonly refused: number;
   readonly load: string;
 }
 
@@ -81,7 +85,12 @@ export async function runLoad(configs: readonly ScaleWorkerConfig[], servers: re
     const load = (await import('./servers.js')).loadText();
     await sleep(Math.max(0, w1 - clock()));
     const after = await Promise.all(servers.map(async (s) => ({ cpu: await s.cpuMs(), commands: await s.commands(), os: processCpuMs(s.pid) })));
-    const results = await Promise.all(workers.map((w) => w.result));
+    // A load whose processes have not all answered 60 s after its window is given up.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('a worker gave no result within 60 s of the window\'s end')), 60_000);
+    });
+    const results = await Promise.race([Promise.all(workers.map((w) => w.result)), late]).finally(() => clearTimeout(timer));
     await Promise.all(workers.map((w) => (w.child.exitCode !== null ? undefined : new Promise((resolve) => w.child.once('exit', resolve)))));
 
     const grants = results.reduce((sum, r) => sum + r.grants, 0);
@@ -103,6 +112,8 @@ export async function runLoad(configs: readonly ScaleWorkerConfig[], servers: re
       redisUsPerGrant: (1000 * redisCpuMs) / Math.max(1, grants),
       scriptsPerGrant: scripts / Math.max(1, grants),
       commandsPerGrant: commands / Math.max(1, grants),
+      wakeUpsPerGrant: results.reduce((sum, r) => sum + r.heard, 0) / Math.max(1, results.reduce((sum, r) => sum + r.holds.length / 2, 0)),
+      refused: results.reduce((sum, r) => sum + r.refused, 0),
       load,
     };
     if (!oneLane) return { ...out, use: NaN, gaps: [], crossGaps: [], most: NaN };

@@ -7,7 +7,7 @@ import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { Semaphore } from 'redis-semaphore';
-import { RedisLaneStore } from '../../lib/lanes/index.js';
+import { nodeRedisConnection, RedisLaneStore, type RedisConnection } from '../../lib/lanes/index.js';
 
 export interface ScaleWorkerConfig {
   readonly lanes: 'RedisLaneStore' | 'redis-semaphore' | 'Bottleneck';
@@ -37,6 +37,10 @@ export type ScaleWorkerMessage =
       readonly grants: number;
       /** This process's CPU (user + system) during the window, ms. */
       readonly cpuMs: number;
+      /** Wake-up messages its subscriber heard (RedisLaneStore), the whole run. */
+      readonly heard: number;
+      /** Requests refused and asked again (Bottleneck's ERR UNKNOWN_CLIENT). */
+      readonly refused: number;
     };
 
 const config = JSON.parse(process.argv[2]!) as ScaleWorkerConfig;
@@ -48,6 +52,8 @@ const clock = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 type Acquire = (key: string, party: string) => Promise<() => void>;
 let acquire: Acquire;
+let heard = 0;
+let refused = 0;
 let close: () => Promise<unknown>;
 const cluster = config.ports.length > 1;
 
@@ -57,7 +63,26 @@ if (config.lanes === 'RedisLaneStore') {
     : createClient({ socket: { host: '127.0.0.1', port: config.ports[0]! } });
   client.on('error', () => undefined);
   await client.connect();
-  const store = new RedisLaneStore({ client: client as never, prefix: config.prefix, leaseSeconds: 10 });
+  // The client's connection, its subscriber counting the wake-ups it hears.
+  const inner = nodeRedisConnection(client as never);
+  const counting: RedisConnection = {
+    evalsha: (sha1, keys, args) => inner.evalsha(sha1, keys, args),
+    eval: (source, keys, args) => inner.eval(source, keys, args),
+    subscriber(onReady) {
+      const sub = inner.subscriber(onReady);
+      return {
+        subscribe: (channel, sharded, listener) =>
+          sub.subscribe(channel, sharded, (message) => {
+            heard++;
+            listener(message);
+          }),
+        unsubscribe: (channel, sharded) => sub.unsubscribe(channel, sharded),
+        close: () => sub.close(),
+        destroy: () => sub.destroy?.(),
+      };
+    },
+  };
+  const store = new RedisLaneStore({ client: counting, prefix: config.prefix, leaseSeconds: 10 });
   acquire = (key, party) =>
     new Promise((resolve) => {
       const permit = store.enter(key, config.limit, () => resolve(() => permit.leave()), party);
@@ -97,10 +122,19 @@ if (config.lanes === 'RedisLaneStore') {
   for (const key of config.keys) await limiterOf(key).ready();
   // Bottleneck runs a job and frees its slot once the job settles: the job resolves with a
   // release the requester calls when its hold is over.
-  acquire = (key) =>
-    new Promise((resolve) => {
-      void limiterOf(key).schedule(() => new Promise<void>((done) => resolve(done)));
-    });
+  // A client the others took for dead (no heartbeat in time, on a busy machine) is refused with
+  // ERR UNKNOWN_CLIENT: the requester asks again, and the refusals are counted.
+  // A limiter that keeps refusing past the window gives up: its requester stops.
+  const ask = (key: string, resolve: (release: () => void) => void, reject: (error: Error) => void): void => {
+    limiterOf(key)
+      .schedule(() => new Promise<void>((done) => resolve(done)))
+      .catch((error: unknown) => {
+        refused++;
+        if (clock() > endAt) reject(error instanceof Error ? error : new Error(String(error)));
+        else setTimeout(() => ask(key, resolve, reject), 10);
+      });
+  };
+  acquire = (key) => new Promise((resolve, reject) => ask(key, resolve, reject));
   close = async () => {
     for (const limiter of limiters.values()) await limiter.disconnect(true);
   };
@@ -126,7 +160,12 @@ const requester = async (index: number): Promise<void> => {
   const party = `t${index % config.parties}`;
   while (clock() < endAt) {
     const key = config.spread ? config.keys[Math.floor(Math.random() * config.keys.length)]! : config.keys[index % config.keys.length]!;
-    const release = await acquire(key, party);
+    let release: () => void;
+    try {
+      release = await acquire(key, party);
+    } catch {
+      break;
+    }
     const start = clock();
     if (config.holdMs > 0) await sleep(config.holdMs);
     const end = clock();
@@ -138,6 +177,6 @@ const requester = async (index: number): Promise<void> => {
 await Promise.all(Array.from({ length: config.requesters }, (_, i) => requester(i)));
 clearTimeout(startCpu);
 clearTimeout(endCpu);
-tell({ type: 'result', pid: process.pid, holds, grants, cpuMs });
+tell({ type: 'result', pid: process.pid, holds, grants, cpuMs, heard, refused });
 await close();
 process.disconnect?.();
