@@ -698,6 +698,12 @@ async function fleet(): Promise<void> {
   await run(row);
 }
 
+// The fleet lanes as a fleet grows (bench/fleetScale/): hand-off, growth, shards, on a Redis of its own.
+async function fleetScale(): Promise<void> {
+  const { fleetScale: run } = await import('./fleetScale/index.js');
+  await run(row);
+}
+
 // W2 and W3 with a run journal, on PostgreSQL (bench/journal.ts), beside its floors.
 async function journal(): Promise<void> {
   const { journalBench: run } = await import('./journal.js');
@@ -721,7 +727,7 @@ async function frameworks(): Promise<void> {
 // Each workload runs in a fresh process, so one cannot tax the next (a heap grown by the
 // last, a JIT profile shaped by it); the parent prints the rows in order.
 const workloads: Record<string, () => Promise<void>> = {
-  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, journal, partner, frameworks,
+  w1, w2, tracing, w3, w3Fresh, w3FreshNoOpt, w4, scaling, w5, w5Wire, fleet, 'fleet-scale': fleetScale, journal, partner, frameworks,
   // The regimes a service meets, each beside its floors (bench/regimes.ts).
   ...Object.fromEntries(
     (['regimeWarm', 'regimeAfterGc', 'regimeAfterGcKept', 'regimeCold', 'regimeColdTimerFloor', 'regimeColdRxjsFloor', 'regimeW2', 'regimeW2Kept'] as const).map((name) => [name, () => regimes[name](row)]),

@@ -1,16 +1,16 @@
-// RedisLaneStore: the runner's shared lanes (per tool, per tenant, identical arguments) shared by
-// a fleet of processes through Redis, with the in-process lanes' rules: never more than `limit`
-// permits of a lane held across the fleet, FIFO within a party, round-robin between parties.
-// Every change is one Lua script (scripts.ts); waiters live in Redis with leases of their own;
-// grants wake waiters by pub/sub (sharded where the server has it), and a heartbeat that keeps
-// the leases also catches a missed wake-up. A dead process's permits and places come back within
-// one lease. Here is the process's side: what it asks of Redis, what it tells the engine, and
-// when. Its options are in options.ts; its requests, as it keeps them, in requests.ts; how
-// scripts reach Redis, and are sent again after a failed attempt, in transport.ts; what their
-// replies do in replies.ts; the wake-ups in wakeUps.ts; the heartbeat in heartbeat.ts; Redis
-// unreachable, and probed, in outage.ts; the in-process lanes meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what
-// explains a lost lease in epoch.ts; the metrics in metrics.ts; the rate, adaptive and budget lanes
-// in laneKinds.ts.
+// RedisLaneStore: the runner's shared lanes (per tool, per tenant, identical arguments) shared by a
+// fleet of processes through Redis, with the in-process lanes' rules: never more than `limit`
+// permits of a lane held across the fleet, FIFO within a party, round-robin between parties. Every
+// change is one Lua script (scripts.ts); waiters live in Redis with leases of their own; a grant
+// wakes the process it is for, alone, by pub/sub (sharded where the server has it), and a heartbeat
+// that keeps the leases also catches a missed wake-up. A dead process's permits and places come
+// back within one lease. Here is the process's side: what it asks of Redis, what it tells the
+// engine, and when. How its parts are put together is in parts.ts; its options in options.ts; its
+// requests, as it keeps them, in requests.ts; how scripts reach Redis, and are sent again after a
+// failed attempt, in transport.ts; what their replies do in replies.ts; the wake-ups in wakeUps.ts;
+// the heartbeat in heartbeat.ts; Redis unreachable, and probed, in outage.ts; the in-process lanes
+// meanwhile in fallback.ts; the fleet's snapshot in snapshot.ts; what explains a lost lease in
+// epoch.ts; the metrics in metrics.ts; the rate, adaptive and budget lanes in laneKinds.ts.
 import { randomBytes } from 'node:crypto';
 import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { LaneLostError } from '../../errors.js';
@@ -18,21 +18,21 @@ import type { LaneChange, LaneOccupancy, OnGrant } from '../Lane.js';
 import type { LaneLimitNotice, LanePauseNotice, LaneStore, LaneStoreNotice, LaneTable, Permit } from '../LaneTable.js';
 import type { Rate } from '../RateLane.js';
 import type { RedisConnection } from './connection.js';
-import { ScriptReplies } from './replies.js';
-import { RedisEpoch } from './epoch.js';
-import { InProcessFallback } from './fallback.js';
-import { Heartbeat } from './heartbeat.js';
-import { LaneMetrics, type LaneLossReason } from './metrics.js';
+import type { RedisEpoch } from './epoch.js';
+import type { InProcessFallback } from './fallback.js';
+import type { Heartbeat } from './heartbeat.js';
+import type { LaneLossReason, LaneMetrics } from './metrics.js';
 import { checkEntry, storeSettings, type RedisLaneStoreOptions } from './options.js';
-import { Outage } from './outage.js';
-import { ACQUIRE, FleetLane, FleetLanes, FleetPermit, HOLDING, LEAVE, Op, PENDING, lostAtOnce, tell, tellLost, WAITING } from './requests.js';
+import type { Outage } from './outage.js';
+import { storeParts } from './parts.js';
+import { ACQUIRE, FleetPermit, HOLDING, LEAVE, Op, PENDING, lostAtOnce, tell, tellLost, WAITING, type FleetLane, type FleetLanes } from './requests.js';
 import { acquireScript, leaveScript, type Script } from './scripts.js';
 import { fleetSnapshot, type FleetLaneOccupancy } from './snapshot.js';
-import { ScriptTransport } from './transport.js';
-import { WakeUps } from './wakeUps.js';
+import type { ScriptTransport } from './transport.js';
+import type { WakeUps } from './wakeUps.js';
 import type { AdaptiveBounds } from '../AdaptiveLimit.js';
 import type { BudgetOccupancy, BudgetSpec } from '../BudgetLane.js';
-import { FleetLaneKinds } from './laneKinds.js';
+import type { FleetLaneKinds } from './laneKinds.js';
 
 export type { RedisLaneStoreOptions } from './options.js';
 export type { FleetLaneOccupancy } from './snapshot.js';
@@ -119,76 +119,34 @@ export class RedisLaneStore implements LaneStore {
     this.timeoutMs = settings.timeoutMs;
     this.leaseText = settings.leaseText;
     this.keepText = settings.keepText;
-    this.epoch = new RedisEpoch(settings.prefix, (script, keys, args) => this.transport.ask(script, keys, args));
-    this.metrics = new LaneMetrics(options.meter, () => this.occupancy());
-    // An adaptive lane's ninth key is its learned limit, which its acquire reads (adaptive.ts).
-    this.registry = new FleetLanes(settings.prefix, (key) => this.kinds.extraKeyOf(key));
-    this.lanes = this.registry.byKey;
-    const send = (kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']) => this.send(kind, script, lane, args, subject);
-    const closed = () => this.closed;
-    this.heartbeat = new Heartbeat(settings.beatMs, settings.leaseText, {
-      lanes: this.lanes,
-      send,
-      sharded: () => this.wakeUps.sharded,
-      pruneWakeUps: () => this.wakeUps.prune(),
-      listening: () => this.wakeUps.active,
-      down: () => this.outage.down !== undefined,
-      probe: () => this.outage.probe(),
-      closed,
-    });
-    this.outage = new Outage(settings.prefix, settings.whenUnreachable === 'in-process', this.notices, this.metrics, {
-      closed,
-      startHeartbeat: () => this.heartbeat.start(),
-      send,
-      sendAway: (why) => this.sendAway(why),
-    });
-    this.fallback = new InProcessFallback({
-      relay: (change) => {
-        if (this.changes?.observed === true) this.changes.next(change);
-      },
-      changed: (lane, change, party) => this.changed(lane, change, party),
-      sendLeave: (permit) => this.sendLeave(permit),
-      dropIfIdle: (lane) => this.registry.dropIfIdle(lane),
-    });
-    this.wakeUps = new WakeUps(this.connection, {
-      laneOn: (channel) => this.registry.onChannel(channel),
-      lanes: () => this.lanes.values(),
+    const parts = storeParts(settings, options.meter, this.notices, {
+      processId: this.processId,
+      closed: () => this.closed,
       sent: () => this.sent,
-      closed,
-      grant: (permit, fence) => this.grant(permit, fence),
-      watchLeases: (lane, redisNow, firstEnd) => this.heartbeat.watchLeases(lane, redisNow, firstEnd),
-      sync: (lane) => this.heartbeat.sync(lane),
-    });
-    const replies = new ScriptReplies({
-      lanes: this.lanes,
-      leaseMs: this.leaseMs,
-      leaseSeconds: this.leaseSeconds,
-      epoch: this.epoch,
-      metrics: this.metrics,
-      heartbeat: this.heartbeat,
-      outage: this.outage,
-      wakeUps: this.wakeUps,
-      closed,
+      occupancy: () => this.occupancy(),
+      send: (kind, script, lane, args, subject) => this.send(kind, script, lane, args, subject),
       grant: (permit, fence) => this.grant(permit, fence),
       lose: (permit, error, handBack, reason) => this.lose(permit, error, handBack, reason),
       sendLeave: (permit) => this.sendLeave(permit),
-    });
-    this.transport = new ScriptTransport(this.connection, settings.timeoutMs, settings.timeoutSeconds, replies);
-    this.kinds = new FleetLaneKinds({
-      prefix: this.prefix,
-      processId: this.processId,
-      rateJitterMs: settings.rateJitterMs,
-      leaseMs: settings.leaseMs,
-      connection: this.connection,
-      keepText: this.keepText,
-      ask: (script, keys, args) => this.transport.ask(script, keys, args),
-      notice: (notice) => this.pauses?.next(notice),
-      limitNotice: (notice) => this.limitNews?.next(notice),
-      down: () => this.outage.down !== undefined,
-      sharded: () => this.wakeUps.sharded,
-      lane: (key) => this.lanes.get(key),
+      sendAway: (why) => this.sendAway(why),
+      changed: (lane, change, party) => this.changed(lane, change, party),
+      relay: (change) => {
+        if (this.changes?.observed === true) this.changes.next(change);
+      },
       enter: (key, limit, onGrant, party) => this.enter(key, limit, onGrant, party),
+      pauseNotice: (notice) => this.pauses?.next(notice),
+      limitNotice: (notice) => this.limitNews?.next(notice),
     });
+    this.registry = parts.registry;
+    this.lanes = parts.registry.byKey;
+    this.epoch = parts.epoch;
+    this.metrics = parts.metrics;
+    this.heartbeat = parts.heartbeat;
+    this.outage = parts.outage;
+    this.fallback = parts.fallback;
+    this.wakeUps = parts.wakeUps;
+    this.transport = parts.transport;
+    this.kinds = parts.kinds;
   }
 
   /**

@@ -132,11 +132,14 @@ export class FleetLane {
     // This process's view of the lane's limit (an adaptive lane's moves: adaptive.ts).
     public limit: number,
     readonly keys: readonly string[],
+    /** The lane's wake-up channels start with this (the scripts take it): each process has one of its own. */
     readonly channel: string,
+    /** This process's wake-up channel of the lane, `<channel>:<process id>`: grants to its requests come here alone. */
+    readonly heardOn: string = channel,
   ) {}
 }
 
-/** The lanes a process has requests on, by key and by wake-up channel: made on a first request, dropped once idle. */
+/** The lanes a process has requests on, by key and by its wake-up channel: made on a first request, dropped once idle. */
 export class FleetLanes {
   readonly byKey = new Map<string, FleetLane>();
   private readonly byChannel = new Map<string, FleetLane>();
@@ -144,6 +147,7 @@ export class FleetLanes {
   /** `extraKeyOf`: a ninth key the lane's acquire reads (an adaptive lane's learned limit), if any. */
   constructor(
     private readonly prefix: string,
+    private readonly processId: string,
     private readonly extraKeyOf: (key: string) => string | undefined,
   ) {}
 
@@ -156,9 +160,9 @@ export class FleetLanes {
     const base = laneBase(this.prefix, key);
     const extra = this.extraKeyOf(key);
     const keys = extra === undefined ? keysOf(base) : [...keysOf(base), extra];
-    const lane = new FleetLane(key, limit, keys, `${base}:g`);
+    const lane = new FleetLane(key, limit, keys, `${base}:g`, `${base}:g:${this.processId}`);
     this.byKey.set(key, lane);
-    this.byChannel.set(lane.channel, lane);
+    this.byChannel.set(lane.heardOn, lane);
     return lane;
   }
 
@@ -166,7 +170,7 @@ export class FleetLanes {
   dropIfIdle(lane: FleetLane): void {
     if (lane.permits.size > 0 || this.byKey.get(lane.key) !== lane) return;
     this.byKey.delete(lane.key);
-    this.byChannel.delete(lane.channel);
+    this.byChannel.delete(lane.heardOn);
     if (lane.reclaimTimer !== undefined) clearTimeout(lane.reclaimTimer);
     lane.reclaimTimer = undefined;
   }

@@ -1,6 +1,8 @@
-// The fleet lanes' wake-ups: a script that grants permits publishes the grants on the lane's
-// channel, and a process subscribes to a lane's channel while it has someone waiting there, on a
-// connection of its own (sharded pub/sub on Redis 7, classic channels before). A wake-up that may
+// The fleet lanes' wake-ups: a script that grants permits publishes each grant on the lane's
+// channel of the process that asked for it (`<lane>:g:<process id>`, so a grant wakes that process
+// alone, however many wait on the lane), and a process subscribes to its channel of a lane while
+// it has someone waiting there, on one connection of its own for every lane (sharded pub/sub on
+// Redis 7, classic channels before). A wake-up that may
 // have gone by unheard (sent before the subscription was confirmed, or while the subscriber
 // reconnected) is made up for by one refresh of the lane, which reports grants missed.
 import { closeWithin, type RedisConnection, type RedisSubscriber } from './connection.js';
@@ -46,8 +48,8 @@ export class WakeUps {
 
   /** A request of `lane` (sent by `op`) waits: its wake-ups must reach this process. */
   listen(lane: FleetLane, op: Op): void {
-    const heard = this.subscriptions.get(lane.channel);
-    if (heard === undefined) this.subscribe(lane.channel);
+    const heard = this.subscriptions.get(lane.heardOn);
+    if (heard === undefined) this.subscribe(lane.heardOn);
     // Sent before the subscription was confirmed: its wake-up may have gone by unheard.
     else if (heard !== ASKING && op.seq < heard) this.syncSoon(lane);
   }
