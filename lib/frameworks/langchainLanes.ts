@@ -7,7 +7,7 @@
 import { describeValue } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from './frameworkRequest.js';
+import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 
 /** What `withLanes` reads of a LangChain tool (a `StructuredTool`, a `tool()`, a `DynamicTool`): its name and its invoke. */
 export interface LangChainToolLike {
@@ -125,4 +125,4 @@ export function withLanes<Tools extends readonly LangChainToolLike[]>(tools: Too
   return tools.map((tool) => wrapped(request, flagsOf(tool.name), tool)) as unknown as Tools;
 }
 
-export type { WithLanesOptions } from './frameworkRequest.js';
+export type { WithLanesOptions } from '../toolLanes/frameworkRequest.js';

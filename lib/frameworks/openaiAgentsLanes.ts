@@ -6,7 +6,7 @@
 import { describeValue } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from './frameworkRequest.js';
+import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 
 /** What `withLanes` reads of an Agents SDK tool: its `type` (a `'function'` tool is wrapped; any other is passed through). */
 export interface AgentsToolLike {
@@ -145,4 +145,4 @@ export function withLanes<Tools extends readonly AgentsToolLike[]>(tools: Tools,
   return tools.map((tool) => (tool.type === 'function' ? wrapped(request, flagsOf((tool as FunctionToolLike).name), tool as FunctionToolLike) : tool)) as unknown as Tools;
 }
 
-export type { WithLanesOptions } from './frameworkRequest.js';
+export type { WithLanesOptions } from '../toolLanes/frameworkRequest.js';

@@ -6,11 +6,11 @@
 // calls ended, and falls off the end of its script once done.
 import { APICallError } from '@ai-sdk/provider';
 import { generateText, stepCountIs, tool } from 'ai';
-import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { ConcurrencyConfig, ToolLanes } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/lanes/index.js';
 import { withLanes } from '../../lib/providers/aiSdkProvider.js';
+import { letGo, readyThenGo, stampStart, teller, workerConfig, workerRedis } from '../lanes/redis/workerSide.js';
 import { askedIn, scriptedModel, stepOf, toolResultsIn } from './aiSdkFixture.js';
 
 export interface FleetWorkerConfig {
@@ -26,24 +26,18 @@ export interface FleetWorkerConfig {
 /** What a worker tells its parent: ready; then each call's result or error text the model was sent. */
 export type FleetWorkerMessage = { readonly type: 'ready' } | { readonly type: 'done'; readonly results: number; readonly errors: readonly string[] };
 
-const config = JSON.parse(process.argv[2]!) as FleetWorkerConfig;
-const tell = (message: FleetWorkerMessage): void => {
-  process.send?.(message);
-};
-
-const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-client.on('error', () => undefined);
+const config = workerConfig<FleetWorkerConfig>();
+const tell = teller<FleetWorkerMessage>();
+const client = workerRedis();
 const store = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: 5 });
 const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perToolRate: { quote: config.rate } }), lanes: store });
 
-// The body's start, by Redis's clock in ms, on the fleet's list of stamps.
-const stamp = `local t = redis.call('TIME') redis.call('RPUSH', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) return 1`;
 const tools = {
   quote: tool({
     description: 'A price quote from the partner',
     inputSchema: z.object({ n: z.number() }),
     execute: async ({ n }, { toolCallId }) => {
-      await client.eval(stamp, 1, `${config.prefix}stamps`);
+      await stampStart(client, config.prefix);
       if (config.limited?.callId === toolCallId) {
         throw new APICallError({ message: 'Too Many Requests', url: 'https://quotes.example/v1', requestBodyValues: {}, statusCode: 429, responseHeaders: { 'retry-after-ms': String(config.limited.retryAfterMs) } });
       }
@@ -57,8 +51,7 @@ const model = scriptedModel(6, (prompt) =>
 );
 
 await client.ping();
-tell({ type: 'ready' });
-await new Promise<void>((resolve) => process.once('message', () => resolve()));
+await readyThenGo(tell);
 const answers = await Promise.all(
   Array.from({ length: config.requests }, async (_, r) => {
     const { text } = await generateText({ model, tools: withLanes(tools, toolLanes, { tenant: `t${r % 2}` }), prompt: `r${r}`, stopWhen: stepCountIs(2) });
@@ -67,6 +60,4 @@ const answers = await Promise.all(
 );
 const outputs = answers.flat();
 tell({ type: 'done', results: outputs.filter((o) => o.type === 'text').length, errors: outputs.filter((o) => o.type !== 'text').map((o) => String(o.value)) });
-await store.close();
-await client.quit();
-process.disconnect?.();
+await letGo(store, client);

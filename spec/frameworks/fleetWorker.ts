@@ -3,7 +3,6 @@
 // createReactAgent) with a scripted model, the tools wrapped by withLanes on a ToolLanes whose
 // lanes live on Redis. Each body stamps its start with Redis's own clock (so stamps from every
 // process compare); the process tells its parent when it is ready, and what the model was told.
-import { Redis } from 'ioredis';
 import { Agent, Runner, setTracingDisabled, tool as agentsTool } from '@openai/agents';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
@@ -12,6 +11,7 @@ import { ConcurrencyConfig, ToolLanes } from '../../lib/index.js';
 import { withLanes as withAgentsLanes } from '../../lib/openaiAgents.js';
 import { withLanes as withLangChainLanes } from '../../lib/langchain.js';
 import { RedisLaneStore } from '../../lib/redis.js';
+import { letGo, readyThenGo, stampStart, teller, workerConfig, workerRedis } from '../lanes/redis/workerSide.js';
 import * as agents from './agentsModel.js';
 import * as chat from './chatModel.js';
 
@@ -28,23 +28,18 @@ export interface FleetWorkerConfig {
 export type FleetWorkerMessage = { readonly type: 'ready' } | { readonly type: 'done'; readonly results: number; readonly others: readonly string[] };
 
 setTracingDisabled(true);
-const config = JSON.parse(process.argv[2]!) as FleetWorkerConfig;
-const tell = (message: FleetWorkerMessage): void => {
-  process.send?.(message);
-};
-
-const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-client.on('error', () => undefined);
+const config = workerConfig<FleetWorkerConfig>();
+const tell = teller<FleetWorkerMessage>();
+const client = workerRedis();
 const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: 5 });
 const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perToolRate: { stamp: config.rate } }), lanes });
 // A first request of a tool under no rate, before the process says it is ready: the framework's
 // modules loaded and its code warm, so a body's stamp follows its admission closely.
 let warming = true;
 
-// The body's start, by Redis's clock in ms, on the fleet's list of stamps.
-const script = `local t = redis.call('TIME') redis.call('RPUSH', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) return 1`;
+// The body's start, by Redis's clock, on the fleet's list of stamps.
 const stamp = async (): Promise<string> => {
-  if (!warming) await client.eval(script, 1, `${config.prefix}stamps`);
+  if (!warming) await stampStart(client, config.prefix);
   return 'ok';
 };
 const schema = z.object({ n: z.number() });
@@ -68,11 +63,8 @@ async function request(run: number, name = 'stamp'): Promise<Record<string, stri
 await client.ping();
 await request(0, 'warm');
 warming = false;
-tell({ type: 'ready' });
-await new Promise<void>((resolve) => process.once('message', () => resolve()));
+await readyThenGo(tell);
 const told = await Promise.all(Array.from({ length: config.runs }, (_, run) => request(run)));
 const texts = told.flatMap((seen) => Object.values(seen));
 tell({ type: 'done', results: texts.filter((text) => text === 'ok').length, others: texts.filter((text) => text !== 'ok') });
-await lanes.close();
-await client.quit();
-process.disconnect?.();
+await letGo(lanes, client);

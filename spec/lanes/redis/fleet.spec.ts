@@ -4,51 +4,33 @@
 // and the dead process's permits come back within one lease. The same for an adaptive lane; an
 // adaptive lane whose bodies are told "slow down" by the partner's side, and a cost budget, are
 // bounded as the bodies count themselves.
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { RedisLaneStore } from '../../../lib/lanes/index.js';
-import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
+import { exited, forkedFleet } from './forkedFleet.js';
+import { until } from './server.js';
 import type { WorkerConfig, WorkerMessage } from './worker.js';
 
 const workerFile = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
 describe('a fleet of runner processes on a RedisLaneStore', function () {
   this.timeout(90_000);
-  const prefix = uniquePrefix('fleet');
+  const fleet = forkedFleet<WorkerConfig, WorkerMessage>('fleet', workerFile);
+  const { prefix } = fleet;
   const limit = 3;
   const leaseSeconds = 1;
-  const children: ChildProcess[] = [];
-  let client: NodeRedis;
 
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-  });
+  const config = (role: WorkerConfig['role'], runs: number, calls: number, more: Partial<WorkerConfig>): WorkerConfig => ({ role, prefix, limit, leaseSeconds, runs, calls, ...more });
 
   function start(role: WorkerConfig['role'], runs: number, calls: number, heard: (message: WorkerMessage) => void, more: Partial<WorkerConfig> = {}): ChildProcess {
-    const config: WorkerConfig = { role, prefix, limit, leaseSeconds, runs, calls, ...more };
-    const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', (message) => heard(message as WorkerMessage));
-    children.push(child);
-    return child;
+    return fleet.start(config(role, runs, calls, more), heard);
   }
-
-  const exited = (child: ChildProcess): Promise<number | null> =>
-    child.exitCode !== null || child.signalCode !== null ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 
   // A victim takes every permit of the tool lane (`kind`) and is killed holding them, while three hammers wait.
   async function killWhileHolding(kind: 'fixed' | 'adaptive', prefix: string): Promise<void> {
     // Only for snapshots: the long lease gives its reads a timeout a loaded machine keeps to.
-    const view = new RedisLaneStore({ client, prefix, leaseSeconds: 10 });
+    const view = new RedisLaneStore({ client: fleet.client, prefix, leaseSeconds: 10 });
     try {
       await killedHolder(kind, prefix, view);
     } finally {
@@ -84,15 +66,15 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
     const killedAt = Date.now();
     victim.kill('SIGKILL');
     await exited(victim);
-    await client.decrBy(`${prefix}running`, limit);
+    await fleet.client.decrBy(`${prefix}running`, limit);
 
     await until(() => done.length === 3, 'every hammer done', 60_000);
     await Promise.all(hammers.map(exited));
     const reclaimedAfter = Math.min(...startedAt) - killedAt;
     expect(done.flatMap((d) => d.others), 'calls that did not succeed').to.deep.equal([]);
     expect(done.reduce((sum, d) => sum + d.results, 0)).to.equal(3 * 8 * 5);
-    expect(Number(await client.get(`${prefix}most`)), 'most bodies running at once, fleet-wide').to.equal(limit);
-    expect(Number(await client.get(`${prefix}running`)), 'bodies still counted as running').to.equal(0);
+    expect(Number(await fleet.client.get(`${prefix}most`)), 'most bodies running at once, fleet-wide').to.equal(limit);
+    expect(Number(await fleet.client.get(`${prefix}running`)), 'bodies still counted as running').to.equal(0);
     // Within one lease of the kill (the victim refreshed at most a third of a lease before it),
     // with room for a loaded machine to schedule the waiter's timer.
     expect(reclaimedAfter, `ms from the kill to the first permit reclaimed (lease ${leaseSeconds * 1000} ms)`).to.be.at.most(leaseSeconds * 1000 + 500);
@@ -101,18 +83,7 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
 
   // Three hammers of `runs` runs of `calls` calls each, started together, run to their end: what each told.
   async function hammered(runs: number, calls: number, more: Partial<WorkerConfig>): Promise<Array<Extract<WorkerMessage, { type: 'done' }>>> {
-    let ready = 0;
-    const done: Array<Extract<WorkerMessage, { type: 'done' }>> = [];
-    const hammers = Array.from({ length: 3 }, () =>
-      start('hammer', runs, calls, (m) => {
-        if (m.type === 'ready') ready++;
-        if (m.type === 'done') done.push(m);
-      }, more),
-    );
-    await until(() => ready === 3, 'every process started', 60_000);
-    for (const hammer of hammers) hammer.send('go');
-    await until(() => done.length === 3, 'every hammer done', 60_000);
-    await Promise.all(hammers.map(exited));
+    const { done } = await fleet.run(Array.from({ length: 3 }, () => config('hammer', runs, calls, more)));
     return done;
   }
 
@@ -125,18 +96,18 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
     const max = 8;
     const done = await hammered(6, 5, { kind: 'adaptive', prefix: own, limit: max, slowAbove: 2 });
     const calls = 3 * 6 * 5;
-    const limited = Number((await client.get(`${own}limited`)) ?? '0');
+    const limited = Number((await fleet.client.get(`${own}limited`)) ?? '0');
     const others = done.flatMap((d) => d.others.map((event) => (JSON.parse(event) as { error?: { name?: string } }).error?.name));
     // The only failures are the partner's own refusals, each a call of its own.
     expect(others.filter((name) => name !== 'RateLimitedError'), 'failures other than the partner\'s slow down').to.deep.equal([]);
     expect(others).to.have.length(limited);
     expect(done.reduce((sum, d) => sum + d.results, 0)).to.equal(calls - limited);
-    expect(Number(await client.get(`${own}most`)), 'most bodies at once, fleet-wide').to.be.at.most(max);
+    expect(Number(await fleet.client.get(`${own}most`)), 'most bodies at once, fleet-wide').to.be.at.most(max);
     // Each refusal halves the fleet's limit (once per burst) and pauses the tool; growing back by
     // one, the limit probes 3 now and then and is refused again (AIMD's price): about a quarter
     // of the calls. A lane of 8 that learned nothing would be refused on most of them.
     expect(limited, 'calls the partner refused').to.be.below(calls / 2);
-    const learned = Number(await client.hGet(`${own}{tool:work}:a`, 'limit'));
+    const learned = Number(await fleet.client.hGet(`${own}{tool:work}:a`, 'limit'));
     expect(learned, "the fleet's adaptive limit after the runs").to.be.within(1, 4);
   });
 
@@ -152,6 +123,6 @@ describe('a fleet of runner processes on a RedisLaneStore', function () {
       expect(event.error?.message).to.match(/^never dispatched: the tenant's budget is spent until /);
     }
     // The partner's side: every body that ran counted itself; none ran past the budget.
-    expect(Number(await client.get(`${own}most`)), 'most bodies at once').to.be.at.most(limit);
+    expect(Number(await fleet.client.get(`${own}most`)), 'most bodies at once').to.be.at.most(limit);
   });
 });

@@ -3,12 +3,12 @@
 // counter of admitted calls, never exceed the rate in any window. Two stores in this process
 // share a pause through Redis. A rate lane holds no permit (at most one reserved admission per
 // process), so a killed process holds nothing back.
-import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { asyncScheduler } from 'rxjs';
 import { nodeRedisConnection, RedisLaneStore, type LanePauseNotice, type Permit, type RedisConnection } from '../../../lib/lanes/index.js';
-import { clearPrefix, nodeRedis, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
+import { forkedFleet, mostInWindow, stampsUnder } from './forkedFleet.js';
+import { clearPrefix, nodeRedis, sleep, until, type NodeRedis } from './server.js';
 import type { RateWorkerConfig, RateWorkerMessage } from './rateWorker.js';
 
 const workerFile = fileURLToPath(new URL('./rateWorker.ts', import.meta.url));
@@ -58,61 +58,33 @@ class ScriptCounting implements RedisConnection {
 
 describe('fleet rate lanes on a RedisLaneStore', function () {
   this.timeout(90_000);
-  const prefix = uniquePrefix('rate');
-  const children: ChildProcess[] = [];
+  const fleet = forkedFleet<RateWorkerConfig, RateWorkerMessage>('rate', workerFile);
+  const { prefix } = fleet;
   let client: NodeRedis;
   let other: NodeRedis;
 
   before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
+    client = fleet.client;
     other = await nodeRedis();
   });
 
   after(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
     await other?.close();
   });
-
-  const exited = (child: ChildProcess): Promise<number | null> =>
-    child.exitCode !== null || child.signalCode !== null ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 
   it('admits at most burst + limit calls in any window of perSeconds across 3 processes, and spaces the rest', async () => {
     // 10 a second (one every 100 ms), 2 at once; 3 processes x 3 runs x 4 calls = 36 calls.
     const rate = { limit: 10, perSeconds: 1, burst: 2 };
     const config: RateWorkerConfig = { prefix, rate, runs: 3, calls: 4 };
-    let ready = 0;
-    const done: Array<Extract<RateWorkerMessage, { type: 'done' }>> = [];
-    for (let i = 0; i < 3; i++) {
-      const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      child.on('message', (message: RateWorkerMessage) => {
-        if (message.type === 'ready') ready++;
-        else done.push(message);
-      });
-      children.push(child);
-    }
-    await until(() => ready === 3, 'every process started', 60_000);
-    for (const child of children) child.send('go');
-    await until(() => done.length === 3, 'every process done', 60_000);
-    await Promise.all(children.map(exited));
+    const { done } = await fleet.run([config, config, config]);
     expect(done.flatMap((d) => d.others), 'calls that did not succeed').to.deep.equal([]);
     expect(done.reduce((sum, d) => sum + d.results, 0)).to.equal(36);
-    const stamps = (await client.lRange(`${prefix}stamps`, 0, -1)).map(Number).sort((a, b) => a - b);
+    const stamps = await stampsUnder(client, prefix);
     expect(stamps).to.have.length(36);
     // The counter of admitted calls, over every window of one perSeconds starting at a stamp.
     // A body stamps a little after its admission; with 100 ms between admissions, a delay under
     // 100 ms cannot squeeze one more into the window.
-    const windowMs = rate.perSeconds * 1000;
-    let most = 0;
-    for (let i = 0; i < stamps.length; i++) {
-      let j = i;
-      while (j < stamps.length && stamps[j]! < stamps[i]! + windowMs) j++;
-      most = Math.max(most, j - i);
-    }
+    const most = mostInWindow(stamps, rate.perSeconds * 1000);
     expect(most, 'most calls admitted in one window of perSeconds, fleet-wide').to.be.at.most(rate.burst + rate.limit);
     // The bound bit: 36 calls at 10 a second take at least (36 - 2) x 100 ms, less the stamps' jitter.
     expect(stamps[stamps.length - 1]! - stamps[0]!, 'ms from the first admission to the last').to.be.at.least((36 - rate.burst) * 100 - 100);
@@ -123,35 +95,16 @@ describe('fleet rate lanes on a RedisLaneStore', function () {
     // 2 processes x 1 run x 4 calls; one process's first body holds the tool lane 900 ms, the others 10 ms.
     const rate = { limit: 4, perSeconds: 1, burst: 1 };
     const base = { prefix: `${prefix}starts:`, rate, runs: 1, calls: 4, perTool: 1, bodyMs: 10 };
-    let ready = 0;
-    const done: Array<Extract<RateWorkerMessage, { type: 'done' }>> = [];
-    const pair: ChildProcess[] = [];
-    for (let i = 0; i < 2; i++) {
-      const config: RateWorkerConfig = i === 0 ? { ...base, firstMs: 900 } : base;
-      const child = fork(workerFile, [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-      child.on('message', (message: RateWorkerMessage) => {
-        if (message.type === 'ready') ready++;
-        else done.push(message);
-      });
-      children.push(child);
-      pair.push(child);
-    }
-    await until(() => ready === 2, 'every process started', 60_000);
-    pair[0]!.send('go');
+    const pair = await fleet.ready([{ ...base, firstMs: 900 }, base]);
+    pair[0]!.go();
     // The second process starts once the first holds the tool lane.
     await sleep(100);
-    pair[1]!.send('go');
-    await until(() => done.length === 2, 'every process done', 60_000);
-    await Promise.all(pair.map(exited));
+    pair[1]!.go();
+    const { done } = await fleet.finish(pair);
     expect(done.flatMap((d) => d.others), 'calls that did not succeed').to.deep.equal([]);
-    const stamps = (await client.lRange(`${prefix}starts:stamps`, 0, -1)).map(Number).sort((a, b) => a - b);
+    const stamps = await stampsUnder(client, `${prefix}starts:`);
     expect(stamps).to.have.length(8);
-    let most = 0;
-    for (let i = 0; i < stamps.length; i++) {
-      let j = i;
-      while (j < stamps.length && stamps[j]! < stamps[i]! + 1000) j++;
-      most = Math.max(most, j - i);
-    }
+    const most = mostInWindow(stamps, 1000);
     // Counted at admission, the calls admitted while the first body ran would start within a few ms of each other.
     expect(most, `most body starts in one second, fleet-wide (starts ${stamps.map((s) => s - stamps[0]!).join(', ')} ms)`).to.be.at.most(rate.limit);
     await clearPrefix(client, `${prefix}starts:`);

@@ -2,13 +2,13 @@
 // Its runs call a tool under the fleet's perToolRate; each body stamps its start with Redis's
 // own clock (so stamps from every process compare), and the process tells its parent when it is
 // ready, and how its calls ended.
-import { Redis } from 'ioredis';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { RedisLaneStore } from '../../../lib/lanes/index.js';
 import { ScriptedProvider } from '../../../lib/providers/ScriptedProvider.js';
 import { Agent, AgentRunner, type ModelResponse } from '../../../lib/runner/index.js';
 import { ToolRegistry } from '../../../lib/tools/index.js';
 import { tally } from './tally.js';
+import { letGo, readyThenGo, stampStart, teller, workerConfig, workerRedis } from './workerSide.js';
 
 export interface RateWorkerConfig {
   readonly prefix: string;
@@ -25,21 +25,15 @@ export interface RateWorkerConfig {
 /** What a worker tells its parent. */
 export type RateWorkerMessage = { readonly type: 'ready' } | { readonly type: 'done'; readonly results: number; readonly others: readonly string[] };
 
-const config = JSON.parse(process.argv[2]!) as RateWorkerConfig;
-const tell = (message: RateWorkerMessage): void => {
-  process.send?.(message);
-};
-
-const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-client.on('error', () => undefined);
+const config = workerConfig<RateWorkerConfig>();
+const tell = teller<RateWorkerMessage>();
+const client = workerRedis();
 const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: 5 });
 
-// The body's start, by Redis's clock in ms, on the fleet's list of stamps.
-const stamp = `local t = redis.call('TIME') redis.call('RPUSH', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) return 1`;
 let bodies = 0;
 const body = async (): Promise<string> => {
   const ms = bodies++ === 0 && config.firstMs !== undefined ? config.firstMs : (config.bodyMs ?? 0);
-  await client.eval(stamp, 1, `${config.prefix}stamps`);
+  await stampStart(client, config.prefix);
   if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
   return 'ok';
 };
@@ -53,10 +47,7 @@ const agents = Array.from({ length: config.runs }, (_, run) => {
 const concurrency = new ConcurrencyConfig({ perToolRate: { stamp: config.rate }, ...(config.perTool === undefined ? {} : { perTool: { stamp: config.perTool } }) });
 const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes });
 await client.ping();
-tell({ type: 'ready' });
-await new Promise<void>((resolve) => process.once('message', () => resolve()));
+await readyThenGo(tell);
 const results = await Promise.all(agents.map((agent, run) => runner.run(agent, 'go', { tenant: `t${run % 2}` })));
 tell({ type: 'done', ...tally(results) });
-await lanes.close();
-await client.quit();
-process.disconnect?.();
+await letGo(lanes, client);

@@ -7,7 +7,6 @@
 // once, as a partner would; or each call costs 1 of a tenant's `budget`. Each starts its runs when its parent says go,
 // so the processes can all start up (the slow part) at once. It uses ioredis, where the other
 // specs mostly use node-redis: both clients are exercised.
-import { Redis } from 'ioredis';
 import { ConcurrencyConfig } from '../../../lib/config/index.js';
 import { RateLimitedError } from '../../../lib/errors.js';
 import { RedisLaneStore } from '../../../lib/lanes/index.js';
@@ -15,6 +14,7 @@ import { ScriptedProvider } from '../../../lib/providers/ScriptedProvider.js';
 import { Agent, AgentRunner, type ModelResponse } from '../../../lib/runner/index.js';
 import { ToolRegistry } from '../../../lib/tools/index.js';
 import { tally } from './tally.js';
+import { letGo, readyThenGo, teller, workerConfig, workerRedis } from './workerSide.js';
 
 export interface WorkerConfig {
   readonly role: 'victim' | 'hammer';
@@ -38,13 +38,9 @@ export type WorkerMessage =
   | { readonly type: 'started'; readonly at: number }
   | { readonly type: 'done'; readonly results: number; readonly others: readonly string[] };
 
-const config = JSON.parse(process.argv[2]!) as WorkerConfig;
-const tell = (message: WorkerMessage): void => {
-  process.send?.(message);
-};
-
-const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-client.on('error', () => undefined);
+const config = workerConfig<WorkerConfig>();
+const tell = teller<WorkerMessage>();
+const client = workerRedis();
 const lanes = new RedisLaneStore({ client, prefix: config.prefix, leaseSeconds: config.leaseSeconds });
 
 // One more body running, and the most ever seen, in one step.
@@ -80,13 +76,10 @@ const concurrency =
       : new ConcurrencyConfig({ perTool: { work: config.limit } });
 const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes });
 await client.ping();
-tell({ type: 'ready' });
-await new Promise<void>((resolve) => process.once('message', () => resolve()));
+await readyThenGo(tell);
 // A budget is one tenant's: every run of the fleet spends from it.
 const runs = agents.map((agent, run) => runner.run(agent, 'go', { tenant: config.kind === 'budget' ? 'acme' : `t${run % 3}` }));
 tell({ type: 'running' });
 const results = await Promise.all(runs);
 tell({ type: 'done', ...tally(results) });
-await lanes.close();
-await client.quit();
-process.disconnect?.();
+await letGo(lanes, client);

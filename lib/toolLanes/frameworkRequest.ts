@@ -1,21 +1,21 @@
-// What the framework entries (agent-lanes/openai-agents, agent-lanes/langchain) share: the
-// options of `withLanes` and their checks, the one ToolLanes request a wrapped set of tools makes,
-// each tool's lane call, the words a model reads for a stopped call, and the lane context a body
-// finds by the signal it was handed. Nothing of a framework is imported here.
+// What every `withLanes` shares (agent-lanes/ai-sdk, agent-lanes/openai-agents,
+// agent-lanes/langchain): the options and their checks, the one ToolLanes request a wrapped set of
+// tools makes, each tool's lane call, the words a model reads for a stopped call, and the lane
+// context a body finds by the signal it was handed. Nothing of a framework is imported here.
 import { describeValue, refuseUnknownFields, type ConcurrencyConfig } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
 import { own } from '../own.js';
 import { rateLimitedFrom } from '../rateLimited.js';
 import { stopAdvice } from '../stopClass.js';
-import { ToolLanes } from '../toolLanes/ToolLanes.js';
+import { ToolLanes } from './ToolLanes.js';
 
 /** The request the wrapped tools' calls make, and what the framework cannot say about each tool. */
 export interface WithLanesOptions<Name extends string = string> {
   /** The tenant the calls run for (its `perTenant` lane, rates and budget). Default `'default'`. */
   readonly tenant?: string;
-  /** Aborting it stops every call of the request (give the HTTP request's signal). The framework's own signal stops each call too. */
+  /** Aborting it stops every call of the request (give the HTTP request's signal). The framework's own signal (the AI SDK's abortSignal) stops each call too. */
   readonly signal?: AbortSignal;
-  /** The request's id (the framework's run id): with a call's id it makes the call's idempotency key. Default: a random UUID. */
+  /** The request's id (the framework's run id): with a call's id (the AI SDK's toolCallId) it makes the call's idempotency key. Default: a random UUID. */
   readonly requestId?: string;
   /** Narrows this request's own bounds (`maxConcurrentTools`, `perTool` within the request); never widens the shared lanes. */
   readonly concurrency?: ConcurrencyConfig;
