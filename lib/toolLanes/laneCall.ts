@@ -1,4 +1,4 @@
-// One wrapped call as its batch of one runs it: the call (whose invoke keeps what its body threw,
+// One wrapped call as its request's batch runs it: the call (whose invoke keeps what its body threw,
 // so a failure rejects with the body's own error), the context its body gets, the sink that tells
 // its activity on ToolLanes' activity$ with its stop class, and how its outcome becomes the
 // settling of the caller's Promise.

@@ -1,5 +1,6 @@
-// A request: the calls a framework makes for one user request, each run as a batch of one on
-// the shared lanes, all of them under one turn lane table (the request's `maxConcurrentTools` and
+// A request: the calls a framework makes for one user request, flowing through one batch on the
+// shared lanes while any is open (requestFlow.ts; a call that is not parallel-safe in a batch of
+// one of its own), all of them under one turn lane table (the request's `maxConcurrentTools` and
 // narrower per-tool bounds), stopped together by the request's signal and each by its own.
 import { Observable, type Observer, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
 import { runBatch, type BatchCall, type BatchOptions, type StopReason, type WriteAhead, type WriteAheadWaiter } from '../batch/index.js';
