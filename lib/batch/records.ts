@@ -292,6 +292,19 @@ export class CallRecord implements WriteAheadWaiter {
   }
 
   /**
+   * This call alone is stopped (its own signal), its batch going on: it ends where it stands
+   * (its body's signal aborted, its permits left, or kept by a body that still runs) with the
+   * outcome a stop of its batch would give it: never dispatched, or stopped in flight (safe to
+   * call again if idempotent, else indeterminate). Its fan-out passes it on as any ended call.
+   */
+  stopAlone(reason: StopReason): void {
+    if (this.ended || this.outcome !== undefined) return;
+    this.lanes.tell(this.running ? 'stopped' : 'unstarted');
+    this.halt(new InvocationAbortedError('the call was stopped before it settled'), true);
+    this.end(stoppedOutcome(this.call, this.index, this.starts > 0, reason), true);
+  }
+
+  /**
    * The call is turned away before its body starts: it ends as `error`, never started. Before
    * its lanes (the gate), it ends so when it enters them, in its turn; in them (a lane store that
    * cannot take it, a journal that cannot write its start), at once. Once started, too late.

@@ -234,7 +234,7 @@ export interface BatchOptions {
   readonly writeAhead?: WriteAhead;
   /**
    * The turn lanes (`maxConcurrentTools`, the turn's narrower per-tool bounds), when several
-   * batches share one turn (ToolLanes' request, whose calls each run as a batch of one). Default:
+   * batches share one turn (a ToolLanes request: its batches one after another, and its calls that are not parallel-safe, each a batch of one). Default:
    * a table of this batch's own. Give calls as an Observable that stays open for as long as the
    * batch runs: a batch that knows how many calls it has does not take a turn lane that cannot bind.
    */

@@ -1,7 +1,8 @@
 // ToolLanes: the lanes without the runner. A framework's tool call runs inside every lane that
-// applies to it (the same lanes, in the same order, as a runner's calls: each is a batch of one
-// through runBatch), and a stopped call says how it ended. Built on a runner's `lanes`, it shares
-// that runner's limits; its activity$ has the runner's shape, so one live view shows both.
+// applies to it (the same lanes, in the same order, as a runner's calls: a request's calls flow
+// through one batch, as a streamed turn's do), and a stopped call says how it ended. Built on a
+// runner's `lanes`, it shares that runner's limits; its activity$ has the runner's shape, so one
+// live view shows both.
 import { randomUUID } from 'node:crypto';
 import { asyncScheduler, merge, Subject, type Observable } from 'rxjs';
 import { ConcurrencyConfig, describeValue, refuseNonConfig, refuseUnknownFields } from '../config/index.js';

@@ -1,13 +1,19 @@
-// One wrapped call as its batch of one runs it: the call (whose invoke keeps what its body threw,
+// One wrapped call as its request's batch runs it: the call (whose invoke keeps what its body threw,
 // so a failure rejects with the body's own error), the context its body gets, the sink that tells
 // its activity on ToolLanes' activity$ with its stop class, and how its outcome becomes the
 // settling of the caller's Promise.
 import { isObservable, tap, type Subject } from 'rxjs';
-import { isPromiseLike, type ActivitySink, type BatchCall, type CallActivity, type InvokeContext, type Outcome } from '../batch/index.js';
+import { givenReason, isPromiseLike, type ActivitySink, type BatchCall, type CallActivity, type CallRecord, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { CallStoppedError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { RunnerActivity } from '../runner/index.js';
 import { stopClassOf, type StopClass } from '../stopClass.js';
 import type { LaneBody, LaneCallContext } from './types.js';
+
+/** The stop a signal gives: `whose` (the request, the call) was cancelled, with the signal's reason when it gave one. */
+export function cancelledBy(signal: AbortSignal, whose: string): StopReason {
+  const given = givenReason(signal.reason);
+  return { kind: 'cancelled', why: given === undefined ? `${whose} was cancelled` : `${whose} was cancelled: ${given}` };
+}
 
 // Nothing thrown yet (undefined can be thrown, so it cannot say so).
 const nothing: unique symbol = Symbol('nothing thrown');
@@ -52,6 +58,11 @@ class CallContext implements LaneCallContext {
 export class WrappedCall<T> implements BatchCall {
   /** What its body threw (or rejected with) last, if it did. */
   thrown: unknown = nothing;
+  /** Its record in its request's batch, once handed to it. */
+  record: CallRecord | undefined = undefined;
+  // The caller's Promise, settled by finish or fail.
+  private resolve: ((value: T) => void) | undefined = undefined;
+  private reject: ((error: unknown) => void) | undefined = undefined;
 
   constructor(
     readonly callId: string,
@@ -63,7 +74,34 @@ export class WrappedCall<T> implements BatchCall {
     private readonly tenant: string,
     private readonly requestId: string,
     private readonly body: LaneBody<T>,
+    /** The call's own signal: it stops this call alone. */
+    readonly signal?: AbortSignal,
   ) {}
+
+  /** Where its outcome goes: the caller's Promise. */
+  settles(resolve: (value: T) => void, reject: (error: unknown) => void): void {
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  /** Its own signal aborted: the call alone is stopped, where it stands. */
+  handleEvent(): void {
+    this.record?.stopAlone(cancelledBy(this.signal!, 'the call'));
+  }
+
+  /** Its outcome is decided: the caller's Promise settles with it, and its signal is heard no more. */
+  finish(outcome: Outcome): void {
+    this.signal?.removeEventListener('abort', this);
+    this.record = undefined;
+    this.settle(outcome, this.resolve!, this.reject!);
+  }
+
+  /** Its batch failed (a bug in a stage): the caller's Promise rejects with that error. */
+  fail(error: unknown): void {
+    this.signal?.removeEventListener('abort', this);
+    this.record = undefined;
+    this.reject!(error);
+  }
 
   invoke(invocation: InvokeContext): unknown {
     const context = new CallContext(this.callId, this.tool, this.tenant, this.requestId, invocation);

@@ -1,12 +1,14 @@
-// A request: the calls a framework makes for one user request, each run as a batch of one on
-// the shared lanes, all of them under one turn lane table (the request's `maxConcurrentTools` and
+// A request: the calls a framework makes for one user request, flowing through one batch on the
+// shared lanes while any is open (requestFlow.ts; a call that is not parallel-safe in a batch of
+// one of its own), all of them under one turn lane table (the request's `maxConcurrentTools` and
 // narrower per-tool bounds), stopped together by the request's signal and each by its own.
 import { Observable, type Observer, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, givenReason, type BatchCall, type BatchOptions, type StopReason, type WriteAhead, type WriteAheadWaiter } from '../batch/index.js';
+import { runBatch, type BatchCall, type BatchOptions, type StopReason, type WriteAhead, type WriteAheadWaiter } from '../batch/index.js';
 import { describeValue, type ConcurrencyConfig } from '../config/index.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import type { RunnerActivity } from '../runner/index.js';
-import { CallActivitySink, WrappedCall } from './laneCall.js';
+import { CallActivitySink, cancelledBy, WrappedCall } from './laneCall.js';
+import { RequestFlow, type FlowPlan } from './requestFlow.js';
 import type { LaneBody, LaneCall } from './types.js';
 
 /** What every request of one ToolLanes shares. */
@@ -43,7 +45,7 @@ export function checkSignal(signal: unknown, what: string): void {
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${what} must be an AbortSignal, got ${describeValue(signal)}`);
 }
 
-// The stop a call hears: its request's signal or its own, whichever aborts first, as a cancel.
+// The stop a call run in a batch of its own hears: its request's signal or its own, whichever aborts first, as a cancel.
 class SignalStop implements Subscribable<StopReason> {
   constructor(
     private readonly request: AbortSignal | undefined,
@@ -52,14 +54,10 @@ class SignalStop implements Subscribable<StopReason> {
 
   subscribe(observer: Partial<Observer<StopReason>>): Unsubscribable {
     const { request, call } = this;
-    const tell = (signal: AbortSignal, whose: string): void => {
-      const given = givenReason(signal.reason);
-      observer.next?.({ kind: 'cancelled', why: given === undefined ? `${whose} was cancelled` : `${whose} was cancelled: ${given}` });
-    };
-    if (request?.aborted === true) tell(request, 'the request');
-    else if (call?.aborted === true) tell(call, 'the call');
-    const onRequest = (): void => tell(request!, 'the request');
-    const onCall = (): void => tell(call!, 'the call');
+    if (request?.aborted === true) observer.next?.(cancelledBy(request, 'the request'));
+    else if (call?.aborted === true) observer.next?.(cancelledBy(call, 'the call'));
+    const onRequest = (): void => observer.next?.(cancelledBy(request!, 'the request'));
+    const onCall = (): void => observer.next?.(cancelledBy(call!, 'the call'));
     request?.addEventListener('abort', onRequest, { once: true });
     call?.addEventListener('abort', onCall, { once: true });
     return {
@@ -97,6 +95,12 @@ export class LaneRequest {
   private readonly gate: RequestGate | undefined;
   // How many calls were given no id of their own.
   private unnamed = 0;
+  // What its batches are made with, and the batch its calls join now (none while no call is open).
+  private readonly plan: FlowPlan;
+  private flow: RequestFlow | undefined = undefined;
+  private readonly flowEnded = (flow: RequestFlow): void => {
+    if (this.flow === flow) this.flow = undefined;
+  };
 
   constructor(
     private readonly host: LaneHost,
@@ -109,6 +113,7 @@ export class LaneRequest {
     const { scheduler } = host;
     this.turnLanes = new LaneTable({ now: () => scheduler.now() });
     this.gate = signal === undefined ? undefined : new RequestGate(signal);
+    this.plan = { host, tenant, concurrency, turnLanes: this.turnLanes, signal, gate: this.gate, sink: new CallActivitySink(host.activity, requestId) };
   }
 
   /**
@@ -119,14 +124,27 @@ export class LaneRequest {
    */
   run<T>(call: LaneCall, body: LaneBody<T>): Promise<T> {
     checkCall(call, body, 'ToolLanes.run');
-    const { host, requestId, tenant } = this;
+    const { requestId, tenant } = this;
     const callId = call.callId ?? `call-${++this.unnamed}`;
-    const wrapped = new WrappedCall(callId, call.tool, call.args, call.parallelSafe, call.idempotent, call.cost, tenant, requestId, body);
+    const wrapped = new WrappedCall(callId, call.tool, call.args, call.parallelSafe, call.idempotent, call.cost, tenant, requestId, body, call.signal);
+    // A call that is not parallel-safe would wait for every call before it in a shared batch: it runs in a batch of its own.
+    if (call.parallelSafe === false) return this.runAlone(wrapped, call.signal);
+    return new Promise<T>((resolve, reject) => {
+      wrapped.settles(resolve, reject);
+      let flow = this.flow;
+      if (flow === undefined || !flow.joinable) flow = this.flow = new RequestFlow(this.plan, this.flowEnded);
+      flow.add(wrapped as WrappedCall<unknown>);
+    });
+  }
+
+  // One call as a batch of one, on the same lanes.
+  private runAlone<T>(wrapped: WrappedCall<T>, signal: AbortSignal | undefined): Promise<T> {
+    const { host, requestId, tenant } = this;
     const options: BatchOptions = {
       concurrency: this.concurrency,
       shared: host.shared,
       tenant,
-      stop$: this.signal === undefined && call.signal === undefined ? undefined : new SignalStop(this.signal, call.signal),
+      stop$: this.signal === undefined && signal === undefined ? undefined : new SignalStop(this.signal, signal),
       onActivity: new CallActivitySink(host.activity, requestId),
       scheduler: host.scheduler,
       turnLanes: this.turnLanes,
