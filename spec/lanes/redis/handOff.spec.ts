@@ -7,10 +7,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { nodeRedisConnection, RedisLaneStore, type RedisConnection, type RedisSubscriber } from '../../../lib/lanes/index.js';
+import { nodeRedisConnection, RedisLaneStore } from '../../../lib/lanes/index.js';
 import { keysOf, laneBase } from '../../../lib/lanes/redis/keys.js';
 import { acquireScript, refreshScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, nodeRedis, requestArgs, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
+import { clearPrefix, CountingConnection, nodeRedis, requestArgs, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
 import type { HandOffCommand, HandOffMessage, HandOffWorkerConfig } from './handOffWorker.js';
 
 const workerFile = fileURLToPath(new URL('./handOffWorker.ts', import.meta.url));
@@ -153,28 +153,25 @@ describe('the hand-off of a fleet lane across processes', function () {
   });
 });
 
-// A connection whose subscriber records what it hears: which grants reached which process.
-class ListeningConnection implements RedisConnection {
-  readonly heard: string[] = [];
-  constructor(private readonly inner: RedisConnection) {}
-  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.inner.evalsha(sha1, keys, args);
+// A lane of limit 1 whose holder and 1,000 waiters (one tenant, at the head of its queue) all
+// belong to a process that died: their leases ended a second ago, by Redis's clock.
+async function seedDeadLane(client: NodeRedis, keys: readonly string[], key: string): Promise<void> {
+  const [H, W, Q, P, R, M] = keys as [string, string, string, string, string, string];
+  const [time] = (await client.sendCommand(['TIME'])) as [string];
+  const past = Number(time) * 1000 - 1000;
+  const multi = client.multi();
+  multi.hSet(M, { limit: '1', key, seq: '1000' });
+  multi.zAdd(H, { score: past, value: 'dead:h' });
+  multi.hSet(P, 'dead:h', '#1');
+  for (let i = 0; i < 1000; i++) {
+    const id = `dead:${i}`;
+    const entry = `00000001d${String(i).padStart(16, '0')}${id}`;
+    multi.zAdd(Q, { score: 0, value: entry });
+    multi.hSet(P, id, entry);
+    multi.zAdd(W, { score: past, value: id });
   }
-  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.inner.eval(script, keys, args);
-  }
-  subscriber(onReady: () => void): RedisSubscriber {
-    const inner = this.inner.subscriber(onReady);
-    return {
-      subscribe: (channel, sharded, listener) =>
-        inner.subscribe(channel, sharded, (message) => {
-          this.heard.push(message);
-          listener(message);
-        }),
-      unsubscribe: (channel, sharded) => inner.unsubscribe(channel, sharded),
-      close: () => inner.close(),
-    };
-  }
+  multi.zAdd(R, { score: 0, value: 'd' });
+  await multi.execAsPipeline();
 }
 
 describe('the hand-off in Redis', function () {
@@ -197,7 +194,7 @@ describe('the hand-off in Redis', function () {
   });
 
   it('wakes only the process a grant is for', async () => {
-    const connections = [0, 1, 2, 3].map(() => new ListeningConnection(nodeRedisConnection(client)));
+    const connections = [0, 1, 2, 3].map(() => new CountingConnection(nodeRedisConnection(client)));
     const made = connections.map((connection) => new RedisLaneStore({ client: connection, prefix, leaseSeconds: 3 }));
     stores.push(...made);
     const ids = new Map<string, number>();
@@ -233,23 +230,8 @@ describe('the hand-off in Redis', function () {
     const key = 'tool:sweep';
     const base = laneBase(prefix, key);
     const keys = keysOf(base);
-    const [H, W, Q, P, R, M] = keys as [string, string, string, string, string, string];
-    const [time] = (await client.sendCommand(['TIME'])) as [string];
-    const past = Number(time) * 1000 - 1000;
-    // A dead holder, and 1,000 dead waiters of one tenant at the head of the queue.
-    const multi = client.multi();
-    multi.hSet(M, { limit: '1', key, seq: '1000' });
-    multi.zAdd(H, { score: past, value: 'dead:h' });
-    multi.hSet(P, 'dead:h', '#1');
-    for (let i = 0; i < 1000; i++) {
-      const id = `dead:${i}`;
-      const entry = `00000001d${String(i).padStart(16, '0')}${id}`;
-      multi.zAdd(Q, { score: 0, value: entry });
-      multi.hSet(P, id, entry);
-      multi.zAdd(W, { score: past, value: id });
-    }
-    multi.zAdd(R, { score: 0, value: 'd' });
-    await multi.execAsPipeline();
+    const [H, W] = keys as [string, string];
+    await seedDeadLane(client, keys, key);
     // A live request: its change reclaims and passes over a bounded number, and says to come back at once.
     const answer = (await client.evalSha(acquireScript.sha1, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }).catch(() =>
       client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }),
@@ -276,22 +258,7 @@ describe('the hand-off in Redis', function () {
   it("grants a store's live waiter behind 1,000 dead ones by itself, long before its heartbeat", async () => {
     const key = 'tool:sweep-store';
     const keys = keysOf(laneBase(prefix, key));
-    const [H, W, Q, P, R, M] = keys as [string, string, string, string, string, string];
-    const [time] = (await client.sendCommand(['TIME'])) as [string];
-    const past = Number(time) * 1000 - 1000;
-    const multi = client.multi();
-    multi.hSet(M, { limit: '1', key, seq: '1000' });
-    multi.zAdd(H, { score: past, value: 'dead:h' });
-    multi.hSet(P, 'dead:h', '#1');
-    for (let i = 0; i < 1000; i++) {
-      const id = `dead:${i}`;
-      const entry = `00000001d${String(i).padStart(16, '0')}${id}`;
-      multi.zAdd(Q, { score: 0, value: entry });
-      multi.hSet(P, id, entry);
-      multi.zAdd(W, { score: past, value: id });
-    }
-    multi.zAdd(R, { score: 0, value: 'd' });
-    await multi.execAsPipeline();
+    await seedDeadLane(client, keys, key);
     // A 60 s lease: the heartbeat would come 20 s later.
     const store = new RedisLaneStore({ client, prefix, leaseSeconds: 60 });
     stores.push(store);

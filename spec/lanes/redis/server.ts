@@ -89,13 +89,16 @@ export function closedPort(): Promise<number> {
 }
 
 /**
- * A RedisConnection that counts the scripts sent through it and can drop wake-ups: how a spec
- * sees that a waiter is woken without asking, and that a lost wake-up is caught all the same.
+ * A RedisConnection that counts the scripts sent through it, keeps every wake-up its subscriber
+ * hears, and can drop wake-ups: how a spec sees that a waiter is woken without asking, which
+ * process a grant reached, and that a lost wake-up is caught all the same.
  */
 export class CountingConnection implements RedisConnection {
   scripts = 0;
   dropWakeUps = false;
   dropped = 0;
+  /** Every message its subscriber heard, dropped or not. */
+  readonly heard: string[] = [];
   constructor(private readonly inner: RedisConnection) {}
 
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
@@ -112,6 +115,7 @@ export class CountingConnection implements RedisConnection {
     return {
       subscribe: (channel, sharded, listener) =>
         inner.subscribe(channel, sharded, (message) => {
+          this.heard.push(message);
           if (!this.dropWakeUps) listener(message);
           else this.dropped++;
         }),
