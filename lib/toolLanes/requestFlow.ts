@@ -3,13 +3,22 @@
 // call's Promise settles from its own record as soon as its outcome is decided, whatever the
 // calls before it are doing. The batch is made with the request's first open call and ends once
 // no call of it is open (or its request's signal has stopped it): a request dropped keeps
-// nothing alive, and its next call starts another.
+// nothing alive, and its next call starts another. A batch takes at most `CALLS_PER_BATCH`
+// calls: a request that is never idle (tools wrapped once for a whole server) goes on in a new
+// batch, and the full one ends with its last call, so what a request keeps stays bounded.
 import { concatMap, Observable, Subject, type Observer, type Subscription } from 'rxjs';
 import { BatchScope, CallBody, ceiling, inLanes, phases, untilStopped, type CallNews, type CallRecord, type WriteAhead } from '../batch/index.js';
 import type { ConcurrencyConfig } from '../config/index.js';
 import type { LaneTable } from '../lanes/index.js';
 import { cancelledBy, type CallActivitySink, type WrappedCall } from './laneCall.js';
 import type { LaneHost } from './laneRequest.js';
+
+/**
+ * The most calls one batch of a request takes. A batch keeps its records until it ends; the
+ * request's own lanes (its turn cap) are shared by all of its batches, so a call's bounds do not
+ * change with the batch it joins.
+ */
+export const CALLS_PER_BATCH = 256;
 
 /** What a request's batch is made with: the request's own parts. */
 export interface FlowPlan {
@@ -61,7 +70,7 @@ export class RequestFlow implements Observer<CallNews> {
 
   /** True while a call may still join this batch. */
   get joinable(): boolean {
-    return !this.closing && this.scope.stopped === undefined;
+    return !this.closing && this.scope.stopped === undefined && this.scope.records.length < CALLS_PER_BATCH;
   }
 
   /** Hands `call` to the batch: its record, numbered in arrival order. Settles through `call.finish`. */

@@ -4,7 +4,10 @@
 // and each call is told settled once however many batches the request went through.
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { CallStoppedError, ConcurrencyConfig, ToolLanes, type RunnerActivity } from '../../lib/index.js';
+import { CALLS_PER_BATCH } from '../../lib/toolLanes/requestFlow.js';
 
 // A body that answers `value` when released, and says whether its signal aborted.
 function held<T>(value: T): { body: (ctx: ToolLanes.Context) => Promise<T>; release: () => void; aborted: () => boolean } {
@@ -113,5 +116,36 @@ describe('ToolLanes: one batch per request', () => {
     };
     expect(count('settled')).to.deep.equal({ a: 1, b: 1, c: 1, d: 1, e: 1 });
     expect(count('ended')).to.deep.equal({ a: 1, b: 1, c: 1, d: 1, e: 1 });
+  });
+
+  it('keeps a bounded number of calls of a request that is never idle (tools wrapped once for a whole server)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const lanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { search: 4 } }) });
+    const request = lanes.request();
+    // Each call's arguments, watched: a batch that kept every call would keep them all.
+    const watched: WeakRef<object>[] = [];
+    const total = 4 * CALLS_PER_BATCH;
+    let previous: { release: () => void; done: Promise<unknown> } | undefined;
+    for (let i = 0; i < total; i++) {
+      const args = { q: i };
+      watched.push(new WeakRef(args));
+      const call = held(i);
+      const done = request.run({ tool: 'search', args }, call.body);
+      await ticks(1);
+      // The call before settles only once this one is open: the request never goes idle.
+      previous?.release();
+      expect(await previous?.done).to.equal(i === 0 ? undefined : i - 1);
+      previous = { release: call.release, done };
+    }
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      gc();
+    }
+    const kept = watched.filter((ref) => ref.deref() !== undefined).length;
+    expect(kept).to.be.at.most(2 * CALLS_PER_BATCH);
+    expect(kept).to.be.at.least(1);
+    previous!.release();
+    expect(await previous!.done).to.equal(total - 1);
   });
 });
