@@ -13,7 +13,7 @@ import { inCallOrder } from './operators/inCallOrder.js';
 import { inLanes } from './operators/inLanes.js';
 import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
-import { Stage } from './operators/stage.js';
+import { Stage } from '../directSubscriber.js';
 import { untilStopped } from './operators/untilStopped.js';
 import { CallBody } from './callBody.js';
 import type { CallNews, CallRecord } from './records.js';

@@ -16,7 +16,7 @@ import { plainLane, type LaneKind, type LaneStep } from '../callLanes.js';
 import { addRateSteps, pauseTool, RateViews, slowDown, toolRateKey, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
 import type { BatchCall, BatchOptions } from '../types.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 import type { BudgetSpec } from '../../lanes/index.js';
 

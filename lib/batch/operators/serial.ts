@@ -5,7 +5,7 @@
 // the engine's to keep.
 import type { MonoTypeOperatorFunction, Subscriber, Unsubscribable } from 'rxjs';
 import type { CallRecord } from '../records.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 /** What a serial stage does with one record. */
 export interface SerialStage {

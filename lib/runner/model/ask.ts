@@ -1,12 +1,14 @@
 // One request to the model: the provider's response, value by value (a whole response, or the
-// parts of a streamed turn), under an AbortController of the request's own, and what the run
-// makes of a response that fails or does not decode.
+// parts of a streamed turn), under an AbortController of the request's own, what the run makes
+// of a response that fails or does not decode, and the final answer decoded.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
 import { isPromiseLike, reportUnhandled } from '../../batch/index.js';
 import { describeValue } from '../../config/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
-import { ProviderError, toErrorInfo } from '../../errors.js';
+import { ProviderError, RunError, toErrorInfo } from '../../errors.js';
+import { check, type Checked } from '../../tools/index.js';
+import type { Agent } from '../Agent.js';
 import { failed, type RunEvent } from '../events.js';
 import { decodeModelResponse, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
 import { isStreamPart, StreamPartError } from './modelStream.js';
@@ -43,6 +45,26 @@ export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
   }
   if (isLeft(decoded)) return { failure: failed(new ProviderError(turn, `the reply does not decode: ${decoded.left}`)) };
   return { response: decoded.right };
+}
+
+// A turn whose response asks for no call: the model's text is the run's final answer.
+/**
+ * The run's final answer, decoded with the agent's output schema: RUN_COMPLETED with what it
+ * decoded, or RUN_FAILED saying why not; a Promise when a Standard Schema checks it
+ * asynchronously (it never rejects).
+ */
+export function finalAnswer(agent: Agent, text: string | undefined): RunEvent | Promise<RunEvent> {
+  if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text ?? '');
+  } catch (error) {
+    return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
+  }
+  const answer = (decoded: Checked): RunEvent =>
+    isLeft(decoded) ? failed(new RunError(`the final answer of ${agent.name} does not decode: ${decoded.left}`)) : { type: 'RUN_COMPLETED', output: decoded.right };
+  const decoded = check(agent.output, parsed, 'output');
+  return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
 }
 
 /** Who hears a request's response: each value (a whole response, or a streamed turn's parts), and how it ended. */

@@ -8,12 +8,11 @@ import type { Outcome, StopReason } from '../../batch/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
 import type { Keep } from '../../keep.js';
 import { RunError } from '../../errors.js';
-import { providerFailure, responseOf, Request, type ResponseObserver } from '../model/ask.js';
+import { finalAnswer, providerFailure, responseOf, Request, type ResponseObserver } from '../model/ask.js';
 import { ending, failed, type RunEvent } from '../events.js';
 import { isStreamPart } from '../model/modelStream.js';
 import type { Permit } from '../../lanes/index.js';
 import type { TurnRun } from './turnRun.js';
-import { finalAnswer } from './finalAnswer.js';
 import { streamed } from './streamedTurn.js';
 import { callsOf } from './turnCalls.js';
 
