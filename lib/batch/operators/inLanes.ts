@@ -194,9 +194,9 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
     // Set before any record leaves its permits, which could grant them to another record here.
     this.closing = true;
     if (this.open === 0 || this.batch === undefined) return;
-    const records = this.batch.records.filter((record) => record.inFlightFor(this));
-    // Together: a permit left by one must not start another (its body would run after the subscriber left).
-    CallRecord.teardownAll(records);
+    // Together: the fan-out is closing (start() checks), so a permit left by one starts no other
+    // (its body would run after the subscriber left).
+    for (const record of this.batch.records) if (record.inFlightFor(this)) record.teardown();
   }
 
   lanesOf(record: CallRecord): readonly LaneStep[] {
