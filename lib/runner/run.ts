@@ -215,7 +215,12 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
       waits.later.push(outcome);
       return undefined;
     }
-    this.messages.push(toolMessage(outcome, contents[outcome.index]));
+    return this.told(n, outcome, contents[outcome.index]);
+  }
+
+  // A call's outcome told: its tool message into the conversation, and its event to emit.
+  private told(n: number, outcome: Outcome, content: string | undefined): ToolOutcomeEvent {
+    this.messages.push(toolMessage(outcome, content));
     return toOutcomeEvent(n, outcome);
   }
 
@@ -230,13 +235,10 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     this.waits = undefined;
     if (waits?.waiting === true && failure === undefined && this.stopped === undefined) {
       const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
-      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
+      if (this.endedBy(own) === undefined) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
     }
     const keptBack: RunEvent[] = [];
-    for (const outcome of waits?.later ?? []) {
-      this.messages.push(toolMessage(outcome, waits!.contents[outcome.index]));
-      keptBack.push(toOutcomeEvent(n, outcome));
-    }
+    for (const outcome of waits?.later ?? []) keptBack.push(this.told(n, outcome, waits!.contents[outcome.index]));
     const last = this.afterBatch(n, outcomes, failure);
     return last === undefined ? keptBack : [...keptBack, last];
   }
@@ -261,13 +263,19 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     }
     // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
     if (failure !== undefined && this.stopped === undefined) return this.end(failure);
-    const reason = this.stopped ?? batchStop(outcomes);
-    if (reason !== undefined) return this.end(ending(reason));
-    // FAIL_RUN by its one rule: a failure of a call's own that stopped nothing left (it was the last to go).
-    const failedCall = outcomes.find((o): o is ErrorOutcome => failsFast(this.failFast, o));
-    if (failedCall !== undefined) return this.end({ type: 'RUN_FAILED', error: failedCall.error });
+    const last = this.stopped !== undefined ? ending(this.stopped) : this.endedBy(outcomes);
+    if (last !== undefined) return this.end(last);
     if (!this.ended) this.upcoming = n + 1;
     return undefined;
+  }
+
+  // The final event a batch's outcomes end the run with, if any: the batch's stop, or FAIL_RUN by
+  // its one rule (a failure of a call's own that stopped nothing left: it was the last to go).
+  private endedBy(outcomes: readonly Outcome[]): RunEvent | undefined {
+    const reason = batchStop(outcomes);
+    if (reason !== undefined) return ending(reason);
+    const failedCall = outcomes.find((o): o is ErrorOutcome => failsFast(this.failFast, o));
+    return failedCall === undefined ? undefined : { type: 'RUN_FAILED', error: failedCall.error };
   }
 
   // Tells watchers of activity$ the run ended; the event is made only if someone watches.

@@ -10,8 +10,8 @@ import { ProviderError, RunError, toErrorInfo } from '../../errors.js';
 import { check, type Checked } from '../../tools/index.js';
 import type { Agent } from '../Agent.js';
 import { failed, type RunEvent } from '../events.js';
-import { decodeModelResponse, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
-import { isStreamPart, StreamPartError } from './modelStream.js';
+import { decodeModelResponse, isStreamPart, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
+import { StreamPartError } from './modelStream.js';
 import type { Keep } from '../../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
@@ -67,9 +67,12 @@ export function finalAnswer(agent: Agent, text: string | undefined): RunEvent | 
   return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
 }
 
-/** Who hears a request's response: each value (a whole response, or a streamed turn's parts), and how it ended. */
+/** Who hears a request's response: a whole response, or a streamed turn's parts one by one, and how it ended. */
 export interface ResponseObserver {
+  /** A whole response (nothing after it is read), not decoded yet. */
   responded(value: unknown): void;
+  /** A part of a streamed turn (a value with a `type`, `isStreamPart`), not decoded yet. */
+  streamPart(part: unknown): void;
   responseFailed(error: unknown): void;
   responseEnded(): void;
 }
@@ -170,7 +173,7 @@ export class Request extends DirectSubscriber<unknown> {
 
   private value(value: unknown): void {
     if (this.done) return;
-    if (isStreamPart(value)) return this.observer.responded(value);
+    if (isStreamPart(value)) return this.observer.streamPart(value);
     // A whole response: it is complete, whatever else the provider would send. It is
     // handed on first, then the provider's subscription let go.
     this.done = true;
@@ -201,6 +204,6 @@ export class Request extends DirectSubscriber<unknown> {
  * each request's AbortSignal is made from before it becomes a signal.
  */
 export function keepShapes(keep: Keep): void {
-  keep(() => new Request({ responded: () => undefined, responseFailed: () => undefined, responseEnded: () => undefined }));
+  keep(() => new Request({ responded: () => undefined, streamPart: () => undefined, responseFailed: () => undefined, responseEnded: () => undefined }));
   keep(() => new EventTarget());
 }
