@@ -5,11 +5,11 @@
 // neither keeps a state of its own. A value or a Promise answer the record hears itself. A record
 // per call with methods, rather than an Observable, a Subscriber and a dozen closures per call: a
 // batch of thousands is mostly these (docs/performance.md).
-import type { Unsubscribable } from 'rxjs';
+import type { Subscribable, Unsubscribable } from 'rxjs';
 import { EventLoopStalledError, JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
-import { isObservableSafely, takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
+import { takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
 import { CallBody, InvocationAbortedError, threw } from './callBody.js';
 import { CallLanes, type LaneSource, type LaneStep } from './callLanes.js';
 import { errorOutcome, lostBeforeDispatch, lostOutcome, stoppedOutcome, wasCutOff } from './stops.js';
@@ -207,11 +207,7 @@ export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
       this.leaveLanes();
       return;
     }
-    let running: Unsubscribable | undefined;
-    if (!isObservableSafely(produced)) takeAnswer(produced, this);
-    // A call that ended while its body ran is not subscribed to its Observable at all.
-    else if (this.now() === 'returning') this.state = 'over';
-    else running = body.subscribe(produced);
+    const running = takeAnswer(produced, this);
     if (this.now() === 'invoking') {
       // No answer yet: the Observable's first value is awaited.
       body.following(running);
@@ -223,6 +219,16 @@ export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
     if (this.now() === 'returning') this.state = 'over';
     // Whether the call's end waited for the answer or not, its permits' fate is known now (leaving twice does nothing).
     if (this.now() !== 'awaiting') this.leaveLanes();
+  }
+
+  /** @internal Its body answered with an Observable (AnswerObserver): its body part subscribes it. */
+  observable(answer: Subscribable<unknown>): Unsubscribable | undefined {
+    // A call that ended while its body ran is not subscribed to its Observable at all.
+    if (this.state === 'returning') {
+      this.state = 'over';
+      return undefined;
+    }
+    return this.body.subscribe(answer);
   }
 
   // The state as it is now: the calls above may have changed it (an answer, a stall, a stop).
