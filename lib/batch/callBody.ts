@@ -71,9 +71,9 @@ export class CallBody implements StallListener, Observer<unknown> {
   }
 
   /** Subscribes to an Observable answer; a subscribe that throws is the body's failure. */
-  subscribe(produced: unknown): Unsubscribable | undefined {
+  subscribe(answer: Subscribable<unknown>): Unsubscribable | undefined {
     try {
-      return (produced as Subscribable<unknown>).subscribe(this);
+      return answer.subscribe(this);
     } catch (error) {
       this.record.failed(error);
       return undefined;
