@@ -4,14 +4,9 @@
 // `in` and `record[key]` would find the prototype's member, and assigning `__proto__` would set
 // the record's prototype instead of a key.
 
-/** Whether `record` has `key` as its own property: `hasOwn({}, 'constructor')` is false. */
-export function hasOwn(record: object, key: PropertyKey): boolean {
-  return Object.prototype.hasOwnProperty.call(record, key);
-}
-
-/** `record[key]` when it is `record`'s own property, else undefined: `own({}, 'constructor')` is undefined. */
+/** `record[key]` when it is `record`'s own property (`Object.hasOwn`), else undefined: `own({}, 'constructor')` is undefined. */
 export function own<V>(record: Readonly<Record<string, V>>, key: string): V | undefined {
-  return hasOwn(record, key) ? record[key] : undefined;
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 /** Sets `key` on `target` as an own data property (enumerable, writable): `__proto__` stays a key. */

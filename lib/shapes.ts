@@ -20,6 +20,7 @@ import { keepShapes as runShapes } from './runner/run.js';
 import { keepShapes as turnShapes } from './runner/turn/turn.js';
 import { keepShapes as turnsShapes } from './runner/turn/turnByTurn.js';
 import { keepShapes as turnCallShapes } from './runner/turn/turnCalls.js';
+import { keepShapes as turnBatchShapes } from './runner/turn/turnBatch.js';
 import { keepShapes as watchShapes } from './tools/loopMonitor.js';
 import type { Keep } from './keep.js';
 
@@ -63,7 +64,7 @@ export function keepShape(make: () => object): void {
 export function keepWarmShapes(): void {
   if (asked) return;
   asked = true;
-  for (const shapes of [runShapes, collectorShapes, turnsShapes, turnShapes, turnCallShapes, requestShapes, laneShapes, watchShapes, ceilingShapes, callShapes, batchShapes]) {
+  for (const shapes of [runShapes, collectorShapes, turnsShapes, turnShapes, turnCallShapes, turnBatchShapes, requestShapes, laneShapes, watchShapes, ceilingShapes, callShapes, batchShapes]) {
     try {
       shapes(keepShape);
     } catch (error) {

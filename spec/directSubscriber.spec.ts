@@ -3,8 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Observable, Subscriber, type Subscription } from 'rxjs';
-import { Stage, staged } from '../lib/batch/operators/stage.js';
-import { DirectSubscriber } from '../lib/directSubscriber.js';
+import { DirectSubscriber, Stage, staged } from '../lib/directSubscriber.js';
 import { Agent, AgentRunner, runBatch, ToolRegistry, type BatchCall, type ModelResponse } from '../lib/index.js';
 import { turnByTurn } from '../lib/runner/turn/turnByTurn.js';
 

@@ -21,6 +21,12 @@ export interface AnswerObserver<T> {
   unanswered(): void;
   /** Told when the answer is a Promise (or a thenable) still to settle, before it is awaited. */
   pending?(): void;
+  /**
+   * An Observable answer, which this observer subscribes itself (with an RxJS observer of its
+   * own, and no wrapper made for it): what ends it early, or undefined. Without it, the
+   * Observable's first value is taken for the observer.
+   */
+  observable?(answer: Subscribable<T>): Unsubscribable | undefined;
 }
 
 /**
@@ -38,7 +44,10 @@ export interface AnswerObserver<T> {
  */
 export function takeAnswer<T>(produced: unknown, observer: AnswerObserver<T>): Unsubscribable | undefined {
   try {
-    if (isObservable(produced)) return new FirstAnswer(observer).take(produced as Subscribable<T>);
+    if (isObservable(produced)) {
+      const answer = produced as Subscribable<T>;
+      return observer.observable !== undefined ? observer.observable(answer) : new FirstAnswer(observer).take(answer);
+    }
     if (isPromiseLike(produced)) {
       observer.pending?.();
       produced.then(
@@ -90,15 +99,6 @@ class FirstAnswer<T> implements Observer<T> {
     this.subscription = undefined;
     if (subscription !== undefined) unsubscribeQuietly(subscription);
     return true;
-  }
-}
-
-/** True for an Observable answer, read without throwing (a hostile value is not one). */
-export function isObservableSafely(value: unknown): boolean {
-  try {
-    return isObservable(value);
-  } catch {
-    return false;
   }
 }
 

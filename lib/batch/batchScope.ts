@@ -32,6 +32,8 @@ export interface BatchScopeOptions {
 export class BatchScope implements Subscribable<StopReason> {
   /** Every call's record, in call order. */
   readonly records: CallRecord[] = [];
+  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first enters its lanes. */
+  readonly given: readonly BatchCall[] | undefined;
   readonly scheduler: SchedulerLike;
   readonly activity: ActivitySink | undefined;
   readonly failFast: boolean;
@@ -41,8 +43,8 @@ export class BatchScope implements Subscribable<StopReason> {
   private reason: StopReason | undefined = undefined;
   /** True once the batch's subscriber left (or the batch ended): nothing more enters its lanes or is asked. */
   closed = false;
-  // How many calls the batch has, once they have all arrived.
-  private total: number | undefined = undefined;
+  // How many calls the batch has, once they have all arrived (or at once, given whole).
+  private total: number | undefined;
   // Who hears the stop once it takes effect (untilStopped).
   private listener: ((reason: StopReason) => void) | undefined = undefined;
   // Calls in the middle of their own bookkeeping, and whether the stop waits for them.
@@ -59,7 +61,13 @@ export class BatchScope implements Subscribable<StopReason> {
   private turnTable: LaneTable | undefined = undefined;
   private ownTable: LaneTable | undefined = undefined;
 
-  constructor(options: BatchScopeOptions = {}) {
+  /**
+   * `given`: the calls, when the turn is given whole (an array, not an Observable of calls): how
+   * many there are, and to which tools, is known before the first enters its lanes.
+   */
+  constructor(options: BatchScopeOptions = {}, given?: readonly BatchCall[]) {
+    this.given = given;
+    this.total = given?.length;
     this.scheduler = options.scheduler ?? asyncScheduler;
     const { onActivity } = options;
     this.activity = typeof onActivity === 'function' ? { observed: true, next: onActivity } : onActivity;
@@ -83,15 +91,6 @@ export class BatchScope implements Subscribable<StopReason> {
   /** Every call has arrived: `count` of them. */
   arrived(count: number): void {
     this.total = count;
-  }
-
-  /** The calls, when the turn was given whole: how many there are, and to which tools, is known before the first enters its lanes. */
-  given: readonly BatchCall[] | undefined = undefined;
-
-  /** The turn was given whole, as `calls`. */
-  whole(calls: readonly BatchCall[]): void {
-    this.given = calls;
-    this.total = calls.length;
   }
 
   /** @internal The batch's turn lanes, shared by all of its phases. */
@@ -186,8 +185,9 @@ export class BatchScope implements Subscribable<StopReason> {
 
   /** Ends every call in its lanes (queued, or its body started) where it stands: bodies aborted, permits left. */
   teardownEntered(): void {
-    // Together: every one is marked before any leaves its permits, so none starts in them.
-    CallRecord.teardownAll(this.records.filter((record) => record.state !== 'arrived' && !record.ended));
+    // Together: every one is marked before any leaves its permits (the batch is closed or
+    // stopped, which start() checks), so none starts in them.
+    for (const record of this.records) if (record.state !== 'arrived' && !record.ended) record.teardown();
   }
 
   /** The records without an outcome, in call order. */

@@ -1,14 +1,15 @@
-// What a call's body is handed and how its answer is heard: the context it gets (its signal, its
+// What a call's body is handed and how it is followed: the context it gets (its signal, its
 // record function, its lent lanes and fences), the loop monitor's watch over it, an Observable
 // answer's subscription. It keeps no state of its own: where the call stands is its record's
-// (records.ts), which it tells of every answer.
+// (records.ts), which hears a value or a Promise answer itself, and which this part tells of an
+// Observable's answer and of a stall.
 import type { Observer, Subscribable, Unsubscribable } from 'rxjs';
 import type { EventLoopStalledError } from '../errors.js';
 import type { Keep } from '../keep.js';
 import type { Loan } from '../lanes/index.js';
 import type { LoopMonitor, Watch } from '../tools/index.js';
 import type { StallListener } from '../tools/loopMonitor.js';
-import { takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
+import { unsubscribeQuietly } from './answer.js';
 import { assignDelta } from './deltas.js';
 import type { CallRecord } from './records.js';
 import type { Delta, InvokeContext } from './types.js';
@@ -22,12 +23,12 @@ export class InvocationAbortedError extends Error {
 export const threw: unique symbol = Symbol('threw');
 
 /**
- * A call's body: it hears its own answer. It is the answer's observer (a Promise's, or as the
- * RxJS observer of an Observable's first value) and the loop monitor's stall listener, so
- * following a body makes no closure and no observer object of its own; each thing it hears goes
- * to its record, in the verb of that ending.
+ * A call's body, as it runs: it is the RxJS observer of an Observable answer's first value and the
+ * loop monitor's stall listener, so following a body makes no closure and no observer object of
+ * its own; each thing it hears goes to its record, in the verb of that ending. (A value or a
+ * Promise answer its record hears itself.)
  */
-export class CallBody implements AnswerObserver<unknown>, StallListener, Observer<unknown> {
+export class CallBody implements StallListener, Observer<unknown> {
   // What the body was handed (its AbortController, if it asked for its signal), until the call ends.
   private context: CallContext | undefined = undefined;
   // An Observable answer's subscription, while its first value is awaited.
@@ -69,15 +70,10 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
     }
   }
 
-  /** Takes a plain or Promise answer (an Observable is subscribed instead). */
-  take(produced: unknown): void {
-    takeAnswer(produced, this);
-  }
-
   /** Subscribes to an Observable answer; a subscribe that throws is the body's failure. */
-  subscribe(produced: unknown): Unsubscribable | undefined {
+  subscribe(answer: Subscribable<unknown>): Unsubscribable | undefined {
     try {
-      return (produced as Subscribable<unknown>).subscribe(this);
+      return answer.subscribe(this);
     } catch (error) {
       this.record.failed(error);
       return undefined;
@@ -102,26 +98,6 @@ export class CallBody implements AnswerObserver<unknown>, StallListener, Observe
   /** RxJS observer of an Observable answer: completed without a value, the result is undefined. */
   complete(): void {
     this.record.answered(undefined);
-  }
-
-  /** A plain value, or a Promise's. */
-  answered(result: unknown): void {
-    this.record.answered(result);
-  }
-
-  /** A Promise that rejected, or an answer that could not be read. */
-  failed(error: unknown): void {
-    this.record.failed(error);
-  }
-
-  /** An Observable answer that completed without a value. */
-  unanswered(): void {
-    this.record.answered(undefined);
-  }
-
-  /** The body answered with a Promise: it runs until that settles. */
-  pending(): void {
-    this.record.pending();
   }
 
   /** The loop monitor saw the body hold the event loop past loopStallMs: the call is cut off. */

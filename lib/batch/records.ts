@@ -1,14 +1,15 @@
 // A call's life, in one place: one CallRecord per call, from its arrival to its outcome, with
 // the one state it stands in and one verb for each way it can end (docs/architecture.md, "A
 // call's life"). What it holds in its lanes is its `lanes` part (callLanes.ts); what its body is
-// handed, and how its answer is heard, its `body` part (callBody.ts); neither keeps a state of
-// its own. A record per call with methods, rather than an Observable, a Subscriber and a dozen
-// closures per call: a batch of thousands is mostly these (docs/performance.md).
-import type { Unsubscribable } from 'rxjs';
+// handed, and how an Observable answer or a stall is heard, its `body` part (callBody.ts);
+// neither keeps a state of its own. A value or a Promise answer the record hears itself. A record
+// per call with methods, rather than an Observable, a Subscriber and a dozen closures per call: a
+// batch of thousands is mostly these (docs/performance.md).
+import type { Subscribable, Unsubscribable } from 'rxjs';
 import { EventLoopStalledError, JournalError, toErrorInfo, ToolTimedOutError, type ErrorInfo } from '../errors.js';
 import { journalCouldNotRecord, neverDispatchedMessage } from '../stopClass.js';
 import type { LoopMonitor } from '../tools/index.js';
-import { isObservableSafely, unsubscribeQuietly } from './answer.js';
+import { takeAnswer, unsubscribeQuietly, type AnswerObserver } from './answer.js';
 import { CallBody, InvocationAbortedError, threw } from './callBody.js';
 import { CallLanes, type LaneSource, type LaneStep } from './callLanes.js';
 import { errorOutcome, lostBeforeDispatch, lostOutcome, stoppedOutcome, wasCutOff } from './stops.js';
@@ -73,7 +74,7 @@ export interface LaneEntry extends LaneSource {
  * Its permits are left as soon as its outcome is decided, unless its body is still running (a
  * lane counts bodies that run), and again (harmlessly) in the teardown, so every ending leaves them.
  */
-export class CallRecord implements WriteAheadWaiter {
+export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
   readonly parallelSafe: boolean;
   /** Where the call stands. */
   state: CallState = 'arrived';
@@ -194,10 +195,11 @@ export class CallRecord implements WriteAheadWaiter {
     else this.refuse(toErrorInfo(new JournalError(neverDispatchedMessage(journalCouldNotRecord(error.message)))));
   }
 
-  // What the body produced: a value or a Promise is taken, an Observable subscribed. While its
-  // synchronous part ran, whatever ended the call (a stall, a stop the body set off itself) left
-  // the permits where they are: only the answer says whether the body still runs (a Promise
-  // keeps them until it settles) or is over.
+  // What the body produced: a value or a Promise is taken (the record is its observer), an
+  // Observable subscribed (its body part is its observer). While its synchronous part ran,
+  // whatever ended the call (a stall, a stop the body set off itself) left the permits where they
+  // are: only the answer says whether the body still runs (a Promise keeps them until it
+  // settles) or is over.
   private follow(produced: unknown): void {
     const { body } = this;
     if (produced === threw) {
@@ -205,11 +207,7 @@ export class CallRecord implements WriteAheadWaiter {
       this.leaveLanes();
       return;
     }
-    let running: Unsubscribable | undefined;
-    if (!isObservableSafely(produced)) body.take(produced);
-    // A call that ended while its body ran is not subscribed to its Observable at all.
-    else if (this.now() === 'returning') this.state = 'over';
-    else running = body.subscribe(produced);
+    const running = takeAnswer(produced, this);
     if (this.now() === 'invoking') {
       // No answer yet: the Observable's first value is awaited.
       body.following(running);
@@ -221,6 +219,16 @@ export class CallRecord implements WriteAheadWaiter {
     if (this.now() === 'returning') this.state = 'over';
     // Whether the call's end waited for the answer or not, its permits' fate is known now (leaving twice does nothing).
     if (this.now() !== 'awaiting') this.leaveLanes();
+  }
+
+  /** @internal Its body answered with an Observable (AnswerObserver): its body part subscribes it. */
+  observable(answer: Subscribable<unknown>): Unsubscribable | undefined {
+    // A call that ended while its body ran is not subscribed to its Observable at all.
+    if (this.state === 'returning') {
+      this.state = 'over';
+      return undefined;
+    }
+    return this.body.subscribe(answer);
   }
 
   // The state as it is now: the calls above may have changed it (an answer, a stall, a stop).
@@ -239,6 +247,11 @@ export class CallRecord implements WriteAheadWaiter {
   /** Its body answered: its value (a Promise's, an Observable's first, or undefined for one that completed without) is the result. */
   answered(result: unknown): void {
     if (this.bodyDone()) this.end({ index: this.index, callId: this.call.callId, tool: this.call.tool, kind: 'result', dispatched: true, result, delta: this.body.delta }, false);
+  }
+
+  /** @internal Its body's answer ended without a value (AnswerObserver): the result is undefined. */
+  unanswered(): void {
+    this.answered(undefined);
   }
 
   /**
@@ -436,7 +449,12 @@ export class CallRecord implements WriteAheadWaiter {
     else this.lanes.leave();
   }
 
-  /** Ends the call where it stands, with no outcome yet: its body's signal aborted if it had not answered, permits left (or kept by a body that still runs). */
+  /**
+   * Ends the call where it stands, with no outcome yet: its body's signal aborted if it had not
+   * answered, permits left (or kept by a body that still runs). When several calls are torn down
+   * together, none may start in a permit another leaves: whoever tears them down marks it first
+   * (the batch closed or stopped, the fan-out closing), and start() checks.
+   */
   teardown(): void {
     // Once is enough: a teardown re-entered (from a watcher of the permits it leaves) or
     // repeated (by the batch's close) leaves the first to finish what it started.
@@ -444,13 +462,5 @@ export class CallRecord implements WriteAheadWaiter {
     this.lanes.tell(this.running ? 'stopped' : 'unstarted');
     this.halt(new InvocationAbortedError('the call was stopped before it settled'), true);
     this.leaveLanes();
-  }
-
-  /**
-   * Ends these calls where they stand. None starts in a permit another leaves: whoever tears
-   * them down marks it first (the batch closed or stopped, the fan-out closing), and start() checks.
-   */
-  static teardownAll(records: readonly CallRecord[]): void {
-    for (const record of records) record.teardown();
   }
 }

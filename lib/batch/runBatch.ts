@@ -13,7 +13,7 @@ import { inCallOrder } from './operators/inCallOrder.js';
 import { inLanes } from './operators/inLanes.js';
 import { phases } from './operators/phases.js';
 import { settle } from './operators/settle.js';
-import { Stage } from './operators/stage.js';
+import { Stage } from '../directSubscriber.js';
 import { untilStopped } from './operators/untilStopped.js';
 import { CallBody } from './callBody.js';
 import type { CallNews, CallRecord } from './records.js';
@@ -62,9 +62,8 @@ export function runBatch(calls: Observable<BatchCall> | readonly BatchCall[], op
   const settled = settle(options.settle);
   return new Observable<Outcome>((subscriber) => {
     // One batch per subscription: its records, clock, activity and stop, shared by every stage.
-    const batch = new BatchScope(options);
     // A turn given whole says how many calls it has: lanes that cannot bind are not taken.
-    if (!given) batch.whole(calls as readonly BatchCall[]);
+    const batch = new BatchScope(options, given ? undefined : (calls as readonly BatchCall[]));
     // Registered before the stages are subscribed: a subscriber that leaves while they are still
     // being subscribed (its calls answering synchronously) closes the batch at once, which ends
     // every call in its lanes where it stands (body aborted, permits left) and enters no more.

@@ -18,7 +18,7 @@ import { Collector } from './collector.js';
 import { resumeOptions, resumePointFor } from './resume/resume.js';
 import { resumedCalls, type ResumePoint } from './resume/resumePoint.js';
 import type { Approvals, RunSnapshot } from './resume/snapshotFormat.js';
-import { runEvents } from './runEvents.js';
+import { runEvents } from './run.js';
 import { Tracing } from './trace/tracing.js';
 import { emptyState, startingState } from './state.js';
 import type { RecoverableRun, RunJournal } from './journal/runJournal.js';

@@ -33,6 +33,7 @@ export {
   decodeModelResponse,
   decodeToolCall,
   FinishReasonCodec,
+  isStreamPart,
   ModelResponseCodec,
   UsageCodec,
   type DecodedResponse,
@@ -47,7 +48,7 @@ export {
   type ToolCall,
   type Usage,
 } from './model/model.js';
-export { isStreamPart, StreamPartError, WrittenTurn } from './model/modelStream.js';
+export { StreamPartError, WrittenTurn } from './model/modelStream.js';
 export type { Approve, ApprovalVerdict, Guardrails, GuardrailVerdict, Hooks, PolicyCall } from './turn/policies.js';
 export { snapshotFormat, snapshotVersion, type Approval, type Approvals, type PendingCall, type RunSnapshot, type SnapshotCall } from './resume/snapshotFormat.js';
 export { TracingAttributes, TracingEvents } from './trace/tracingNames.js';

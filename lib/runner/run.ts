@@ -1,33 +1,76 @@
 // The run: an Observable of turns. Each turn asks the model, emits its response, runs the
 // turn's calls as one batch inside the runner's lanes (their outcomes go back as tool messages
 // in call order), merges the calls' deltas, and goes on to the next turn, until the model
-// answers without calls or the run stops. `run$()` is this Observable, and `run()` is it
-// folded: one engine path. The run's stop is a composition of what can stop it (the caller's
+// answers without calls or the run stops. `runEvents` is this Observable (run$), and `run()` is
+// it folded: one engine path. The run's stop is a composition of what can stop it (the caller's
 // signal, runSeconds), replayed to every turn; a failure under FAIL_RUN is the batch's own.
 // A turn is in turn/turn.ts, a streamed one in turn/streamedTurn.ts: this file is the run they
 // share, and the one place its state changes (turn/turnRun.ts is what a turn sees of it).
 import { randomUUID } from 'node:crypto';
-import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscription, type Unsubscribable } from 'rxjs';
-import { assignDelta, batchStop, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { connectable, merge, Observable, ReplaySubject, take, tap, type Subscriber, type Subscription, type Unsubscribable } from 'rxjs';
+import { assignDelta, batchStop, cancelled, failsFast, givenReason, mergeDeltas, type ErrorOutcome, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { DeadlineExceededError, toErrorInfo } from '../errors.js';
 import type { Keep } from '../keep.js';
 import type { AgentRef, NestedRunResult, RunState } from '../tools/index.js';
 import { OnToolError, type Agent } from './Agent.js';
 import { ending, failed, statusOf, toOutcomeEvent, toResponseEvent, type RunEvent, type ToolOutcomeEvent } from './events.js';
-import type { TurnSource } from './turn/turnByTurn.js';
+import { turnByTurn, type TurnSource } from './turn/turnByTurn.js';
 import { RunJournaling } from './journal/journaling.js';
 import { addedUsage, type Message, type ModelRequest, type ModelResponse, type RunInput, type ToolCall, type Usage } from './model/model.js';
 import { neverStarted, TurnScope, type NestedRuns, type RunnerCall } from './turn/turnCalls.js';
 import { toolMessage } from './state.js';
 import { resumedTurn } from './turn/resumedTurn.js';
-import { stopSources } from './turn/runStops.js';
 import { interrupted, type TurnWaits, type WaitingRun } from './turn/interrupts.js';
 import { turn } from './turn/turn.js';
 import { turnBatch } from './turn/turnBatch.js';
-import { askTokenBudget, tokenBudgetOf, tokensOf } from './turn/turnBudget.js';
 import type { TurnRun } from './turn/turnRun.js';
 import type { BudgetSpec, OnGrant, Permit } from '../lanes/index.js';
+import { keptForResume } from './resume/snapshotStore.js';
+import { scheduleAfter } from '../time.js';
 import type { AgentTools, OpenTrace, RunnerParts, RunPlan } from './parts.js';
 import type { RunParent, RunStatus } from './types.js';
+
+/**
+ * One run as a cold Observable of its transcript: RUN_STARTED, then per turn MODEL_RESPONSE
+ * and one TOOL_RESULT / TOOL_ERROR / TOOL_INDETERMINATE per call in call order, then the final
+ * event. Unsubscribing ends the run where it stands (the request aborted, the batch's calls
+ * stopped, permits back). Anything unforeseen thrown along the way ends the run with RUN_FAILED,
+ * never the process.
+ */
+export function runEvents(parts: RunnerParts, plan: RunPlan): Observable<RunEvent> {
+  return new Observable<RunEvent>((subscriber) => {
+    const { activity, scheduler, tracing } = parts;
+    // Traced, the run is made with the trace's parts (its provider's answers traced) and followed by it.
+    const trace = tracing?.open(parts, plan);
+    const run = new Run(trace === undefined ? parts : trace.parts, plan, trace);
+    trace?.begin(run.runId);
+    if (activity.observed) {
+      activity.next({ type: 'run-started', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, ...(run.parent ? { parent: run.parent } : {}), at: scheduler.now() });
+    }
+    if (trace === undefined) return play(run, subscriber);
+    return trace.follow(new Observable<RunEvent>((followed) => play(run, followed))).subscribe(subscriber);
+  });
+}
+
+// The run's transcript to `subscriber`: RUN_STARTED, then its turns one after another. Whatever
+// ends it (its final event, a failure, the subscriber leaving), its stop's sources end with it.
+function play(run: Run, subscriber: Subscriber<RunEvent>): void {
+  const { plan } = run;
+  const { history } = plan;
+  // A resumed run goes on with the transcript it was left with: it starts no second time (nor in its journal).
+  if (plan.resume === undefined) run.journal?.started(plan, plan.initial);
+  if (plan.resume === undefined) subscriber.next(
+    history.length === 0
+      ? { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input }
+      : { type: 'RUN_STARTED', runId: run.runId, agent: plan.agent.name, tenant: plan.tenant, input: plan.input, history },
+  );
+  // A top-level run that ends waiting tells it once its one resume can find it (its snapshot kept, its journal written).
+  const { snapshots, journal } = run.parts;
+  const guarded = plan.nesting === undefined && (snapshots !== undefined || journal !== undefined);
+  (guarded ? turnByTurn(run).pipe(keptForResume(snapshots, journal)) : turnByTurn(run)).subscribe(subscriber);
+  // After the turns' own teardown, so a run left mid-turn has stopped its batch by then.
+  subscriber.add(run);
+}
 
 // randomUUID builds its text from cached pieces, a chain of about seventeen string nodes;
 // reading one character flattens it into one string: about 0.4 KB less for as long as the
@@ -68,7 +111,7 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
   private readonly stopping: Subscription | undefined;
   // The tools the agent may call, as of the registry's last change this run has seen.
   private tools: AgentTools;
-  // The tenant's token budget, if the runner declared one, and the current turn's place in it (turnBudget.ts).
+  // The tenant's token budget, if the runner declared one, and the current turn's place in it (below).
   private readonly tokenBudget: BudgetSpec | undefined;
   private turnBudget: Permit | undefined = undefined;
 
@@ -172,7 +215,12 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
       waits.later.push(outcome);
       return undefined;
     }
-    this.messages.push(toolMessage(outcome, contents[outcome.index]));
+    return this.told(n, outcome, contents[outcome.index]);
+  }
+
+  // A call's outcome told: its tool message into the conversation, and its event to emit.
+  private told(n: number, outcome: Outcome, content: string | undefined): ToolOutcomeEvent {
+    this.messages.push(toolMessage(outcome, content));
     return toOutcomeEvent(n, outcome);
   }
 
@@ -187,13 +235,10 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     this.waits = undefined;
     if (waits?.waiting === true && failure === undefined && this.stopped === undefined) {
       const own = outcomes.filter((o) => waits.waits[o.index] === undefined);
-      if (batchStop(own) === undefined && !own.some((o) => failsFast(this.failFast, o))) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
+      if (this.endedBy(own) === undefined) return this.ending(interrupted(this.waiting(), n, outcomes, waits));
     }
     const keptBack: RunEvent[] = [];
-    for (const outcome of waits?.later ?? []) {
-      this.messages.push(toolMessage(outcome, waits!.contents[outcome.index]));
-      keptBack.push(toOutcomeEvent(n, outcome));
-    }
+    for (const outcome of waits?.later ?? []) keptBack.push(this.told(n, outcome, waits!.contents[outcome.index]));
     const last = this.afterBatch(n, outcomes, failure);
     return last === undefined ? keptBack : [...keptBack, last];
   }
@@ -218,13 +263,19 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     }
     // A cancel is a cancel, even of a turn whose stream broke; otherwise the stream's failure is the run's.
     if (failure !== undefined && this.stopped === undefined) return this.end(failure);
-    const reason = this.stopped ?? batchStop(outcomes);
-    if (reason !== undefined) return this.end(ending(reason));
-    // FAIL_RUN by its one rule: a failure of a call's own that stopped nothing left (it was the last to go).
-    const failedCall = outcomes.find((o): o is ErrorOutcome => failsFast(this.failFast, o));
-    if (failedCall !== undefined) return this.end({ type: 'RUN_FAILED', error: failedCall.error });
+    const last = this.stopped !== undefined ? ending(this.stopped) : this.endedBy(outcomes);
+    if (last !== undefined) return this.end(last);
     if (!this.ended) this.upcoming = n + 1;
     return undefined;
+  }
+
+  // The final event a batch's outcomes end the run with, if any: the batch's stop, or FAIL_RUN by
+  // its one rule (a failure of a call's own that stopped nothing left: it was the last to go).
+  private endedBy(outcomes: readonly Outcome[]): RunEvent | undefined {
+    const reason = batchStop(outcomes);
+    if (reason !== undefined) return ending(reason);
+    const failedCall = outcomes.find((o): o is ErrorOutcome => failsFast(this.failFast, o));
+    return failedCall === undefined ? undefined : { type: 'RUN_FAILED', error: failedCall.error };
   }
 
   // Tells watchers of activity$ the run ended; the event is made only if someone watches.
@@ -320,6 +371,68 @@ export class Run implements TurnRun, NestedRuns, TurnSource<RunEvent>, Unsubscri
     const { id: callId, name: tool, arguments: input } = call;
     activity.next({ type: 'tool-call', runId: this.runId, turn, index, callId, tool, input, ...(this.parent ? { parent: this.parent } : {}), at: scheduler.now() });
   }
+}
+
+// ---- What can stop a run from outside: the caller's signal and the runner's runSeconds, each an
+// Observable of the stop it gives; the run merges them into its one stop. ----
+
+// The caller's signal as a stop: at once if it is aborted already.
+function aborted(signal: AbortSignal): Observable<StopReason> {
+  return new Observable<StopReason>((subscriber) => {
+    const abort = (): void => {
+      subscriber.next(cancelled(signal.reason));
+      subscriber.complete();
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    return () => signal.removeEventListener('abort', abort);
+  });
+}
+
+/** The sources of a run's stop: its signal, its runSeconds; none for a run nothing outside can stop. */
+function stopSources(parts: RunnerParts, plan: RunPlan): Array<Observable<StopReason>> {
+  const { runSeconds } = parts.deadline;
+  const sources: Array<Observable<StopReason>> = [];
+  if (plan.signal !== undefined) sources.push(aborted(plan.signal));
+  if (runSeconds !== undefined) {
+    // Through scheduleAfter: a runSeconds past 24.8 days would otherwise fire at once.
+    sources.push(
+      new Observable<StopReason>((subscriber) =>
+        scheduleAfter(parts.scheduler, () => {
+          const error = new DeadlineExceededError('runSeconds', runSeconds);
+          subscriber.next({ kind: 'deadline', why: error.message, error: toErrorInfo(error) });
+        }, runSeconds * 1000),
+      ),
+    );
+  }
+  return sources;
+}
+
+// ---- A turn's place in its tenant's token budget (docs/concurrency.md, budget lanes): before the
+// model is asked, the budget must cover the turn's reservation (`turnTokens`), or, without one,
+// have something left (a turn's tokens are not known in advance); once the provider reports its
+// usage, the turn is charged its tokens in place of the reservation. A turn the budget cannot
+// cover is not started: the run ends RUN_FAILED with the BudgetExceededError. ----
+
+/** The runner's token budget per tenant, if it declared one (a budget is the runner's: it spans every agent). */
+function tokenBudgetOf(parts: RunnerParts): BudgetSpec | undefined {
+  const budget = parts.shared.concurrency.perTenantBudget;
+  if (budget?.tokens === undefined || parts.shared.lanes.enterBudget === undefined) return undefined;
+  return { measure: 'tokens', limit: budget.tokens, perSeconds: budget.perSeconds };
+}
+
+/**
+ * Asks `tenant`'s token budget for a turn: the permit, granted at once or later (`turn` is told),
+ * or refused (`turn.lost` is told a BudgetExceededError).
+ */
+function askTokenBudget(parts: RunnerParts, spec: BudgetSpec, tenant: string, turn: OnGrant): Permit {
+  const reserved = parts.shared.concurrency.perTenantBudget?.turnTokens ?? 0;
+  return parts.shared.lanes.enterBudget!(`budget:tokens:${tenant}`, spec, reserved, turn, tenant);
+}
+
+/** A turn's tokens, as its provider reported them. */
+function tokensOf(usage: Usage): number {
+  return usage.inputTokens + usage.outputTokens;
 }
 
 /** @internal One inert object of each class this module makes per run, for keepWarmShapes (lib/shapes.ts). */

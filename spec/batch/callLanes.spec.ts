@@ -130,7 +130,7 @@ describe('CallLanes', () => {
           testScheduler.schedule(() => {
             resolve('late');
             // A Promise settles a microtask later; the body's answer is heard then.
-            record.body.answered('late');
+            record.answered('late');
           }, c.settlesAt);
           flush();
           expect(heldAt3).to.equal(c.heldAt3);

@@ -10,7 +10,7 @@ import { DeadlineExceededError, toErrorInfo, ToolTimedOutError } from '../../err
 import { Ceilings } from '../ceilings.js';
 import { CallBody } from '../callBody.js';
 import { CallRecord, type CallNews } from '../records.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 /** The durations calls are timed by, in seconds. */
 export interface CeilingLimits {

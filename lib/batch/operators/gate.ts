@@ -75,7 +75,6 @@ export function gate(step?: GateStep): MonoTypeOperatorFunction<CallRecord> {
 // The record goes on (refused, if the gate said so), and the next call may be asked.
 function letThrough(record: CallRecord, serial: Serial, refused: ErrorInfo | undefined): undefined {
   if (refused !== undefined) record.refuse(refused);
-  serial.pass(record);
-  serial.through();
+  serial.through(record);
   return undefined;
 }

@@ -4,7 +4,7 @@
 import type { OperatorFunction } from 'rxjs';
 import { CallBody } from '../callBody.js';
 import type { CallNews, CallRecord } from '../records.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 // One subscription of inCallOrder.
 class InCallOrder extends Stage<CallNews, CallRecord> {

@@ -3,22 +3,79 @@
 // tool -> its own -> identical arguments), not from a count of its own.
 // A call runs once every lane granted it a permit; its permits go back when it ends (or, for a
 // body that still runs, when that body settles). mergeMap-style, with plain state: a record per
-// call, no inner Observable or Subscriber per call.
-import type { OperatorFunction, Subscriber } from 'rxjs';
+// call, no inner Observable or Subscriber per call. The rate lanes come first, so a call holds
+// no permit while it waits on a clock; a partner's "slow down" pauses its tool's rate lane.
+import type { OperatorFunction, SchedulerLike, Subscriber } from 'rxjs';
 import { canonicalJson } from '../../canonical.js';
-import { ConcurrencyConfig, own, tighter, type RateOptions } from '../../config/index.js';
+import { ConcurrencyConfig, isSlower, own, tenantRate, tighter, type RateOptions } from '../../config/index.js';
 import type { ErrorInfo } from '../../errors.js';
-import type { LaneStore, Loan } from '../../lanes/index.js';
+import { RatedStore, type BudgetSpec, type LaneStore, type Loan } from '../../lanes/index.js';
 import type { LoopMonitor } from '../../tools/index.js';
 import type { BatchScope } from '../batchScope.js';
 import type { CallBody } from '../callBody.js';
 import { plainLane, type LaneKind, type LaneStep } from '../callLanes.js';
-import { addRateSteps, pauseTool, RateViews, slowDown, toolRateKey, type RateHost } from '../rateSteps.js';
 import { CallRecord, type CallNews, type LaneEntry } from '../records.js';
-import type { BatchCall, BatchOptions } from '../types.js';
-import { Stage, staged } from './stage.js';
+import type { BatchCall, BatchOptions, Outcome } from '../types.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
-import type { BudgetSpec } from '../../lanes/index.js';
+// ---- The rate lanes a call takes before any concurrency lane, and what a partner's "slow down" does to them ----
+
+// Tool names are few: each key is made once, as a call start asks for it.
+const rateKeys = new Map<string, string>();
+
+// The key of tool `tool`'s rate lane, the one a partner's "slow down" pauses.
+function toolRateKey(tool: string): string {
+  let key = rateKeys.get(tool);
+  if (key === undefined) {
+    key = `rate:tool:${tool}`;
+    if (rateKeys.size < 4096) rateKeys.set(tool, key);
+  }
+  return key;
+}
+
+// A store's rate lanes at each rate, made once per rate (and per store) for a fan-out.
+class RateViews {
+  private readonly views = new Map<RateOptions | undefined, RatedStore>();
+  constructor(
+    private readonly store: LaneStore,
+    private readonly scheduler: SchedulerLike,
+  ) {}
+
+  of(rate: RateOptions | undefined): RatedStore {
+    let view = this.views.get(rate);
+    if (view === undefined) {
+      view = new RatedStore(this.store, rate, this.scheduler);
+      this.views.set(rate, view);
+    }
+    return view;
+  }
+}
+
+// A rate lane step: one admission at a time.
+function rateStep(store: LaneStore, key: string, party: string): LaneStep {
+  return { store, key, limit: 1, party, loan: undefined };
+}
+
+// A call failed with a partner's "slow down" (`RateLimitedError`, or an error with HTTP status
+// 429): its tool's rate lane admits nothing new for `retryAfterSeconds`, wherever the store is
+// shared. Calls waiting for the lane wait on; they do not fail.
+function slowDown(store: LaneStore, outcome: Outcome, scheduler: SchedulerLike): void {
+  if (outcome.kind !== 'error' || outcome.stopped !== undefined) return;
+  // A RateLimitedError, or any error that carries a partner's 429 (a wire adapter's ProviderHttpError).
+  if (outcome.error.name !== 'RateLimitedError' && outcome.error.status !== 429) return;
+  pauseTool(store, outcome.tool, outcome.error, scheduler);
+}
+
+// Pauses tool `tool`'s rate lane for the error's `retryAfterSeconds`; true if the store now says it is paused.
+function pauseTool(store: LaneStore, tool: string, error: ErrorInfo, scheduler: SchedulerLike): boolean {
+  const seconds = error.retryAfterSeconds;
+  if (seconds === undefined || !(seconds > 0) || store.pause === undefined) return false;
+  const key = toolRateKey(tool);
+  store.pause(key, seconds, error.message, scheduler);
+  return store.paused?.(key) === true;
+}
+
+// ---- The fan-out ----
 
 /** The lanes calls enter, and what else entering them needs: the batch options of the same names. */
 export type LanePlan = Pick<BatchOptions, 'concurrency' | 'shared' | 'tenant' | 'lent' | 'monitor'>;
@@ -47,7 +104,7 @@ function bindingOver(limit: number | undefined, calls: number | undefined): numb
 
 // One subscription of inLanes: the entry its records report to, and the lanes each tool's
 // calls take, worked out once per tool.
-class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost {
+class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry {
   readonly lent: ReadonlyMap<string, Loan>;
   readonly monitor: LoopMonitor | undefined;
   readonly abandonAfterSeconds: number | undefined;
@@ -137,9 +194,9 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     // Set before any record leaves its permits, which could grant them to another record here.
     this.closing = true;
     if (this.open === 0 || this.batch === undefined) return;
-    const records = this.batch.records.filter((record) => record.inFlightFor(this));
-    // Together: a permit left by one must not start another (its body would run after the subscriber left).
-    CallRecord.teardownAll(records);
+    // Together: the fan-out is closing (start() checks), so a permit left by one starts no other
+    // (its body would run after the subscriber left).
+    for (const record of this.batch.records) if (record.inFlightFor(this)) record.teardown();
   }
 
   lanesOf(record: CallRecord): readonly LaneStep[] {
@@ -152,7 +209,7 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     const expected = batch.expected;
     const steps: LaneStep[] = [];
     // The rate lanes first: a call waits on a clock before it holds any permit.
-    addRateSteps(steps, this, call.tool, tenant);
+    this.addRateSteps(steps, call.tool, tenant);
     // Budget lanes come before any concurrency permit (laneKinds.ts): a call they cannot cover holds nothing.
     const costBudget = costBudgetOf(shared.lanes, shared.concurrency);
     if (costBudget !== undefined) this.addStep(steps, shared.lanes, `budget:cost:${tenant}`, 1, tenant, { adaptive: undefined, budget: costBudget, amount: call.cost ?? 0 });
@@ -216,25 +273,43 @@ class FanOut extends Stage<CallRecord, CallNews> implements LaneEntry, RateHost 
     this.stepsByTool?.delete(tool);
   }
 
-  get sharedConfig(): ConcurrencyConfig {
-    return this.shared!.concurrency;
-  }
-
-  get turnConfig(): ConcurrencyConfig {
-    return this.turn;
-  }
-
-  learnRate(key: string): boolean {
+  // Has the shared store's rate lane `key` learn its pace (an adaptive tool's `pace: true`); false if the store cannot.
+  private learnRate(key: string): boolean {
     const lanes = this.shared!.lanes;
     if (lanes.learnRate === undefined) return false;
     lanes.learnRate(key, this.batch!.scheduler);
     return true;
   }
 
-  rateView(turn: boolean, rate: RateOptions | undefined): LaneStore {
+  // The shared store's rate lanes at `rate` (`turn`: the batch's own table's), made once per fan-out.
+  private rateView(turn: boolean, rate: RateOptions | undefined): LaneStore {
     const batch = this.batch!;
     if (turn) return (this.turnRates ??= new RateViews(batch.turnLanes, batch.scheduler)).of(rate);
     return (this.sharedRates ??= new RateViews(this.shared!.lanes, batch.scheduler)).of(rate);
+  }
+
+  /**
+   * Adds a call's rate lanes to `steps`, in the fixed order: its tenant's, its tool's, then the
+   * turn's own where the agent narrowed them (in the batch's table, so they bound this turn only).
+   * A tool with no rate declared takes its rate lane only while the store says it is paused, or
+   * always when it is adaptive with `pace: true` (the lane learns the partner's pace): a call with
+   * no rate lane pays nothing.
+   */
+  private addRateSteps(steps: LaneStep[], tool: string, tenant: string): void {
+    const { concurrency: sharedConfig, lanes: sharedLanes } = this.shared!;
+    const turnConfig = this.turn;
+    const tenantRateOf = tenantRate(sharedConfig.perTenantRate, tenant);
+    if (tenantRateOf !== undefined) steps.push(rateStep(this.rateView(false, tenantRateOf), `rate:tenant:${tenant}`, tenant));
+    const toolRate = own(sharedConfig.perToolRate, tool);
+    const key = toolRateKey(tool);
+    // An adaptive tool that learns its partner's pace takes its rate lane always: the lane counts what it admits.
+    const learning = toolRate === undefined && own(sharedConfig.perToolAdaptive, tool)?.pace === true && this.learnRate(key);
+    if (toolRate !== undefined || learning || sharedLanes.paused?.(key) === true) steps.push(rateStep(this.rateView(false, toolRate), key, tenant));
+    if (turnConfig === sharedConfig) return;
+    const turnTenant = tenantRate(turnConfig.perTenantRate, tenant);
+    if (isSlower(turnTenant, tenantRateOf)) steps.push(rateStep(this.rateView(true, turnTenant), `turn-rate:tenant:${tenant}`, ''));
+    const turnTool = own(turnConfig.perToolRate, tool);
+    if (isSlower(turnTool, toolRate)) steps.push(rateStep(this.rateView(true, turnTool), `turn-rate:tool:${tool}`, ''));
   }
 
   private callsOf(calls: readonly BatchCall[], tool: string): number {

@@ -6,7 +6,7 @@ import { Observable, type OperatorFunction, type Subscriber } from 'rxjs';
 import type { BatchCall } from '../types.js';
 import { BatchScope, type BatchScopeOptions } from '../batchScope.js';
 import { CallRecord } from '../records.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 // One phase: its records, kept until `concatMap` subscribes (the phase before it may still run),
 // then passed on as they come. One of these per phase, never per call.

@@ -5,7 +5,7 @@
 // the engine's to keep.
 import type { MonoTypeOperatorFunction, Subscriber, Unsubscribable } from 'rxjs';
 import type { CallRecord } from '../records.js';
-import { Stage, staged } from './stage.js';
+import { Stage, staged } from '../../directSubscriber.js';
 
 /** What a serial stage does with one record. */
 export interface SerialStage {
@@ -14,11 +14,13 @@ export interface SerialStage {
   /** True when the queue must wait where it is (a stopped batch asks nobody): the record stays first. */
   stays?(record: CallRecord): boolean;
   /**
-   * Handles `record`, passing it on with `serial.pass` (or failing the stage with
-   * `serial.fail`) and saying `serial.through()` once the next may go: at once, or later,
-   * returning what ends the pending answer if the stage is left meanwhile.
+   * Handles `record`, passing it on with `serial.through(record)`, after which the next may go
+   * (or failing the stage with `serial.fail`): at once, or later, returning what ends the
+   * pending answer if the stage is left meanwhile.
    */
   step(record: CallRecord, serial: Serial): Unsubscribable | undefined;
+  /** Told once `record` went on, before the next is handed to its step (settle: FAIL_RUN stops the batch here). */
+  wentOn?(record: CallRecord): void;
 }
 
 const idle: Unsubscribable = { unsubscribe: () => undefined };
@@ -47,18 +49,15 @@ export class Serial extends Stage<CallRecord> {
     out.add(() => this.leave());
   }
 
-  /** Passes `record` on. */
-  pass(record: CallRecord): void {
-    this.out.next(record);
-  }
-
   /** Fails the stage: the step could not do its work. */
   fail(error: unknown): void {
     this.out.error(error);
   }
 
-  /** The record in its step is through: the next may go. */
-  through(): void {
+  /** The record in its step is through: it goes on, and the next may go. */
+  through(record: CallRecord): void {
+    this.out.next(record);
+    this.stage.wentOn?.(record);
     if (this.stepping) {
       this.passed = true;
       return;

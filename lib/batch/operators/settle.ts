@@ -33,6 +33,8 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
   return serial({
     // Outcomes only: a record no stage decided yet is not one.
     takes: (record) => record.outcome !== undefined,
+    // Under FAIL_RUN, a failure stops the batch once its own outcome has gone out, before the next settles.
+    wentOn: (record) => record.batch.stopIfFailed(record.outcome!),
     step(record, serial) {
       const outcome = record.outcome!;
       if (step === undefined) return settled(record, serial, outcome);
@@ -68,12 +70,9 @@ export function settle(step?: SettleStep): MonoTypeOperatorFunction<CallRecord> 
   });
 }
 
-// The record goes out with its final outcome, and the next may settle. Under FAIL_RUN, a
-// failure stops the batch once its own outcome has gone out.
+// The record goes out with its final outcome, and the next may settle.
 function settled(record: CallRecord, serial: Serial, outcome: Outcome): undefined {
   record.settled(outcome);
-  serial.pass(record);
-  record.batch.stopIfFailed(outcome);
-  serial.through();
+  serial.through(record);
   return undefined;
 }

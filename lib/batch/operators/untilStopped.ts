@@ -6,7 +6,7 @@ import { Observable, type MonoTypeOperatorFunction, type Subscribable, type Subs
 import { BatchScope as BatchScopeClass, type BatchScope } from '../batchScope.js';
 import { CallBody } from '../callBody.js';
 import type { CallNews } from '../records.js';
-import { Stage } from './stage.js';
+import { Stage } from '../../directSubscriber.js';
 import type { StopReason } from '../types.js';
 
 /**

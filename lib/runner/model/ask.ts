@@ -1,15 +1,17 @@
 // One request to the model: the provider's response, value by value (a whole response, or the
-// parts of a streamed turn), under an AbortController of the request's own, and what the run
-// makes of a response that fails or does not decode.
+// parts of a streamed turn), under an AbortController of the request's own, what the run makes
+// of a response that fails or does not decode, and the final answer decoded.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { from, isObservable, type Observable, type ObservableInput } from 'rxjs';
 import { isPromiseLike, reportUnhandled } from '../../batch/index.js';
 import { describeValue } from '../../config/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
-import { ProviderError, toErrorInfo } from '../../errors.js';
+import { ProviderError, RunError, toErrorInfo } from '../../errors.js';
+import { check, type Checked } from '../../tools/index.js';
+import type { Agent } from '../Agent.js';
 import { failed, type RunEvent } from '../events.js';
-import { decodeModelResponse, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
-import { isStreamPart, StreamPartError } from './modelStream.js';
+import { decodeModelResponse, isStreamPart, type DecodedResponse, type ModelProvider, type ModelRequest } from './model.js';
+import { StreamPartError } from './modelStream.js';
 import type { Keep } from '../../keep.js';
 
 /** A model's decoded response, or the run's failure that stands for it. */
@@ -45,9 +47,32 @@ export function responseOf(turn: number, raw: unknown): ResponseOrFailure {
   return { response: decoded.right };
 }
 
-/** Who hears a request's response: each value (a whole response, or a streamed turn's parts), and how it ended. */
+// A turn whose response asks for no call: the model's text is the run's final answer.
+/**
+ * The run's final answer, decoded with the agent's output schema: RUN_COMPLETED with what it
+ * decoded, or RUN_FAILED saying why not; a Promise when a Standard Schema checks it
+ * asynchronously (it never rejects).
+ */
+export function finalAnswer(agent: Agent, text: string | undefined): RunEvent | Promise<RunEvent> {
+  if (agent.output === undefined) return { type: 'RUN_COMPLETED', output: text ?? '' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text ?? '');
+  } catch (error) {
+    return failed(new RunError(`the final answer of ${agent.name} is not JSON (${(error as Error).message}); its output codec needs JSON`));
+  }
+  const answer = (decoded: Checked): RunEvent =>
+    isLeft(decoded) ? failed(new RunError(`the final answer of ${agent.name} does not decode: ${decoded.left}`)) : { type: 'RUN_COMPLETED', output: decoded.right };
+  const decoded = check(agent.output, parsed, 'output');
+  return decoded instanceof Promise ? decoded.then(answer) : answer(decoded);
+}
+
+/** Who hears a request's response: a whole response, or a streamed turn's parts one by one, and how it ended. */
 export interface ResponseObserver {
+  /** A whole response (nothing after it is read), not decoded yet. */
   responded(value: unknown): void;
+  /** A part of a streamed turn (a value with a `type`, `isStreamPart`), not decoded yet. */
+  streamPart(part: unknown): void;
   responseFailed(error: unknown): void;
   responseEnded(): void;
 }
@@ -148,7 +173,7 @@ export class Request extends DirectSubscriber<unknown> {
 
   private value(value: unknown): void {
     if (this.done) return;
-    if (isStreamPart(value)) return this.observer.responded(value);
+    if (isStreamPart(value)) return this.observer.streamPart(value);
     // A whole response: it is complete, whatever else the provider would send. It is
     // handed on first, then the provider's subscription let go.
     this.done = true;
@@ -179,6 +204,6 @@ export class Request extends DirectSubscriber<unknown> {
  * each request's AbortSignal is made from before it becomes a signal.
  */
 export function keepShapes(keep: Keep): void {
-  keep(() => new Request({ responded: () => undefined, responseFailed: () => undefined, responseEnded: () => undefined }));
+  keep(() => new Request({ responded: () => undefined, streamPart: () => undefined, responseFailed: () => undefined, responseEnded: () => undefined }));
   keep(() => new EventTarget());
 }

@@ -65,6 +65,14 @@ export type ModelStreamPart =
   | ({ readonly type: 'response' } & ResponseInfo);
 
 /**
+ * True for a value a provider streams a turn with: an object whose `type` is a string. A whole
+ * ModelResponse has no `type`, so the first value a provider gives says which it sends.
+ */
+export function isStreamPart(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && typeof (value as { type?: unknown }).type === 'string';
+}
+
+/**
  * A model behind any wire. Given a request, the turn's response: one whole response (a Promise, or
  * an Observable's first value), or the turn as it is written, an Observable of stream parts
  * ending when the turn is complete. A streamed turn's calls start as soon as each is complete.

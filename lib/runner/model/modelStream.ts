@@ -4,15 +4,7 @@
 // a provider giving the turn whole would have given, so the transcript is the same either way.
 import { isLeft } from 'fp-ts/lib/Either.js';
 import { describeFailures, describeValue } from '../../config/index.js';
-import { decodeToolCall, FinishReasonCodec, UsageCodec, type DecodedResponse, type FinishReason, type ModelResponse, type ToolCall, type Usage } from './model.js';
-
-/**
- * True for a value a provider streams a turn with: an object whose `type` is a string. A whole
- * ModelResponse has no `type`, so the first value a provider gives says which it sends.
- */
-export function isStreamPart(value: unknown): boolean {
-  return value !== null && typeof value === 'object' && typeof (value as { type?: unknown }).type === 'string';
-}
+import { decodeToolCall, FinishReasonCodec, isStreamPart, UsageCodec, type DecodedResponse, type FinishReason, type ModelResponse, type ToolCall, type Usage } from './model.js';
 
 /** A part of a streamed turn that does not decode; its message names the part and what was wrong. */
 export class StreamPartError extends TypeError {

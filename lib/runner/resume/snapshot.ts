@@ -11,7 +11,7 @@ import { canonicalJson } from '../../canonical.js';
 import { describeFailures, describeValue } from '../../config/index.js';
 import { ConfigError, ToolRejectedError, toErrorInfo } from '../../errors.js';
 import { describePath, MAX_ENVELOPED, nestedTooDeep } from '../../nesting.js';
-import { hasOwn, own } from '../../own.js';
+import { own } from '../../own.js';
 import type { ResumedCall, ResumePoint } from './resumePoint.js';
 import { snapshotFormat, snapshotVersion, type Approvals, type NestedResume, type PendingCall, type RunSnapshot } from './snapshotFormat.js';
 
@@ -94,7 +94,7 @@ export function resumePointOf(snapshot: RunSnapshot, approvals: Approvals): { po
       throw new ConfigError(`approvals.${key}`, `approvals.${key} must be true, false or { approved: false, reason?: string }, got ${describeValue(answer)}`);
     }
   }
-  for (const id of waiting) if (!hasOwn(approvals, id)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
+  for (const id of waiting) if (!Object.hasOwn(approvals, id)) throw new ConfigError(`approvals.${id}`, `approvals.${id}: call ${id} waits for an answer and got none`);
   const nested: Array<NestedResume | undefined> = [];
   const calls = snapshot.calls.map((call, index): ResumedCall | undefined => {
     switch (call.status) {

@@ -3,12 +3,11 @@
 import { catchError, concat, concatMap, connectable, defer, EMPTY, filter, finalize, from, ignoreElements, map, merge, type Observable, of, ReplaySubject, Subject, takeUntil, tap } from 'rxjs';
 import type { Outcome, StopReason } from '../../batch/index.js';
 import { toErrorInfo } from '../../errors.js';
-import { providerFailure } from '../model/ask.js';
+import { finalAnswer, providerFailure } from '../model/ask.js';
 import { ending, type RunEvent, type ToolOutcomeEvent } from '../events.js';
 import type { ModelResponse } from '../model/model.js';
 import { WrittenTurn } from '../model/modelStream.js';
 import type { TurnRun } from './turnRun.js';
-import { finalAnswer } from './finalAnswer.js';
 import { callOf, type RunnerCall } from './turnCalls.js';
 
 /**

@@ -8,12 +8,10 @@ import type { Outcome, StopReason } from '../../batch/index.js';
 import { DirectSubscriber } from '../../directSubscriber.js';
 import type { Keep } from '../../keep.js';
 import { RunError } from '../../errors.js';
-import { providerFailure, responseOf, Request, type ResponseObserver } from '../model/ask.js';
+import { finalAnswer, providerFailure, responseOf, Request, type ResponseObserver } from '../model/ask.js';
 import { ending, failed, type RunEvent } from '../events.js';
-import { isStreamPart } from '../model/modelStream.js';
 import type { Permit } from '../../lanes/index.js';
 import type { TurnRun } from './turnRun.js';
-import { finalAnswer } from './finalAnswer.js';
 import { streamed } from './streamedTurn.js';
 import { callsOf } from './turnCalls.js';
 
@@ -111,6 +109,26 @@ class Turn extends DirectSubscriber<Outcome> implements ResponseObserver {
     this.end(ending(reason));
   }
 
+  // A streamed turn: its first part hands the turn to `streamed`, the later ones go to its reader.
+  streamPart(part: unknown): void {
+    if (this.streaming) {
+      this.rest?.next(part);
+      return;
+    }
+    // A turn left (its run's subscriber gone) takes no response.
+    if (this.closed) return;
+    const { run, n, subscriber } = this;
+    try {
+      this.streaming = true;
+      this.heard();
+      // The stream's events go to the turn's subscriber as they are; the request stays open
+      // for the parts after this one until the stream is no longer read.
+      streamed(run, n, part, new Observable<unknown>((rest) => this.restOf(rest))).subscribe(subscriber);
+    } catch (error) {
+      subscriber.error(error);
+    }
+  }
+
   responded(value: unknown): void {
     if (this.streaming) {
       this.rest?.next(value);
@@ -120,14 +138,6 @@ class Turn extends DirectSubscriber<Outcome> implements ResponseObserver {
     if (this.closed) return;
     const { run, n, subscriber } = this;
     try {
-      if (isStreamPart(value)) {
-        this.streaming = true;
-        this.heard();
-        // The stream's events go to the turn's subscriber as they are; the request stays open
-        // for the parts after this one until the stream is no longer read.
-        streamed(run, n, value, new Observable<unknown>((rest) => this.restOf(rest))).subscribe(subscriber);
-        return;
-      }
       this.heard();
       const decoded = responseOf(n, value);
       if ('failure' in decoded) return this.end(decoded.failure);

@@ -1,15 +1,19 @@
 // One turn's calls as the batch runs them: the policies' gate and settle steps, the JSON form of
-// each result, the calls that wait for a person (interrupts.ts), and the runner's lanes.
-import { tap, type Observable } from 'rxjs';
-import { runBatch, type BatchCall, type GateVerdict, type Outcome, type StopReason } from '../../batch/index.js';
+// each result, the calls that wait for a person (interrupts.ts), the runner's lanes, and the
+// calls' activity (to the run's trace, and to activity$).
+import { tap, type Observable, type Subject } from 'rxjs';
+import { errorOutcome, runBatch, type ActivitySink, type BatchCall, type CallActivity, type GateVerdict, type Outcome, type ResultOutcome, type StopReason } from '../../batch/index.js';
+import { JsonFormError, toErrorInfo } from '../../errors.js';
+import { jsonForm, type JsonValue } from '../../json.js';
+import type { Keep } from '../../keep.js';
 import { isStandardSchema, type ToolRegistry } from '../../tools/index.js';
 import { toOutcomeEvent, type ToolOutcomeEvent } from '../events.js';
 import type { RunJournaling } from '../journal/journaling.js';
 import type { AgentTools, BodyTrace, RunnerParts, RunPlan } from '../parts.js';
-import type { RunParent } from '../types.js';
+import type { RunnerActivity, RunParent } from '../types.js';
 import { TurnWaits } from './interrupts.js';
 import { policySteps, type PolicyTarget } from './policies.js';
-import { afterArguments, inJsonForm, TurnActivity, type RunnerCall } from './turnCalls.js';
+import { afterArguments, type RunnerCall } from './turnCalls.js';
 
 /** What a turn's batch reads of its run (run.ts): it writes nothing there. */
 export interface BatchRun {
@@ -67,6 +71,53 @@ function mayCheckLater(current: AgentTools, tools: ToolRegistry): boolean {
   let known = checksLaterAmong.get(current);
   if (known === undefined) checksLaterAmong.set(current, (known = current.allowed.some((name) => isStandardSchema(tools.get(name)?.declaration.args))));
   return known;
+}
+
+/**
+ * A result outcome with its result in its JSON form, and the text the model reads for it in
+ * `contents` (a string as itself, anything else as its JSON); a result without a JSON form is
+ * the call's ToolResultError, naming where and why.
+ */
+export function inJsonForm(outcome: ResultOutcome, contents: Array<string | undefined>): Outcome {
+  const { index, callId, tool, dispatched, result, delta } = outcome;
+  let form: JsonValue;
+  try {
+    form = jsonForm(result);
+  } catch (error) {
+    // The path from the result (`result.items.0: a circular reference`), shortened if very long.
+    const where = error instanceof JsonFormError && error.path !== '' ? `result.${error.message}` : toErrorInfo(error).message;
+    return errorOutcome(outcome, dispatched, { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` });
+  }
+  contents[index] = typeof form === 'string' ? form : JSON.stringify(form);
+  // A string, a number or a boolean is its own form: the outcome goes on as it is.
+  return form === result ? outcome : { kind: 'result', index, callId, tool, dispatched, result: form, delta };
+}
+
+// One turn's call activity: to the run's trace as it is, when the run is traced, and as the
+// runner's activity$ carries it (with the run and turn) when someone watches.
+export class TurnActivity implements ActivitySink {
+  constructor(
+    private readonly activity: Subject<RunnerActivity>,
+    private readonly runId: string,
+    private readonly turn: number,
+    private readonly parent: RunParent | undefined,
+    private readonly trace: BodyTrace | undefined,
+  ) {}
+
+  get observed(): boolean {
+    return this.trace !== undefined || this.activity.observed;
+  }
+
+  outcome(index: number, outcome: Outcome): void {
+    this.trace?.outcome(this.turn, index, outcome);
+  }
+
+  next(activity: CallActivity): void {
+    this.trace?.activity(this.turn, activity);
+    if (!this.activity.observed) return;
+    const { runId, turn, parent } = this;
+    this.activity.next(Object.assign({}, activity, parent === undefined ? { runId, turn } : { runId, turn, parent }));
+  }
 }
 
 /**
@@ -149,4 +200,9 @@ export function turnBatch(run: BatchRun, turn: number, given: readonly RunnerCal
     ),
     waits,
   };
+}
+
+/** @internal An activity sink per turn, inert, for keepWarmShapes (lib/shapes.ts). */
+export function keepShapes(keep: Keep): void {
+  keep(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
 }

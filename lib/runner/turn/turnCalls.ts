@@ -1,11 +1,9 @@
 // The calls of one turn as the runner hands them to its batch: each decoded against its tool
-// (or refused, keeping what the model sent), the context its body is handed, the JSON form its
-// result goes back in, the tool message the model reads, and the run's state as bodies see it.
+// (or refused, keeping what the model sent), the context its body is handed, and the run's state
+// as bodies see it.
 import { isLeft, left, right, type Either } from 'fp-ts/lib/Either.js';
-import type { Subject } from 'rxjs';
-import { errorOutcome, type ActivitySink, type BatchCall, type CallActivity, type GateVerdict, type InvokeContext, type Outcome, type ResultOutcome } from '../../batch/index.js';
-import { JsonFormError, ToolRemovedError, toErrorInfo, UnknownToolError, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
-import { jsonForm, type JsonValue } from '../../json.js';
+import type { BatchCall, GateVerdict, InvokeContext, Outcome } from '../../batch/index.js';
+import { ToolRemovedError, toErrorInfo, UnknownToolError, type ErrorInfo, type ToolArgumentsError } from '../../errors.js';
 import { emptyState, recordable } from '../state.js';
 import type { Keep } from '../../keep.js';
 import { decodeArguments, type DecodedArguments, frozenView, ownCopy, type AgentRef, type NestedRunResult, type ResolvedDeclaration, type RunState, type ToolBody, type ToolContext, type ToolLane } from '../../tools/index.js';
@@ -13,27 +11,7 @@ import type { Message, RunInput, ToolCall } from '../model/model.js';
 import type { PolicyTarget } from './policies.js';
 import type { AgentTools, BodyTrace, RunnerParts, RunPlan } from '../parts.js';
 import type { NestedResume } from '../resume/snapshotFormat.js';
-import type { RunnerActivity, RunParent, RunResult } from '../types.js';
-
-/**
- * A result outcome with its result in its JSON form, and the text the model reads for it in
- * `contents` (a string as itself, anything else as its JSON); a result without a JSON form is
- * the call's ToolResultError, naming where and why.
- */
-export function inJsonForm(outcome: ResultOutcome, contents: Array<string | undefined>): Outcome {
-  const { index, callId, tool, dispatched, result, delta } = outcome;
-  let form: JsonValue;
-  try {
-    form = jsonForm(result);
-  } catch (error) {
-    // The path from the result (`result.items.0: a circular reference`), shortened if very long.
-    const where = error instanceof JsonFormError && error.path !== '' ? `result.${error.message}` : toErrorInfo(error).message;
-    return errorOutcome(outcome, dispatched, { name: 'ToolResultError', message: `the result of ${tool} cannot be sent to the model as JSON (${where})` });
-  }
-  contents[index] = typeof form === 'string' ? form : JSON.stringify(form);
-  // A string, a number or a boolean is its own form: the outcome goes on as it is.
-  return form === result ? outcome : { kind: 'result', index, callId, tool, dispatched, result: form, delta };
-}
+import type { RunResult } from '../types.js';
 
 // Freezes what Object.freeze can: a typed array with elements cannot be frozen, and is left as it is.
 function deepFreeze<T>(value: T): T {
@@ -242,34 +220,6 @@ export class RunnerCall implements BatchCall {
   }
 }
 
-// One turn's call activity: to the run's trace as it is, when the run is traced, and as the
-// runner's activity$ carries it (with the run and turn) when someone watches.
-export class TurnActivity implements ActivitySink {
-  constructor(
-    private readonly activity: Subject<RunnerActivity>,
-    private readonly runId: string,
-    private readonly turn: number,
-    private readonly parent: RunParent | undefined,
-    private readonly trace: BodyTrace | undefined,
-  ) {}
-
-  get observed(): boolean {
-    return this.trace !== undefined || this.activity.observed;
-  }
-
-  outcome(index: number, outcome: Outcome): void {
-    this.trace?.outcome(this.turn, index, outcome);
-  }
-
-  next(activity: CallActivity): void {
-    this.trace?.activity(this.turn, activity);
-    if (!this.activity.observed) return;
-    const { runId, turn, parent } = this;
-    this.activity.next(Object.assign({}, activity, parent === undefined ? { runId, turn } : { runId, turn, parent }));
-  }
-}
-
-
 // A call that could not be decoded (malformed, a repeated id, arguments its tool refuses): it
 // keeps what the model sent, and goes through the batch as a failure, never started.
 export function undecodable(toolCall: ToolCall, scope: TurnScope, policed: boolean, refused: ErrorInfo, declaration?: ResolvedDeclaration): RunnerCall {
@@ -329,11 +279,10 @@ export function callsOf(run: CallsFrom, toolCalls: readonly ToolCall[], malforme
   return toolCalls.map((toolCall, position) => callOf(run, toolCall, position, malformed.get(position), seen, scope));
 }
 
-/** @internal A scope and an activity sink per turn, a call and a context per call, inert, for keepWarmShapes (lib/shapes.ts). */
+/** @internal A scope per turn, a call and a context per call, inert, for keepWarmShapes (lib/shapes.ts). */
 export function keepShapes(keep: Keep): void {
   const inertScope = new TurnScope({ trace: undefined, nested: () => Promise.reject(new Error('inert')) }, '', '', emptyState);
   keep(() => inertScope);
-  keep(() => new TurnActivity(undefined as never, '', 0, undefined, undefined));
   keep(() => new RunnerCall('', '', undefined, undefined, undefined, undefined, inertScope, undefined));
   keep(() => new ToolCallContext('', '', '', '', emptyState, [], undefined as never, () => undefined, () => Promise.reject(new Error('inert'))));
 }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Observable, Subject, take } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { Stage, staged } from '../../../lib/batch/operators/stage.js';
+import { Stage, staged } from '../../../lib/directSubscriber.js';
 
 // A stage that doubles numbers, throws on a negative one, and says how its source ended.
 class Doubling extends Stage<number> {
