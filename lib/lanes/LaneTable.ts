@@ -5,7 +5,8 @@
 // its lanes through RedisLaneStore (lib/lanes/redis/) instead, which keeps the same rules.
 import { Subject, type Observable, type SchedulerLike } from 'rxjs';
 import { grant, Lane, type LaneChange, type LaneOccupancy, type LanePermit, type OnGrant } from './Lane.js';
-import { RateLane, type Rate, type RateDecider } from './RateLane.js';
+import { RateLane, type Rate } from './RateLane.js';
+import type { RateDecider } from './RatePermit.js';
 import { LaneMetrics, type LaneMeter } from './redis/metrics.js';
 import type { AdaptiveBounds, LaneSignal, LimitCause } from './AdaptiveLimit.js';
 import { AdaptiveLimits, AdaptivePermit } from './adaptiveLanes.js';

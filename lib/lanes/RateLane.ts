@@ -8,92 +8,16 @@
 // that leaves without starting gives its reservation back. The lane admits a call only while the
 // bucket, as the starts left it, covers every admission not yet started and the new one: an
 // admitted call that waits in a later lane still has its slot whenever it starts, counted from then.
+// A call that starts as its admission is granted, after the lane's own timer ran late, is counted
+// from its slot (at most half an interval back), so a late timer does not push every later slot;
+// a window of `perSeconds` after each such start then holds no more than the rate allows (`credit`).
 import type { SchedulerLike, Subscription } from 'rxjs';
-import { grant, Lane, type LanePermit, type OnGrant } from './Lane.js';
+import { grant, Lane, type OnGrant } from './Lane.js';
 import { PaceLearner } from './PaceLearner.js';
+import { RatePermit, type RateDecider } from './RatePermit.js';
 import { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
 export { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
-
-// Where a request to a rate lane stands: queued, next, admitted (its slot reserved), its call started (the slot spent), or gone.
-type RateState = 'waiting' | 'head' | 'admitted' | 'started' | 'left';
-
-/**
- * One request to a rate lane. `started()` spends its admission when the call's body starts;
- * `leave()` withdraws it while it waits, gives the admission back while its call has not
- * started, and does nothing after.
- */
-export class RatePermit {
-  /** @internal */ state: RateState = 'waiting';
-  /** @internal A fleet's name for the admission (its reservation in Redis), its slot on the server's clock, and when the lane let it go (scheduler ms). */
-  admission: string | undefined = undefined;
-  /** @internal */ slot = 0;
-  /** @internal */ due = 0;
-  /** @internal Its place in the turnstile's queue. */ turn: LanePermit | undefined = undefined;
-  /** @internal The learning cycle it was admitted in (a lane learning its pace), or -1. */ cycle = -1;
-  constructor(
-    private readonly lane: RateLane,
-    /** @internal */ readonly onGrant: OnGrant,
-    /** @internal */ readonly party: string,
-  ) {}
-
-  get holding(): boolean {
-    return this.state === 'admitted' || this.state === 'started';
-  }
-
-  /** @internal The turnstile granted it: it is next. */
-  granted(): void {
-    this.lane.headed(this);
-  }
-
-  leave(): void {
-    this.lane.leave(this);
-  }
-
-  /** The call it admitted started (its body was invoked): its admission is spent now, counted from now. Once. */
-  started(): void {
-    this.lane.started(this);
-  }
-
-  /** How the call it admitted went: one that never started is not counted in a learned pace (it never reached the partner). */
-  report(signal: string): void {
-    if (signal === 'unstarted' && this.cycle >= 0) this.lane.notThrough(this.cycle);
-    this.cycle = -1;
-  }
-}
-
-/**
- * Who decides admissions when it is not the lane's own clock: a store shared by a fleet asks its
- * server. `ask` is called with the lane whose head wants to go; it answers, now or later, with
- * `lane.decided(waitMs)` (0: admitted, the admission recorded where the fleet sees it; more: ask
- * again after that long), `lane.reserved(waitMs)` (an admission recorded for `waitMs` from now:
- * the lane lets its head go then, without asking again), or `lane.failed(error)`. One question
- * at a time per lane.
- */
-export interface RateDecider {
-  ask(lane: RateLane): void;
-  /**
-   * The call admitted as `admission` (the name `decided`/`reserved` gave it, at `slot` on the
-   * server's clock) started `lateMs` after the lane let it go: the server spends the admission,
-   * counted from its slot plus that.
-   */
-  started?(lane: RateLane, admission: string, slot: number, lateMs: number): void;
-  /** The admission `admission` goes unused (its call left without starting, or nobody took it): the server forgets it. */
-  returned?(lane: RateLane, admission: string): void;
-  /** A call a learning lane admitted in `cycle` never started: the server does not count it. */
-  notThrough?(lane: RateLane, cycle: number): void;
-  /**
-   * The lane let the call admitted as `admission` go and its body has not started yet (it waits
-   * in a later lane, say); not told of one whose body started as the lane let it go.
-   */
-  waiting?(lane: RateLane, admission: string): void;
-  /**
-   * True while the lane's head must not go, nor ask: admissions of this lane the decider let go
-   * are outstanding with the server (reported late, not started). The lane asks again when one of
-   * its calls starts or leaves.
-   */
-  holds?(lane: RateLane): boolean;
-}
 
 /** Told of every admission, wait and withdrawal (for occupancy streams), and of pauses. */
 export type RateChange = (lane: RateLane, change: 'queued' | 'granted' | 'withdrawn', party: string) => void;
@@ -119,6 +43,21 @@ export class RateLane {
   private slot = 0;
   // Admissions whose calls have not started yet (by the lane's own clock): each holds a slot of the bucket.
   private outstanding = 0;
+  // Starts counted by the lane's own clock, and the admission being granted (a call that starts
+  // before its grant returns starts in the same tick as its admission).
+  private starts = 0;
+  private granting: RatePermit | undefined = undefined;
+  // The timer is letting the head go, and the slot the head goes at (when the bucket allowed it).
+  private firing = false;
+  private aim = 0;
+  // The starts counted from their slot rather than from when they came, while a window of
+  // `perSeconds` after them is open: each one's number among the starts and when it came. The
+  // start `span` (limit + burst - 1) places after one of them waits until that window ends.
+  private creditIndex: number[] = [];
+  private creditAt: number[] = [];
+  private creditHead = 0;
+  private window = 0;
+  private span = 0;
   // How many pauses began, and how many had when the question out was asked: an answer to a
   // question asked before a pause began is stale (it may admit a call the pause should hold).
   private pauses = 0;
@@ -165,6 +104,8 @@ export class RateLane {
     this.decider = decider;
     this.interval = (rate.perSeconds * 1000) / rate.limit;
     this.tolerance = ((rate.burst ?? 1) - 1) * this.interval;
+    this.window = rate.perSeconds * 1000;
+    this.span = rate.limit + (rate.burst ?? 1) - 1;
     // A pause that came first still holds, and still ends at the steady rate.
     if (this.pausedUntil > Number.NEGATIVE_INFINITY) this.tat = Math.max(this.tat, this.pausedUntil + this.tolerance);
   }
@@ -210,7 +151,10 @@ export class RateLane {
 
   /** Nobody waits, no admission is outstanding, the bucket is full again (no pause runs), and it has learned nothing to keep: the lane may be forgotten. */
   get idle(): boolean {
-    return this.head === undefined && this.turnstile.idle && this.outstanding === 0 && this.tat <= this.scheduler.now() && this.pace === undefined;
+    const now = this.scheduler.now();
+    const { creditAt } = this;
+    const open = creditAt.length > this.creditHead && creditAt[creditAt.length - 1]! + this.window > now;
+    return this.head === undefined && this.turnstile.idle && this.outstanding === 0 && this.tat <= now && this.pace === undefined && !open;
   }
 
   occupancy(): RateOccupancy {
@@ -288,9 +232,52 @@ export class RateLane {
       this.askAgain();
       return;
     }
-    // The slot is counted from the start: the next admission is spaced from it.
-    this.tat = Math.max(this.tat, this.scheduler.now()) + this.interval;
+    // The slot is counted from the start: the next admission is spaced from it. A call that starts
+    // in the tick its admission was granted, which the lane's own timer let go late, is counted
+    // from its slot instead, at most half an interval back (so two starts are never closer than
+    // half an interval beyond the burst), and its window is kept (credit).
+    const now = this.scheduler.now();
+    const index = ++this.starts;
+    let counted = now;
+    if (permit === this.granting && permit.slot < now && this.pace === undefined && this.interval > 0) {
+      counted = Math.max(permit.slot, now - this.interval / 2);
+      if (!this.credit(index, now)) counted = now;
+    }
+    this.tat = Math.max(this.tat, counted) + this.interval;
     this.admitHead();
+  }
+
+  // Keeps a start counted before it came: the start `span` places after it must come a window
+  // after it. False when the lane keeps as many as it may already (it is then counted as it came).
+  private credit(index: number, at: number): boolean {
+    const { creditIndex, creditAt } = this;
+    if (creditAt.length - this.creditHead >= RateLane.credits) return false;
+    creditIndex.push(index);
+    creditAt.push(at);
+    return true;
+  }
+
+  // The earliest time the next admission's call may start by the windows of starts counted before
+  // they came: it is at most the (starts + outstanding + 1)th start, and waits for the window of
+  // every such start `span` places before it. Windows that ended are forgotten.
+  private creditBound(now: number): number {
+    const { creditIndex, creditAt, window } = this;
+    let head = this.creditHead;
+    while (head < creditAt.length && creditAt[head]! + window <= now) head++;
+    if (head === creditAt.length) {
+      creditIndex.length = 0;
+      creditAt.length = 0;
+      head = 0;
+    } else if (head > 64 && head * 2 > creditAt.length) {
+      creditIndex.splice(0, head);
+      creditAt.splice(0, head);
+      head = 0;
+    }
+    this.creditHead = head;
+    const last = this.starts + this.outstanding + 1 - this.span;
+    let bound = Number.NEGATIVE_INFINITY;
+    for (let i = head; i < creditAt.length && creditIndex[i]! <= last; i++) bound = creditAt[i]! + window;
+    return bound;
   }
 
   /** @internal use `permit.leave()` */
@@ -350,7 +337,8 @@ export class RateLane {
     if (this.head === undefined) return;
     const { decider } = this;
     if (decider === undefined) {
-      this.decided(this.localWait());
+      const wait = this.localWait();
+      this.decided(wait, undefined, this.aim);
       return;
     }
     // One question at a time: its answer is for whoever is the head when it comes.
@@ -367,15 +355,19 @@ export class RateLane {
   // admission outstanding starts or comes back). The bucket, as the starts so far left it, must
   // cover every admission not yet started and this one, as if each started now: one that starts
   // later finds its slot all the same (the bucket only refills meanwhile), and is counted from
-  // when it starts, so a call its timer or a later lane let go late and the next one are never
-  // closer than the steady interval.
+  // when it starts, so a call a later lane let go late and the next one are never closer than the
+  // steady interval. The windows of starts counted from their slot (`creditBound`) hold it too.
+  // Sets `aim`, the head's slot: when the bucket allowed it, for the timer that lets it go; else now.
   private localWait(): number {
     const now = this.scheduler.now();
     const { interval, tolerance, outstanding } = this;
+    this.aim = now;
     // A lane with no rate (only pauses) spaces nothing.
     if (interval > 0 && outstanding * interval > tolerance) return Number.POSITIVE_INFINITY;
-    const at = Math.max(this.tat, now) + outstanding * interval - tolerance;
+    const slot = this.creditAt.length > 0 ? Math.max(this.tat + outstanding * interval - tolerance, this.creditBound(now)) : this.tat + outstanding * interval - tolerance;
+    const at = Math.max(slot, now + outstanding * interval - tolerance);
     if (at > now) return at - now;
+    if (this.firing) this.aim = slot;
     // A learned pace may have grown since the last admission: this one is spaced by it already.
     if (this.pace !== undefined) this.setInterval(this.pace.admitted(now));
     return 0;
@@ -492,8 +484,15 @@ export class RateLane {
     this.lag = 0;
     if (this.pace !== undefined) head.cycle = this.pace.cycle;
     this.onChange?.(this, 'granted', head.party);
-    // Told before the turnstile passes on, so admissions go out in queue order.
-    grant(head.onGrant);
+    // Told before the turnstile passes on, so admissions go out in queue order; a call that starts
+    // before this returns starts in the tick of its admission.
+    const granting = this.granting;
+    this.granting = head;
+    try {
+      grant(head.onGrant);
+    } finally {
+      this.granting = granting;
+    }
     // Let go, not started (it waits in a later lane): a fleet's server may need to know.
     if (decider !== undefined && head.state === 'admitted' && head.admission !== undefined) decider.waiting?.(this, head.admission);
     head.turn!.leave();
@@ -532,7 +531,16 @@ export class RateLane {
       if (lane.head !== undefined) lane.admit(lane.head);
       return;
     }
-    lane.admitHead();
+    lane.firing = true;
+    try {
+      lane.admitHead();
+    } finally {
+      lane.firing = false;
+    }
   }
+
+  // How many starts counted before they came a lane keeps at most (a lane of a higher rate counts
+  // the rest as they came).
+  private static readonly credits = 4096;
 }
 

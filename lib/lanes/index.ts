@@ -1,7 +1,8 @@
 export { grant, Lane, LanePermit, LanePermit as Ticket, type LaneChange, type LaneGrantTarget, type LaneOccupancy, type OnGrant } from './Lane.js';
 export { LaneTable, type LaneLimitNotice, type LaneNotice, type LanePauseNotice, type LaneStore, type LaneStoreNotice, type Permit } from './LaneTable.js';
 export { RatedStore } from './RatedStore.js';
-export { checkRate, RateLane, RatePermit, type Rate, type RateDecider, type RateOccupancy } from './RateLane.js';
+export { checkRate, RateLane, type Rate, type RateOccupancy } from './RateLane.js';
+export { RatePermit, type RateDecider } from './RatePermit.js';
 export { inLane, type InLaneOptions } from './inLane.js';
 export { Loan, enterWithLoan } from './Loan.js';
 export {

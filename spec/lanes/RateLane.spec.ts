@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { defer, merge, mergeMap, of, timer, type Observable, type SchedulerLike } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Permit, type Rate, type RateDecider } from '../../lib/lanes/index.js';
+import fc from 'fast-check';
+import { inLane, LaneTable, RatedStore, RateLane, type LaneChange, type LaneNotice, type Permit, type Rate, type RateDecider, type RatePermit } from '../../lib/lanes/index.js';
 
 // One admission every 10 frames (virtual ms), no burst.
 const tenPerTenth: Rate = { limit: 1, perSeconds: 0.01 };
@@ -20,6 +21,17 @@ function startsAtOnce(enter: (onGrant: () => void) => Permit, admitted: () => vo
   return permit;
 }
 
+// The most starts (sorted times) in any window of `span` frames, half open; two starts exactly
+// `span` apart, but for the rounding of fractional frames, are in two windows.
+function mostInWindow(starts: readonly number[], span: number): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < starts.length; i++) {
+    while (starts[i]! - starts[j]! >= span - 1e-9) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
 describe('RateLane (virtual time)', () => {
   let testScheduler: TestScheduler;
   beforeEach(() => {
@@ -27,6 +39,11 @@ describe('RateLane (virtual time)', () => {
       expect(actual).to.deep.equal(expected);
     });
   });
+
+  // The test scheduler's clock, whose timers each run `lag()` frames late, as a busy process's do.
+  function lateScheduler(lag: () => number): SchedulerLike {
+    return { now: () => testScheduler.now(), schedule: (work, delay, state) => testScheduler.schedule(work as never, (delay ?? 0) + lag(), state) };
+  }
 
   // Each source runs once admitted by rate lane `key` of `table`, as `party`.
   function admitted<T>(table: LaneTable, rate: Rate | undefined, party: string, source: Observable<T>, key = 'rate:tool:search'): Observable<T> {
@@ -44,18 +61,115 @@ describe('RateLane (virtual time)', () => {
     });
   });
 
-  it('counts an admission from when it goes: after a timer that ran late, the next call still waits a whole interval', () => {
+  it('with a limit of one a window, follows a call its late timer let go by the next a whole window later', () => {
     // Every timer of this clock runs 3 frames late, as a busy process's do.
-    const late: SchedulerLike = { now: () => testScheduler.now(), schedule: (work, delay, state) => testScheduler.schedule(work as never, (delay ?? 0) + 3, state) };
+    const late = lateScheduler(() => 3);
     const lane = new RateLane('rate:tool:search', tenPerTenth, late);
     const at: number[] = [];
     testScheduler.run(() => {
       for (let i = 0; i < 4; i++) startsAtOnce((go) => lane.enter(go), () => at.push(testScheduler.now()));
     });
     // Counted from their slots (0, 10, 20, 30) the late ones would go at 13, 23, 33: the call at 13
-    // and the one at 23 would then share a window of 10 with one more. Counted from when each
-    // went, no two are closer than 10: the rate thins by the lag instead.
+    // and the one at 23 would then share a window of 10 frames with one more. The window after each
+    // start holds it alone: the rate thins by the lag, as it must at one a window.
     expect(at).to.deep.equal([0, 13, 26, 39]);
+  });
+
+  it('keeps its slots when its own timer runs late: a late start does not thin the rate', () => {
+    // Two a window of 20 frames, every timer 3 frames late.
+    testScheduler.run(({ cold, expectObservable }) => {
+      const late = lateScheduler(() => 3);
+      const table = new LaneTable();
+      const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+      const sources = ids.map((id) => cold(`(${id}|)`));
+      const all = merge(...sources.map((s) => s.pipe(inLane(new RatedStore(table, { limit: 2, perSeconds: 0.02 }, late), 'rate:tool:search', 1))));
+      // One every 10 frames. b goes at 13 (its slot 10, its timer late) and is
+      // counted from 10, so c's slot stays 20 (it goes at 23). d's slot, 30, would put it in the
+      // window of 20 after b's start (13): it waits for 33, and goes at 36; and so on. Counted from
+      // when each went, they would go at 0, 13, 26, 39, 52, 65.
+      expectObservable(all).toBe('a 12ms b 9ms c 12ms d 9ms e 12ms (f|)');
+    });
+  });
+
+  it('loses the lag of its late timers once a window, not once a call', () => {
+    // Ten a window of 100 frames (one every 10), every timer 3 frames late.
+    const lane = new RateLane('rate:tool:search', { limit: 10, perSeconds: 0.1 }, lateScheduler(() => 3));
+    const at: number[] = [];
+    testScheduler.run(() => {
+      for (let i = 0; i < 30; i++) startsAtOnce((go) => lane.enter(go), () => at.push(testScheduler.now()));
+    });
+    // Each window of 100 frames after the first start holds 10 starts: the lag of 3 frames is lost
+    // once a window (the start that the window of a late one holds back), not once a call.
+    const second = [103, 116, 126, 136, 146, 156, 166, 176, 186, 196];
+    expect(at).to.deep.equal([0, 13, 23, 33, 43, 53, 63, 73, 83, 93, ...second, 206, ...second.slice(1).map((t) => t + 103)]);
+    expect(mostInWindow(at, 100)).to.equal(10);
+  });
+
+  it('counts a late start from its slot only up to half an interval: beyond the burst, starts are never closer', () => {
+    // One every 10 frames; the second timer runs 30 frames late, the rest on time.
+    let timers = 0;
+    const lane = new RateLane('rate:tool:search', { limit: 10, perSeconds: 0.1 }, lateScheduler(() => (++timers === 1 ? 30 : 0)));
+    const at: number[] = [];
+    testScheduler.run(() => {
+      for (let i = 0; i < 4; i++) startsAtOnce((go) => lane.enter(go), () => at.push(testScheduler.now()));
+    });
+    // b's slot was 10; it went at 40, counted from 35: c follows 5 frames later, then every 10.
+    expect(at).to.deep.equal([0, 40, 45, 55]);
+  });
+
+  it('counts a call that starts after its admission (in a later lane) from its start, as before', () => {
+    const lane = new RateLane('rate:tool:search', { limit: 10, perSeconds: 0.1 }, lateScheduler(() => 3));
+    const at: number[] = [];
+    testScheduler.run(() => {
+      for (let i = 0; i < 3; i++) {
+        // Each admitted call starts 2 frames after its admission (a later lane held it).
+        const permit: RatePermit = lane.enter(() => void testScheduler.schedule(() => (at.push(testScheduler.now()), permit.started()), 2));
+      }
+    });
+    // Admitted at 0, 15 (slot 12, late), 30: each start is counted from when it came.
+    expect(at).to.deep.equal([2, 17, 32]);
+  });
+
+  it('never lets a window of perSeconds hold more than limit + burst - 1 starts, nor more than burst within half an interval, however late its timers run (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          limit: fc.integer({ min: 1, max: 8 }),
+          burst: fc.integer({ min: 1, max: 3 }),
+          perSeconds: fc.constantFrom(0.04, 0.1),
+          lags: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 20 }),
+          // When each call arrives (frames), and whether its body starts in the tick it is admitted,
+          // a few frames later, or never (it leaves 3 frames after its admission).
+          calls: fc.array(fc.record({ at: fc.integer({ min: 0, max: 300 }), after: fc.constantFrom(0, 0, 0, 1, 7, -1) }), { minLength: 1, maxLength: 60 }),
+        }),
+        ({ limit, burst, perSeconds, lags, calls }) => {
+          const scheduler = new TestScheduler(() => undefined);
+          let timers = 0;
+          const late: SchedulerLike = { now: () => scheduler.now(), schedule: (work, delay, state) => scheduler.schedule(work as never, (delay ?? 0) + lags[timers++ % lags.length]!, state) };
+          const lane = new RateLane('rate:tool:search', { limit, perSeconds, burst }, late);
+          const starts: number[] = [];
+          scheduler.run(() => {
+            for (const call of calls) {
+              scheduler.schedule(() => {
+                if (call.after === 0) {
+                  startsAtOnce((go) => lane.enter(go), () => starts.push(scheduler.now()));
+                  return;
+                }
+                const permit: RatePermit = lane.enter(() => {
+                  if (call.after < 0) scheduler.schedule(() => permit.leave(), 3);
+                  else scheduler.schedule(() => (starts.push(scheduler.now()), permit.started()), call.after);
+                });
+              }, call.at);
+            }
+          });
+          expect(starts).to.have.length(calls.filter((call) => call.after >= 0).length);
+          expect(mostInWindow(starts, perSeconds * 1000)).to.be.at.most(limit + burst - 1);
+          // Beyond the burst, two starts are at least half an interval apart.
+          expect(mostInWindow(starts, (perSeconds * 1000) / limit / 2)).to.be.at.most(burst);
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 
   it('lets the head go at a time a fleet\'s server reserved, without asking again; one that left hands it on', () => {
