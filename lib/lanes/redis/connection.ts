@@ -15,6 +15,12 @@ export interface RedisConnection {
   scan?(pattern: string): AsyncIterable<string>;
   /** A connection of its own for subscriptions, made when first needed; `onReady` is told of each reconnection. */
   subscriber(onReady: () => void): RedisSubscriber;
+  /**
+   * False while the client is not connected (it keeps what it is handed until it is). Redis
+   * unreachable, the store then sends no probe, so none piles up in the client's queue. Absent:
+   * taken as connected.
+   */
+  ready?(): boolean;
 }
 
 /** A connection in subscriber mode. */
@@ -121,6 +127,7 @@ export function nodeRedisConnection(client: NodeRedisClientLike): RedisConnectio
   return {
     evalsha: (sha1, keys, args) => scripts.evalSha(sha1, { keys: keys as string[], arguments: args as string[] }),
     eval: (source, keys, args) => scripts.eval(source, { keys: keys as string[], arguments: args as string[] }),
+    ready: () => redis.isReady !== false,
     scan:
       typeof redis.scanIterator === 'function'
         ? async function* (pattern: string) {
@@ -184,6 +191,7 @@ export function ioredisConnection(client: IoredisClientLike): RedisConnection {
   return {
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),
+    ready: () => redis.status === 'ready',
     scan: standalone
       ? async function* (pattern: string) {
           let cursor = '0';

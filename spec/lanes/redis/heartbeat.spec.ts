@@ -145,6 +145,7 @@ describe('the fleet store outage', () => {
   let sent: number[];
   let sentAway: string[];
   let heartbeats: number;
+  let connected: boolean;
   let outage: Outage;
 
   beforeEach(() => {
@@ -153,6 +154,7 @@ describe('the fleet store outage', () => {
     sent = [];
     sentAway = [];
     heartbeats = 0;
+    connected = true;
     const subject = new Subject<LaneStoreNotice>();
     subject.subscribe((notice) => notices.push(notice));
     const host: OutageHost = {
@@ -160,6 +162,7 @@ describe('the fleet store outage', () => {
       startHeartbeat: () => heartbeats++,
       send: (kind) => sent.push(kind),
       sendAway: (why) => sentAway.push(why),
+      clientReady: () => connected,
     };
     outage = new Outage('spec:', false, subject, new LaneMetrics(undefined, () => []), host);
   });
@@ -189,6 +192,17 @@ describe('the fleet store outage', () => {
     outage.probed();
     clock.tick(250);
     expect(sent).to.deep.equal([PROBE, PROBE]);
+  });
+
+  it('sends no probe while the client is reconnecting (it would keep each one until it is back), and probes at the next tick once it is', () => {
+    outage.unreachable('ECONNREFUSED');
+    connected = false;
+    clock.tick(1000);
+    outage.probe();
+    expect(sent).to.deep.equal([]);
+    connected = true;
+    clock.tick(250);
+    expect(sent).to.deep.equal([PROBE]);
   });
 
   it('ends at the first reply: tells that Redis is back and probes no more', () => {
