@@ -1,6 +1,7 @@
-// The fleet store's heartbeat and outage, each on its own with a store stand-in and fake timers
-// (no Redis): which requests a beat refreshes, when it stops, the refresh due when a holder's
-// lease ends; and an outage told once, probed one probe at a time, and ended by Redis's reply.
+// The fleet store's heartbeat, outage and acquire replies, each on its own with a store stand-in
+// and fake timers (no Redis): which requests a beat refreshes, when it stops, the refresh due when
+// a holder's lease ends, and none for a request granted at once; an outage told once, probed one
+// probe at a time while the client is connected, and ended by Redis's reply.
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { Subject } from 'rxjs';
@@ -8,7 +9,9 @@ import type { LaneStoreNotice } from '../../../lib/lanes/index.js';
 import { Heartbeat, type HeartbeatHost } from '../../../lib/lanes/redis/heartbeat.js';
 import { LaneMetrics } from '../../../lib/lanes/redis/metrics.js';
 import { Outage, type OutageHost } from '../../../lib/lanes/redis/outage.js';
-import { FleetLane, FleetPermit, HOLDING, PENDING, PROBE, REFRESH, WAITING, type Op } from '../../../lib/lanes/redis/requests.js';
+import { ScriptReplies, type ReplyHost } from '../../../lib/lanes/redis/replies.js';
+import { acquireScript } from '../../../lib/lanes/redis/scripts.js';
+import { ACQUIRE, FleetLane, FleetPermit, HOLDING, Op, PENDING, PROBE, REFRESH, WAITING } from '../../../lib/lanes/redis/requests.js';
 import type { RedisLaneStore } from '../../../lib/lanes/redis/RedisLaneStore.js';
 
 interface Sent {
@@ -126,6 +129,32 @@ describe('the fleet store heartbeat', () => {
     clock.tick(1000);
     expect(sent).to.have.length(1);
     expect(clock.countTimers()).to.equal(0);
+  });
+
+  it("arms no refresh for a request Redis granted at once (its own lease is the earliest), and one for a request it queued", () => {
+    const search = lane('tool:search');
+    lanes.set(search.key, search);
+    const host = {
+      lanes,
+      leaseMs: 3000,
+      heartbeat,
+      outage: { down: undefined },
+      wakeUps: { listen: () => undefined },
+      grant: (granted: FleetPermit, fence: string) => granted.take(fence),
+    } as unknown as ReplyHost;
+    const replies = new ScriptReplies(host);
+    const ask = (id: string, answer: unknown[]) => {
+      const asked = permit(search, id, PENDING, false);
+      replies.replied(new Op(ACQUIRE, search, asked, acquireScript, [], 0, 1), answer);
+      return asked;
+    };
+    // Redis's time 100, the earliest lease end 3100 (the request's own), no grants for others.
+    const first = ask('a', ['100', '3100', 0, 'h', '7']);
+    expect(first.holding).to.equal(true);
+    expect(clock.countTimers()).to.equal(0);
+    const second = ask('b', ['110', '3100', 0, 'w', '']);
+    expect(second.state).to.equal(WAITING);
+    expect(clock.countTimers()).to.equal(1);
   });
 
   it('sets no refresh for a lane nobody waits on, or one whose holders have no lease end', () => {
