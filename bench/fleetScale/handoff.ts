@@ -57,7 +57,7 @@ export async function handOff(
     }
     const { gaps, crossGaps, ...rest } = result;
     points.push({ lanes, processes, holdMs, result: { ...rest, gap: [percentile(gaps, 50), percentile(gaps, 99)], crossGap: [percentile(crossGaps, 50), percentile(crossGaps, 99)] } });
-    const cpu = `procs ${Math.round(Math.min(...result.workerCpu))}-${Math.round(Math.max(...result.workerCpu))} % each, Redis ${Math.round(result.redisCpu[0]!)} %; load ${result.load}`;
+    const cpu = `procs ${Math.round(Math.min(...result.workerCpu))}-${Math.round(Math.max(...result.workerCpu))} % each, Redis ${Math.round(result.redisCpu[0]!)} %; waiting for a CPU: procs ${Math.round(Math.min(...result.workerWait))}-${Math.round(Math.max(...result.workerWait))} %, Redis ${Math.round(result.redisWait[0]!)} % of the window; load ${result.load}`;
     const refused = result.refused > 0 ? `; ${result.refused} refused as an unknown client and asked again` : '';
     row({ workload, figure: `${lanes} use`, value: 100 * result.use, unit: '%', note: `${result.grantsPerSecond.toFixed(0)} grants/s of ${((LIMIT * 1000) / holdMs).toFixed(0)}; most at once ${result.most}${refused}` });
     row({ workload, figure: `${lanes} hand-off p50`, value: percentile(result.gaps, 50), unit: 'ms', note: `across processes ${percentile(result.crossGaps, 50).toFixed(2)} ms` });

@@ -3,7 +3,7 @@
 // the holds say: grants a second, the lane's use, the hand-off gap.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { commandDelta, processCpuMs, type BenchRedis } from './servers.js';
+import { commandDelta, processCpuMs, processWaitMs, type BenchRedis } from './servers.js';
 import type { ScaleWorkerConfig, ScaleWorkerMessage } from './worker.js';
 
 const workerFile = fileURLToPath(new URL('./worker.js', import.meta.url));
@@ -29,6 +29,9 @@ export interface LoadResult {
   /** CPU busy of each worker process, and of each Redis, in the window (% of one core). */
   readonly workerCpu: number[];
   readonly redisCpu: number[];
+  /** How long each worker process and each Redis waited, runnable, for a CPU in the window (% of it). */
+  readonly workerWait: number[];
+  readonly redisWait: number[];
   /** Redis CPU time per grant (µs), scripts and all commands per grant. */
   readonly redisUsPerGrant: number;
   readonly scriptsPerGrant: number;
@@ -81,10 +84,10 @@ export async function runLoad(configs: readonly ScaleWorkerConfig[], servers: re
     const w0 = t0 + warmMs;
     const w1 = w0 + measureMs;
     await sleep(Math.max(0, w0 - clock()));
-    const before = await Promise.all(servers.map(async (s) => ({ cpu: await s.cpuMs(), commands: await s.commands(), os: processCpuMs(s.pid) })));
+    const before = await Promise.all(servers.map(async (s) => ({ cpu: await s.cpuMs(), commands: await s.commands(), os: processCpuMs(s.pid), wait: processWaitMs(s.pid) })));
     const load = (await import('./servers.js')).loadText();
     await sleep(Math.max(0, w1 - clock()));
-    const after = await Promise.all(servers.map(async (s) => ({ cpu: await s.cpuMs(), commands: await s.commands(), os: processCpuMs(s.pid) })));
+    const after = await Promise.all(servers.map(async (s) => ({ cpu: await s.cpuMs(), commands: await s.commands(), os: processCpuMs(s.pid), wait: processWaitMs(s.pid) })));
     // A load whose processes have not all answered 60 s after its window is given up.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -109,6 +112,8 @@ export async function runLoad(configs: readonly ScaleWorkerConfig[], servers: re
       grantsPerSecond: grants / (measureMs / 1000),
       workerCpu: results.map((r) => (100 * r.cpuMs) / measureMs),
       redisCpu: after.map((a, i) => (100 * (a.cpu - before[i]!.cpu)) / measureMs),
+      workerWait: results.map((r) => (100 * r.waitMs) / measureMs),
+      redisWait: after.map((a, i) => (100 * (a.wait - before[i]!.wait)) / measureMs),
       redisUsPerGrant: (1000 * redisCpuMs) / Math.max(1, grants),
       scriptsPerGrant: scripts / Math.max(1, grants),
       commandsPerGrant: commands / Math.max(1, grants),

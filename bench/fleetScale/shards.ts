@@ -39,7 +39,7 @@ export async function shards(row: (r: Row) => void, prefix: string, timing: { wa
         figure: shardCount === 1 ? 'one Redis grants/s' : 'Cluster of 3 grants/s',
         value: result.grantsPerSecond,
         unit: 'grants/s',
-        note: `Redis ${result.redisCpu.map((c) => `${Math.round(c)} %`).join(' + ')}; procs ${result.workerCpu.map((c) => Math.round(c)).join(', ')} %; ${result.redisUsPerGrant.toFixed(0)} µs Redis CPU per grant; load ${result.load}`,
+        note: `Redis ${result.redisCpu.map((c) => `${Math.round(c)} %`).join(' + ')}; procs ${result.workerCpu.map((c) => Math.round(c)).join(', ')} %; waiting for a CPU: Redis ${result.redisWait.map((w) => `${Math.round(w)} %`).join(' + ')}, procs ${result.workerWait.map((w) => Math.round(w)).join(', ')} % of the window; ${result.redisUsPerGrant.toFixed(0)} µs Redis CPU per grant; load ${result.load}`,
       });
     } finally {
       await one?.stop();

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { Semaphore } from 'redis-semaphore';
 import { nodeRedisConnection, RedisLaneStore, type RedisConnection } from '../../lib/lanes/index.js';
+import { processWaitMs } from './servers.js';
 
 export interface ScaleWorkerConfig {
   readonly lanes: 'RedisLaneStore' | 'redis-semaphore' | 'Bottleneck';
@@ -37,6 +38,8 @@ export type ScaleWorkerMessage =
       readonly grants: number;
       /** This process's CPU (user + system) during the window, ms. */
       readonly cpuMs: number;
+      /** How long its main thread waited for a CPU during the window, ms. */
+      readonly waitMs: number;
       /** Wake-up messages its subscriber heard (RedisLaneStore), the whole run. */
       readonly heard: number;
       /** Requests refused and asked again (Bottleneck's ERR UNKNOWN_CLIENT). */
@@ -150,10 +153,16 @@ const holds: number[] = [];
 let grants = 0;
 let cpuAtStart: NodeJS.CpuUsage | undefined;
 let cpuMs = 0;
-const startCpu = setTimeout(() => (cpuAtStart = process.cpuUsage()), Math.max(0, warmUntil - clock()));
+let waitAtStart = 0;
+let waitMs = 0;
+const startCpu = setTimeout(() => {
+  cpuAtStart = process.cpuUsage();
+  waitAtStart = processWaitMs('self');
+}, Math.max(0, warmUntil - clock()));
 const endCpu = setTimeout(() => {
   const used = process.cpuUsage(cpuAtStart);
   cpuMs = (used.user + used.system) / 1000;
+  waitMs = processWaitMs('self') - waitAtStart;
 }, Math.max(0, endAt - clock()));
 
 const requester = async (index: number): Promise<void> => {
@@ -177,6 +186,6 @@ const requester = async (index: number): Promise<void> => {
 await Promise.all(Array.from({ length: config.requesters }, (_, i) => requester(i)));
 clearTimeout(startCpu);
 clearTimeout(endCpu);
-tell({ type: 'result', pid: process.pid, holds, grants, cpuMs, heard, refused });
+tell({ type: 'result', pid: process.pid, holds, grants, cpuMs, waitMs, heard, refused });
 await close();
 process.disconnect?.();

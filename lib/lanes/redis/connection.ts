@@ -15,6 +15,12 @@ export interface RedisConnection {
   scan?(pattern: string): AsyncIterable<string>;
   /** A connection of its own for subscriptions, made when first needed; `onReady` is told of each reconnection. */
   subscriber(onReady: () => void): RedisSubscriber;
+  /**
+   * False while the client is not connected (it keeps what it is handed until it is). Redis
+   * unreachable, the store then sends no probe, so none piles up in the client's queue. Absent:
+   * taken as connected.
+   */
+  ready?(): boolean;
 }
 
 /** A connection in subscriber mode. */
@@ -72,6 +78,8 @@ interface NodeRedis {
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   duplicate(): NodeRedis;
+  /** node-redis 5 and later: the client with other command options (4 has none). */
+  withCommandOptions?(options: { readonly timeout: undefined }): NodeRedis;
   connect(): Promise<unknown>;
   readonly isOpen: boolean;
   readonly isReady?: boolean;
@@ -111,9 +119,15 @@ const ignore = (): void => undefined;
 /** The RedisConnection of a node-redis client (standalone or cluster). */
 export function nodeRedisConnection(client: NodeRedisClientLike): RedisConnection {
   const redis = client as unknown as NodeRedis;
+  // node-redis 6 puts a timer of its own on every command (its commandOptions.timeout, 5 s unless
+  // set: an AbortSignal.timeout a command, which was half the client's CPU a grant in the
+  // fleet-scale bench). The store bounds its scripts itself (timeoutSeconds, an attempt that
+  // fails on the way sent again), so they go through a view of the client without that timer.
+  const scripts = typeof redis.withCommandOptions === 'function' ? redis.withCommandOptions({ timeout: undefined }) : redis;
   return {
-    evalsha: (sha1, keys, args) => redis.evalSha(sha1, { keys: keys as string[], arguments: args as string[] }),
-    eval: (source, keys, args) => redis.eval(source, { keys: keys as string[], arguments: args as string[] }),
+    evalsha: (sha1, keys, args) => scripts.evalSha(sha1, { keys: keys as string[], arguments: args as string[] }),
+    eval: (source, keys, args) => scripts.eval(source, { keys: keys as string[], arguments: args as string[] }),
+    ready: () => redis.isReady !== false,
     scan:
       typeof redis.scanIterator === 'function'
         ? async function* (pattern: string) {
@@ -177,6 +191,7 @@ export function ioredisConnection(client: IoredisClientLike): RedisConnection {
   return {
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),
+    ready: () => redis.status === 'ready',
     scan: standalone
       ? async function* (pattern: string) {
           let cursor = '0';

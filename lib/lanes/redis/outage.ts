@@ -1,6 +1,7 @@
 // The fleet store while Redis cannot be reached: the first failure says so (on `notices$`) and
 // sends the requests not yet granted away (they fail, or move to the in-process lanes); Redis is
-// then probed every quarter second, one probe at a time, and its first answer ends the outage.
+// then probed every quarter second, one probe at a time while the client is connected, and its
+// first answer ends the outage.
 import type { Subject } from 'rxjs';
 import type { LaneStoreNotice } from '../LaneTable.js';
 import { keysOf } from './keys.js';
@@ -16,6 +17,8 @@ export interface OutageHost {
   send(kind: number, script: Script, lane: FleetLane, args: string[], subject: Op['subject']): void;
   /** Requests not yet granted go no further in Redis: they fail, or move to the in-process lanes. */
   sendAway(why: string): void;
+  /** Whether the client is connected (a client reconnecting keeps a probe until it is, past the probe's timeout). */
+  clientReady(): boolean;
 }
 
 export class Outage {
@@ -77,7 +80,9 @@ export class Outage {
   }
 
   probe(): void {
-    if (this.probing) return;
+    // A client still reconnecting would keep the probe, and each one after it, until it is back:
+    // the next tick asks once it is.
+    if (this.probing || !this.host.clientReady()) return;
     this.probing = true;
     this.host.send(PROBE, snapshotScript, this.probeLane, [], undefined);
   }

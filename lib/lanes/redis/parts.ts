@@ -80,6 +80,7 @@ export function storeParts(settings: StoreSettings, meter: LaneMeter | undefined
     startHeartbeat: () => heartbeat.start(),
     send,
     sendAway: (why) => core.sendAway(why),
+    clientReady: () => connection.ready?.() !== false,
   });
   const fallback = new InProcessFallback({
     relay: (change) => core.relay(change),

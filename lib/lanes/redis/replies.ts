@@ -52,7 +52,7 @@ export class ScriptReplies implements TransportListener {
     switch (op.kind) {
       case ACQUIRE: {
         // Grants made before this request was queued come first, as they did in Redis.
-        this.news(op.lane, reply, count);
+        this.granted(op.lane, reply, count);
         const permit = op.subject as FleetPermit;
         const state = String(reply[out]);
         permit.confirmed = true;
@@ -64,6 +64,8 @@ export class ScriptReplies implements TransportListener {
             this.host.wakeUps.listen(permit.lane, op);
           }
         } else if (state !== '') this.host.sendLeave(permit); // left, lost or moved before Redis answered
+        // The leases are watched once this request is settled: granted at once, it waits for nothing.
+        this.watch(op.lane, reply);
         break;
       }
       case REFRESH: {
@@ -131,15 +133,26 @@ export class ScriptReplies implements TransportListener {
     }
   }
 
-  // Grants a script made (its reply, or a wake-up): this process's requests among them are told.
+  // Grants a script made (its reply, or a wake-up): this process's requests among them are told,
+  // then the earliest lease end is watched.
   private news(lane: FleetLane, reply: readonly unknown[], count: number): void {
+    this.granted(lane, reply, count);
+    this.watch(lane, reply);
+  }
+
+  private granted(lane: FleetLane, reply: readonly unknown[], count: number): void {
     const current = this.host.lanes.get(lane.key);
     if (current === undefined) return;
     for (let i = 3; i < 3 + count; i += 2) {
       const permit = current.permits.get(String(reply[i]));
       if (permit !== undefined) this.host.grant(permit, String(reply[i + 1]));
     }
-    this.host.heartbeat.watchLeases(current, String(reply[0]), String(reply[1]));
+  }
+
+  // A refresh when the earliest holder's lease ends, if this process still has someone waiting on the lane.
+  private watch(lane: FleetLane, reply: readonly unknown[]): void {
+    const current = this.host.lanes.get(lane.key);
+    if (current !== undefined) this.host.heartbeat.watchLeases(current, String(reply[0]), String(reply[1]));
   }
 
   // Requests a refresh found gone: their lease ran out and went to others (this process was

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { LaneLostError } from '../../../lib/errors.js';
-import { RedisLaneStore, type LaneStoreNotice, type Permit } from '../../../lib/lanes/index.js';
+import { LaneMetricNames, RedisLaneStore, type LaneMeter, type LaneStoreNotice, type Permit } from '../../../lib/lanes/index.js';
 import { closedPort, clearPrefix, hasRedisServer, nodeRedis, OwnRedis, REDIS_HOST, RedisProxy, requireRedis, sleep, uniquePrefix, until, type NodeRedis } from './server.js';
 
 // A node-redis client that reconnects at once, as a service's would.
@@ -250,6 +250,42 @@ describe('RedisLaneStore through a blip', function () {
       await ownClient.del(`${prefix}{tool:expired}:h`);
       await until(() => again.seen.lost.length === 1, 'the expired lease to be reported');
       expect(again.seen.lost[0]!.message).to.match(/paused, or could not reach Redis/);
+      await clearPrefix(ownClient as unknown as NodeRedis, prefix);
+    });
+
+    it("waits for a client reconnecting past node-redis's own command timeout with one attempt, within its timeoutSeconds", async () => {
+      // node-redis gives up on a command still unwritten after its commandOptions.timeout (here
+      // 50 ms): the store's scripts go without that timer, bounded by the store's timeout alone.
+      const quick = createClient({ socket: { host: REDIS_HOST, port: own.port, reconnectStrategy: () => 20 }, commandOptions: { timeout: 50 } });
+      quick.on('error', () => undefined);
+      await quick.connect();
+      clients.push(quick as unknown as Client);
+      const retries: number[] = [];
+      const meter: LaneMeter = {
+        createHistogram: () => ({ record: () => undefined }),
+        createCounter: (name) => ({ add: (value) => (name === LaneMetricNames.RETRIES ? retries.push(value) : undefined) }),
+        createObservableGauge: () => ({ addCallback: () => undefined, removeCallback: () => undefined }),
+      };
+      const lanes = store(quick as unknown as Client, { leaseSeconds: 6, meter });
+      await own.stop();
+      // The client's own commands, asked meanwhile, time out.
+      const refused = await quick.get(`${prefix}nothing`).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).to.be.instanceOf(Error);
+      const asked = performance.now();
+      const slow = caller();
+      const permit = lanes.enter('tool:slow', 1, slow.onGrant);
+      await sleep(300);
+      await own.start();
+      await until(() => slow.seen.granted + slow.seen.lost.length > 0, 'the request to be answered');
+      expect(slow.seen).to.deep.equal({ granted: 1, lost: [] });
+      expect(performance.now() - asked).to.be.above(250);
+      // Never given up and sent again.
+      expect(retries).to.deep.equal([]);
+      permit.leave();
+      await lanes.idle();
       await clearPrefix(ownClient as unknown as NodeRedis, prefix);
     });
   });

@@ -1,6 +1,7 @@
-// The fleet store's heartbeat and outage, each on its own with a store stand-in and fake timers
-// (no Redis): which requests a beat refreshes, when it stops, the refresh due when a holder's
-// lease ends; and an outage told once, probed one probe at a time, and ended by Redis's reply.
+// The fleet store's heartbeat, outage and acquire replies, each on its own with a store stand-in
+// and fake timers (no Redis): which requests a beat refreshes, when it stops, the refresh due when
+// a holder's lease ends, and none for a request granted at once; an outage told once, probed one
+// probe at a time while the client is connected, and ended by Redis's reply.
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { Subject } from 'rxjs';
@@ -8,7 +9,9 @@ import type { LaneStoreNotice } from '../../../lib/lanes/index.js';
 import { Heartbeat, type HeartbeatHost } from '../../../lib/lanes/redis/heartbeat.js';
 import { LaneMetrics } from '../../../lib/lanes/redis/metrics.js';
 import { Outage, type OutageHost } from '../../../lib/lanes/redis/outage.js';
-import { FleetLane, FleetPermit, HOLDING, PENDING, PROBE, REFRESH, WAITING, type Op } from '../../../lib/lanes/redis/requests.js';
+import { ScriptReplies, type ReplyHost } from '../../../lib/lanes/redis/replies.js';
+import { acquireScript } from '../../../lib/lanes/redis/scripts.js';
+import { ACQUIRE, FleetLane, FleetPermit, HOLDING, Op, PENDING, PROBE, REFRESH, WAITING } from '../../../lib/lanes/redis/requests.js';
 import type { RedisLaneStore } from '../../../lib/lanes/redis/RedisLaneStore.js';
 
 interface Sent {
@@ -128,6 +131,32 @@ describe('the fleet store heartbeat', () => {
     expect(clock.countTimers()).to.equal(0);
   });
 
+  it("arms no refresh for a request Redis granted at once (its own lease is the earliest), and one for a request it queued", () => {
+    const search = lane('tool:search');
+    lanes.set(search.key, search);
+    const host = {
+      lanes,
+      leaseMs: 3000,
+      heartbeat,
+      outage: { down: undefined },
+      wakeUps: { listen: () => undefined },
+      grant: (granted: FleetPermit, fence: string) => granted.take(fence),
+    } as unknown as ReplyHost;
+    const replies = new ScriptReplies(host);
+    const ask = (id: string, answer: unknown[]) => {
+      const asked = permit(search, id, PENDING, false);
+      replies.replied(new Op(ACQUIRE, search, asked, acquireScript, [], 0, 1), answer);
+      return asked;
+    };
+    // Redis's time 100, the earliest lease end 3100 (the request's own), no grants for others.
+    const first = ask('a', ['100', '3100', 0, 'h', '7']);
+    expect(first.holding).to.equal(true);
+    expect(clock.countTimers()).to.equal(0);
+    const second = ask('b', ['110', '3100', 0, 'w', '']);
+    expect(second.state).to.equal(WAITING);
+    expect(clock.countTimers()).to.equal(1);
+  });
+
   it('sets no refresh for a lane nobody waits on, or one whose holders have no lease end', () => {
     const search = lane('tool:search');
     lanes.set(search.key, search);
@@ -145,6 +174,7 @@ describe('the fleet store outage', () => {
   let sent: number[];
   let sentAway: string[];
   let heartbeats: number;
+  let connected: boolean;
   let outage: Outage;
 
   beforeEach(() => {
@@ -153,6 +183,7 @@ describe('the fleet store outage', () => {
     sent = [];
     sentAway = [];
     heartbeats = 0;
+    connected = true;
     const subject = new Subject<LaneStoreNotice>();
     subject.subscribe((notice) => notices.push(notice));
     const host: OutageHost = {
@@ -160,6 +191,7 @@ describe('the fleet store outage', () => {
       startHeartbeat: () => heartbeats++,
       send: (kind) => sent.push(kind),
       sendAway: (why) => sentAway.push(why),
+      clientReady: () => connected,
     };
     outage = new Outage('spec:', false, subject, new LaneMetrics(undefined, () => []), host);
   });
@@ -189,6 +221,17 @@ describe('the fleet store outage', () => {
     outage.probed();
     clock.tick(250);
     expect(sent).to.deep.equal([PROBE, PROBE]);
+  });
+
+  it('sends no probe while the client is reconnecting (it would keep each one until it is back), and probes at the next tick once it is', () => {
+    outage.unreachable('ECONNREFUSED');
+    connected = false;
+    clock.tick(1000);
+    outage.probe();
+    expect(sent).to.deep.equal([]);
+    connected = true;
+    clock.tick(250);
+    expect(sent).to.deep.equal([PROBE]);
   });
 
   it('ends at the first reply: tells that Redis is back and probes no more', () => {
