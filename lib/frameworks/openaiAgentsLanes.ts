@@ -59,9 +59,11 @@ function detailsFor(details: AgentsCallDetails | undefined, context: ToolLanes.C
   return Object.defineProperties({ signal }, descriptors) as AgentsCallDetails;
 }
 
-// The input as arguments, for the identical-arguments lane of a tool that is not parallel-safe:
-// the SDK hands a tool its arguments as JSON text.
-function argsOf(input: string): unknown {
+// The input as arguments, for the identical-arguments lane of a tool that is not parallel-safe
+// (the SDK hands a tool its arguments as JSON text). Only that lane reads them: the text of a
+// parallel-safe call's is passed as it is, unparsed.
+function argsOf(input: string, flags: ToolFlags): unknown {
+  if (flags.parallelSafe !== false) return input;
   try {
     return JSON.parse(input);
   } catch {
@@ -82,7 +84,7 @@ function wrapped(request: ToolLanes.Request, flags: ToolFlags, tool: FunctionToo
     let started = false;
     const signal = details?.signal;
     return request
-      .run(laneCall(flags, argsOf(input), details?.toolCall?.callId, signal), (context) => {
+      .run(laneCall(flags, argsOf(input, flags), details?.toolCall?.callId, signal), (context) => {
         started = true;
         return tool.invoke(runContext, input, detailsFor(details, context)).then(undefined, slowedDown);
       })

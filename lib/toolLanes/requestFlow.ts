@@ -22,6 +22,11 @@ export interface FlowPlan {
   readonly sink: CallActivitySink;
 }
 
+// The look at whether a batch is idle, one function for every batch.
+function lookIdle(flow: RequestFlow): void {
+  flow.idle();
+}
+
 /**
  * One batch of a request: its calls' source, its scope, and how many of its calls are open.
  * It hears its request's signal while it lives (one listener, not one per call).
@@ -92,8 +97,9 @@ export class RequestFlow implements Observer<CallNews> {
     (news.call as WrappedCall<unknown>).finish(outcome);
     if (--this.open === 0 && !this.looking) {
       this.looking = true;
-      // Looked at once the callers have heard: a caller that makes its next call right away keeps the batch.
-      queueMicrotask(() => this.idle());
+      // Looked at once the callers have heard: a caller that makes its next call right away keeps
+      // the batch. A Promise's reaction, not queueMicrotask, which makes an AsyncResource each time.
+      void Promise.resolve(this).then(lookIdle);
     }
   }
 
@@ -108,7 +114,8 @@ export class RequestFlow implements Observer<CallNews> {
     this.ended();
   }
 
-  private idle(): void {
+  /** No call was open a moment ago: the batch ends, unless a call has come since. */
+  idle(): void {
     this.looking = false;
     if (this.open > 0 || this.closing) return;
     this.closing = true;
