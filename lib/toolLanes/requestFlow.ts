@@ -4,9 +4,10 @@
 // calls before it are doing. The batch is made with the request's first open call and ends once
 // no call of it is open (or its request's signal has stopped it): a request dropped keeps
 // nothing alive, and its next call starts another.
-import { concatMap, Observable, Subject, type Observer, type Subscription } from 'rxjs';
+import { concatMap, Observable, Subject } from 'rxjs';
 import { BatchScope, CallBody, ceiling, inLanes, phases, untilStopped, type CallNews, type CallRecord, type WriteAhead } from '../batch/index.js';
 import type { ConcurrencyConfig } from '../config/index.js';
+import { DirectSubscriber } from '../directSubscriber.js';
 import type { LaneTable } from '../lanes/index.js';
 import { cancelledBy, type CallActivitySink, type WrappedCall } from './laneCall.js';
 import type { LaneHost } from './laneRequest.js';
@@ -29,13 +30,13 @@ function lookIdle(flow: RequestFlow): void {
 
 /**
  * One batch of a request: its calls' source, its scope, and how many of its calls are open.
- * It hears its request's signal while it lives (one listener, not one per call).
+ * It hears its request's signal while it lives (one listener, not one per call). It is the
+ * batch's subscriber itself (a `DirectSubscriber`): no wrapper of RxJS's around it per request.
  */
-export class RequestFlow implements Observer<CallNews> {
+export class RequestFlow extends DirectSubscriber<CallNews> {
   readonly scope: BatchScope;
   // The calls, to the batch, one by one, as records.
   private readonly calls = new Subject<CallRecord>();
-  private readonly subscription: Subscription;
   // Calls handed in and not yet settled.
   private open = 0;
   // True once no call can enter any more: it ended, was stopped, or is ending for want of calls.
@@ -48,12 +49,13 @@ export class RequestFlow implements Observer<CallNews> {
     plan: FlowPlan,
     private readonly onEnd: (flow: RequestFlow) => void,
   ) {
+    super();
     const { host, tenant, concurrency, turnLanes, signal, gate, sink } = plan;
     this.signal = signal;
     this.scope = new BatchScope({ scheduler: host.scheduler, onActivity: sink, writeAhead: gate, turnLanes });
     const scope = this.scope;
     const laned = inLanes({ concurrency, shared: host.shared, tenant });
-    this.subscription = this.calls
+    this.calls
       .pipe(
         phases(() => scope),
         concatMap((phase$: Observable<CallRecord>) => phase$.pipe(laned)),
@@ -70,7 +72,7 @@ export class RequestFlow implements Observer<CallNews> {
   }
 
   /** Hands `call` to the batch: its record, numbered in arrival order. Settles through `call.finish`. */
-  add(call: WrappedCall<unknown>): void {
+  join(call: WrappedCall<unknown>): void {
     const record = this.scope.record(call, this.scope.records.length);
     call.record = record;
     this.open++;
@@ -88,8 +90,8 @@ export class RequestFlow implements Observer<CallNews> {
     this.scope.stop(cancelledBy(this.signal!, 'the request'));
   }
 
-  next(news: CallNews): void {
-    if (news instanceof CallBody) return;
+  override next(news: CallNews): void {
+    if (this.closed || news instanceof CallBody) return;
     const { outcome } = news;
     if (outcome === undefined) return;
     // Told as settled (what the caller's Promise says), then the Promise settles.
@@ -103,15 +105,19 @@ export class RequestFlow implements Observer<CallNews> {
     }
   }
 
-  error(error: unknown): void {
+  override error(error: unknown): void {
+    if (this.closed) return;
     this.closing = true;
     for (const record of this.scope.unsettled()) (record.call as WrappedCall<unknown>).fail(error);
     this.ended();
+    this.unsubscribe();
   }
 
-  complete(): void {
+  override complete(): void {
+    if (this.closed) return;
     this.closing = true;
     this.ended();
+    this.unsubscribe();
   }
 
   /** No call was open a moment ago: the batch ends, unless a call has come since. */
@@ -121,7 +127,7 @@ export class RequestFlow implements Observer<CallNews> {
     this.closing = true;
     // Every call has its outcome: the batch completes, and its stages let go of everything.
     this.calls.complete();
-    this.subscription.unsubscribe();
+    this.unsubscribe();
   }
 
   private ended(): void {
