@@ -121,6 +121,7 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
         expect(theirs.finalOutput).to.equal('done');
       };
     }));
+
   it("hands the tool's own invoke the SDK's details with every field kept as it was (symbols, a getter, a hidden field), the call's signal in place of the SDK's", async () => {
     const flag = Symbol('a flag of the SDK');
     const seen: Array<Record<PropertyKey, unknown>> = [];
