@@ -48,7 +48,7 @@ export interface FrameworkRunResult {
 }
 
 export interface FrameworkCostResult {
-  /** µs per call of the plain app, and of the app with lanes: the best round of each. */
+  /** CPU µs per call of the plain app (the median round), and of the app with lanes (that, plus the median of each round's difference). */
   readonly plainMicros: number;
   readonly lanesMicros: number;
 }

@@ -1,7 +1,7 @@
 // One process of the frameworks bench (./index.ts): the app of one framework (./apps.ts), plain or
 // with its tools wrapped in lanes, running many concurrent requests of several tenants against
 // the simulated partner (../partner/server.ts); the partner counts what it was sent. Told to
-// measure cost, it times requests whose tool body answers at once, plain and with lanes.
+// measure cost, it times requests whose tool body answers at once, plain and with lanes (CPU time).
 import { setMaxListeners } from 'node:events';
 import { createClient } from 'redis';
 import { ConcurrencyConfig, RateLimitedError, ToolLanes } from '../../lib/index.js';
@@ -59,12 +59,16 @@ async function run(scenario: FrameworkScenario): Promise<FrameworkRunResult> {
   return { completed, failed, ...(unexpected === undefined ? {} : { unexpected }) };
 }
 
-// µs per call of `requests` requests of `calls` calls each, one after another.
+// CPU µs per call of `requests` requests of `calls` calls each, one after another: the process's
+// own CPU time, which a busy machine's other processes do not add to as they add to wall time.
 async function timed(app: AppRequest, command: CostCommand): Promise<number> {
-  const started = performance.now();
+  const started = process.cpuUsage();
   for (let i = 0; i < command.requests; i++) await app('a', command.calls);
-  return ((performance.now() - started) * 1000) / (command.requests * command.calls);
+  const used = process.cpuUsage(started);
+  return (used.user + used.system) / (command.requests * command.calls);
 }
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function cost(command: CostCommand): Promise<FrameworkCostResult> {
   // A body that answers at once: what is timed is the framework's loop and the lanes around it.
@@ -73,16 +77,22 @@ async function cost(command: CostCommand): Promise<FrameworkCostResult> {
   // Lanes that never make a call wait (a per-tool bound above the turn's calls): their cost alone.
   const lanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { partner_lookup: command.calls * 4 } }) });
   const lanesApp = appOf(command.framework, body, lanesWraps(lanes));
-  let plainMicros = Number.POSITIVE_INFINITY;
-  let lanesMicros = Number.POSITIVE_INFINITY;
-  // Warmed first; then the two alternate, round after round, and the best of each is kept.
+  const plainRounds: number[] = [];
+  const added: number[] = [];
+  // Warmed first; then the two side by side, round after round, in turn first: the median of the
+  // plain rounds, and the median of each round's difference (the load moves between rounds more than within one).
   await timed(plainApp, command);
   await timed(lanesApp, command);
   for (let round = 0; round < command.rounds; round++) {
-    plainMicros = Math.min(plainMicros, await timed(plainApp, command));
-    lanesMicros = Math.min(lanesMicros, await timed(lanesApp, command));
+    const lanesFirst = round % 2 === 1;
+    const lanesMicros = lanesFirst ? await timed(lanesApp, command) : 0;
+    const plainMicros = await timed(plainApp, command);
+    const withLanes = lanesFirst ? lanesMicros : await timed(lanesApp, command);
+    plainRounds.push(plainMicros);
+    added.push(withLanes - plainMicros);
   }
-  return { plainMicros, lanesMicros };
+  const plainMicros = median(plainRounds);
+  return { plainMicros, lanesMicros: plainMicros + median(added) };
 }
 
 tell({ type: 'ready' });

@@ -261,6 +261,7 @@ export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
    * (retryRateLimited).
    */
   failed(error: unknown): void {
+    this.call.threw?.(error);
     const later = this.state === 'awaiting' || this.state === 'subscribed';
     if (!this.bodyDone()) return;
     if (later && this.takeAgain(error)) return;

@@ -75,6 +75,12 @@ export interface BatchCall {
   readonly outcome?: Outcome;
   /** The work: returns a value, a Promise or an Observable (its first value is the result). */
   readonly invoke?: (context: InvokeContext) => unknown;
+  /**
+   * Told what the work threw, rejected with or errored with, as it was, before the batch reads
+   * it as an ErrorInfo: a caller that rejects with the body's own error keeps it here, with no
+   * Promise of its own around every body.
+   */
+  threw?(error: unknown): void;
 }
 
 /** Why a batch stopped; `why` finishes the sentence "never dispatched: ...". */

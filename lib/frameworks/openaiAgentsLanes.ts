@@ -51,17 +51,26 @@ export function laneContextOf(details: { readonly signal?: AbortSignal | undefin
 // The details the tool's own invoke is handed: the SDK's, every field and symbol kept (its input
 // callbacks, tracing, its timeout already enforced), with the call's own signal (aborted when the
 // call is stopped or outruns its ceiling).
+// Key by key: a plain field (writable, enumerable, configurable: what the SDK makes) is assigned,
+// anything else defined as it is; about a sixth of the cost of copying all the descriptors at once.
 function detailsFor(details: AgentsCallDetails | undefined, context: ToolLanes.Context): AgentsCallDetails {
   const signal = knownSignal(context);
   if (details === undefined) return { signal };
-  const descriptors = Object.getOwnPropertyDescriptors(details);
-  delete (descriptors as { signal?: unknown }).signal;
-  return Object.defineProperties({ signal }, descriptors) as AgentsCallDetails;
+  const copy: Record<PropertyKey, unknown> = { signal };
+  for (const key of Reflect.ownKeys(details)) {
+    if (key === 'signal') continue;
+    const field = Object.getOwnPropertyDescriptor(details, key)!;
+    if (field.writable === true && field.enumerable === true && field.configurable === true && key !== '__proto__') copy[key] = field.value;
+    else Object.defineProperty(copy, key, field);
+  }
+  return copy as AgentsCallDetails;
 }
 
-// The input as arguments, for the identical-arguments lane of a tool that is not parallel-safe:
-// the SDK hands a tool its arguments as JSON text.
-function argsOf(input: string): unknown {
+// The input as arguments, for the identical-arguments lane of a tool that is not parallel-safe
+// (the SDK hands a tool its arguments as JSON text). Only that lane reads them: the text of a
+// parallel-safe call's is passed as it is, unparsed.
+function argsOf(input: string, flags: ToolFlags): unknown {
+  if (flags.parallelSafe !== false) return input;
   try {
     return JSON.parse(input);
   } catch {
@@ -82,7 +91,7 @@ function wrapped(request: ToolLanes.Request, flags: ToolFlags, tool: FunctionToo
     let started = false;
     const signal = details?.signal;
     return request
-      .run(laneCall(flags, argsOf(input), details?.toolCall?.callId, signal), (context) => {
+      .run(laneCall(flags, argsOf(input, flags), details?.toolCall?.callId, signal), (context) => {
         started = true;
         return tool.invoke(runContext, input, detailsFor(details, context)).then(undefined, slowedDown);
       })

@@ -63,45 +63,52 @@ export function frameworkRequest(names: readonly string[], toolLanes: ToolLanes,
     }
   }
   const { tenant, signal, requestId, concurrency, idempotent = {}, parallelSafe = {}, cost = {} } = options;
-  // ToolLanes.request checks these three and the signal, naming the field.
-  const request = toolLanes.request({
-    ...(tenant === undefined ? {} : { tenant }),
-    ...(signal === undefined ? {} : { signal }),
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(concurrency === undefined ? {} : { concurrency }),
-  });
+  // ToolLanes.request checks these and the signal, naming the field (an undefined one takes its default).
+  const request = toolLanes.request({ tenant, signal, requestId, concurrency });
   return {
     request,
     flagsOf: (tool) => ({ tool, idempotent: own(idempotent, tool), parallelSafe: own(parallelSafe, tool), cost: own(cost, tool) }),
   };
 }
 
-/** The lane call of one call of a tool: its flags, and the arguments, id and signal the framework gave it. */
+/**
+ * The lane call of one call of a tool: its flags, and the arguments, id and signal the framework
+ * gave it. One shape for every call (a field the framework did not give is undefined, which a
+ * call reads as not given), built without spreading: this is made on every call.
+ */
 export function laneCall(flags: ToolFlags, args: unknown, callId: unknown, signal: AbortSignal | undefined): ToolLanes.Call {
   return {
     tool: flags.tool,
     args,
-    ...(typeof callId === 'string' && callId !== '' ? { callId } : {}),
-    ...(signal === undefined ? {} : { signal }),
-    ...(flags.idempotent === undefined ? {} : { idempotent: flags.idempotent }),
-    ...(flags.parallelSafe === undefined ? {} : { parallelSafe: flags.parallelSafe }),
-    ...(flags.cost === undefined ? {} : { cost: flags.cost }),
+    callId: typeof callId === 'string' && callId !== '' ? callId : undefined,
+    signal,
+    idempotent: flags.idempotent,
+    parallelSafe: flags.parallelSafe,
+    cost: flags.cost,
   };
 }
 
-// Each call's context, by the signal its body was handed, for laneContextOf. A WeakMap: a call's
-// entry goes with its signal.
-const contexts = new WeakMap<AbortSignal, ToolLanes.Context>();
+// Each call's context, by the signal its body was handed, for laneContextOf: a property of that
+// signal (the call's own, made by the lanes), under a symbol of this module, not enumerable. The
+// context lives as long as its signal, as a WeakMap's entry would; but a WeakMap's entry, whose
+// value (the context) holds its key (the signal), is kept through every minor collection, and
+// with it the call's whole batch: about 6 µs a call of collecting (docs/frameworks.md).
+const laneContext: unique symbol = Symbol('agent-lanes call context');
+
+interface KnownSignal extends AbortSignal {
+  readonly [laneContext]?: ToolLanes.Context;
+}
 
 /** Makes `context` findable by its signal (the one a wrapped body is handed), and returns that signal. */
 export function knownSignal(context: ToolLanes.Context): AbortSignal {
-  contexts.set(context.signal, context);
-  return context.signal;
+  const signal: KnownSignal = context.signal;
+  if (signal[laneContext] !== context) Object.defineProperty(signal, laneContext, { value: context, configurable: true });
+  return signal;
 }
 
 /** The lane context of the call whose body was handed `signal`; undefined for a body not run by `withLanes`. */
 export function contextOfSignal(signal: AbortSignal | undefined): ToolLanes.Context | undefined {
-  return signal === undefined ? undefined : contexts.get(signal);
+  return (signal as KnownSignal | undefined)?.[laneContext];
 }
 
 /** A body's failure as the call's: a 429 (a RateLimitedError, or any error saying HTTP 429) pauses the tool's rate lane; anything else goes as it is. */

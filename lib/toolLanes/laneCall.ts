@@ -2,8 +2,8 @@
 // so a failure rejects with the body's own error), the context its body gets, the sink that tells
 // its activity on ToolLanes' activity$ with its stop class, and how its outcome becomes the
 // settling of the caller's Promise.
-import { isObservable, tap, type Subject } from 'rxjs';
-import { givenReason, isPromiseLike, type ActivitySink, type BatchCall, type CallActivity, type CallRecord, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import type { Subject } from 'rxjs';
+import { givenReason, type ActivitySink, type BatchCall, type CallActivity, type CallRecord, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
 import { CallStoppedError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { RunnerActivity } from '../runner/index.js';
 import { stopClassOf, type StopClass } from '../stopClass.js';
@@ -103,23 +103,14 @@ export class WrappedCall<T> implements BatchCall {
     this.reject!(error);
   }
 
+  /** Runs the body: what it returns goes to the batch as it is (what it throws or rejects with comes back through `threw`). */
   invoke(invocation: InvokeContext): unknown {
-    const context = new CallContext(this.callId, this.tool, this.tenant, this.requestId, invocation);
-    let produced: unknown;
-    try {
-      produced = this.body(context);
-    } catch (error) {
-      this.thrown = error;
-      throw error;
-    }
-    // An Observable's first value is the result (as a runner's tool body's is); its error is kept.
-    if (isObservable(produced)) return produced.pipe(tap({ error: (error: unknown) => (this.thrown = error) }));
-    // A thenable is awaited, its failure kept; a plain value is the result at once.
-    if (!isPromiseLike(produced)) return produced;
-    return Promise.resolve(produced).then(undefined, (error: unknown) => {
-      this.thrown = error;
-      throw error;
-    });
+    return this.body(new CallContext(this.callId, this.tool, this.tenant, this.requestId, invocation));
+  }
+
+  /** What the body threw, rejected with or errored with: kept, so the caller's Promise rejects with the body's own error. */
+  threw(error: unknown): void {
+    this.thrown = error;
   }
 
   /**

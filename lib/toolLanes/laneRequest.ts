@@ -133,7 +133,7 @@ export class LaneRequest {
       wrapped.settles(resolve, reject);
       let flow = this.flow;
       if (flow === undefined || !flow.joinable) flow = this.flow = new RequestFlow(this.plan, this.flowEnded);
-      flow.add(wrapped as WrappedCall<unknown>);
+      flow.join(wrapped as WrappedCall<unknown>);
     });
   }
 

@@ -6,9 +6,10 @@
 // nothing alive, and its next call starts another. A batch takes at most `CALLS_PER_BATCH`
 // calls: a request that is never idle (tools wrapped once for a whole server) goes on in a new
 // batch, and the full one ends with its last call, so what a request keeps stays bounded.
-import { concatMap, Observable, Subject, type Observer, type Subscription } from 'rxjs';
+import { concatMap, Observable, Subject } from 'rxjs';
 import { BatchScope, CallBody, ceiling, inLanes, phases, untilStopped, type CallNews, type CallRecord, type WriteAhead } from '../batch/index.js';
 import type { ConcurrencyConfig } from '../config/index.js';
+import { DirectSubscriber } from '../directSubscriber.js';
 import type { LaneTable } from '../lanes/index.js';
 import { cancelledBy, type CallActivitySink, type WrappedCall } from './laneCall.js';
 import type { LaneHost } from './laneRequest.js';
@@ -31,15 +32,20 @@ export interface FlowPlan {
   readonly sink: CallActivitySink;
 }
 
+// The look at whether a batch is idle, one function for every batch.
+function lookIdle(flow: RequestFlow): void {
+  flow.idle();
+}
+
 /**
  * One batch of a request: its calls' source, its scope, and how many of its calls are open.
- * It hears its request's signal while it lives (one listener, not one per call).
+ * It hears its request's signal while it lives (one listener, not one per call). It is the
+ * batch's subscriber itself (a `DirectSubscriber`): no wrapper of RxJS's around it per request.
  */
-export class RequestFlow implements Observer<CallNews> {
+export class RequestFlow extends DirectSubscriber<CallNews> {
   readonly scope: BatchScope;
   // The calls, to the batch, one by one, as records.
   private readonly calls = new Subject<CallRecord>();
-  private readonly subscription: Subscription;
   // Calls handed in and not yet settled.
   private open = 0;
   // True once no call can enter any more: it ended, was stopped, or is ending for want of calls.
@@ -52,12 +58,13 @@ export class RequestFlow implements Observer<CallNews> {
     plan: FlowPlan,
     private readonly onEnd: (flow: RequestFlow) => void,
   ) {
+    super();
     const { host, tenant, concurrency, turnLanes, signal, gate, sink } = plan;
     this.signal = signal;
     this.scope = new BatchScope({ scheduler: host.scheduler, onActivity: sink, writeAhead: gate, turnLanes });
     const scope = this.scope;
     const laned = inLanes({ concurrency, shared: host.shared, tenant });
-    this.subscription = this.calls
+    this.calls
       .pipe(
         phases(() => scope),
         concatMap((phase$: Observable<CallRecord>) => phase$.pipe(laned)),
@@ -74,7 +81,7 @@ export class RequestFlow implements Observer<CallNews> {
   }
 
   /** Hands `call` to the batch: its record, numbered in arrival order. Settles through `call.finish`. */
-  add(call: WrappedCall<unknown>): void {
+  join(call: WrappedCall<unknown>): void {
     const record = this.scope.record(call, this.scope.records.length);
     call.record = record;
     this.open++;
@@ -92,8 +99,8 @@ export class RequestFlow implements Observer<CallNews> {
     this.scope.stop(cancelledBy(this.signal!, 'the request'));
   }
 
-  next(news: CallNews): void {
-    if (news instanceof CallBody) return;
+  override next(news: CallNews): void {
+    if (this.closed || news instanceof CallBody) return;
     const { outcome } = news;
     if (outcome === undefined) return;
     // Told as settled (what the caller's Promise says), then the Promise settles.
@@ -101,29 +108,35 @@ export class RequestFlow implements Observer<CallNews> {
     (news.call as WrappedCall<unknown>).finish(outcome);
     if (--this.open === 0 && !this.looking) {
       this.looking = true;
-      // Looked at once the callers have heard: a caller that makes its next call right away keeps the batch.
-      queueMicrotask(() => this.idle());
+      // Looked at once the callers have heard: a caller that makes its next call right away keeps
+      // the batch. A Promise's reaction, not queueMicrotask, which makes an AsyncResource each time.
+      void Promise.resolve(this).then(lookIdle);
     }
   }
 
-  error(error: unknown): void {
+  override error(error: unknown): void {
+    if (this.closed) return;
     this.closing = true;
     for (const record of this.scope.unsettled()) (record.call as WrappedCall<unknown>).fail(error);
     this.ended();
+    this.unsubscribe();
   }
 
-  complete(): void {
+  override complete(): void {
+    if (this.closed) return;
     this.closing = true;
     this.ended();
+    this.unsubscribe();
   }
 
-  private idle(): void {
+  /** No call was open a moment ago: the batch ends, unless a call has come since. */
+  idle(): void {
     this.looking = false;
     if (this.open > 0 || this.closing) return;
     this.closing = true;
     // Every call has its outcome: the batch completes, and its stages let go of everything.
     this.calls.complete();
-    this.subscription.unsubscribe();
+    this.unsubscribe();
   }
 
   private ended(): void {

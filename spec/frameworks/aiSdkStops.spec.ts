@@ -194,6 +194,19 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(laneContextOf({ abortSignal: new AbortController().signal })).to.equal(undefined);
   });
 
+  it('keeps a call\'s lane context findable by its signal after the call has settled, and shows no field of its own on the signal', async () => {
+    const signals: AbortSignal[] = [];
+    const tools = { pay: tool({ inputSchema: z.object({}), execute: async (_input, { abortSignal }) => signals.push(abortSignal!) }) };
+    const wrapped = withLanes(tools, new ToolLanes({ concurrency: {} }), { requestId: 'chat-8' });
+    await wrapped.pay.execute!({}, { toolCallId: 'call_1', messages: [] });
+    await wrapped.pay.execute!({}, { toolCallId: 'call_2', messages: [] });
+    // Each call its own signal, each signal its own call's context, as long as the signal is held.
+    expect(signals.map((signal) => laneContextOf({ abortSignal: signal })?.idempotencyKey)).to.deep.equal(['chat-8:call_1', 'chat-8:call_2']);
+    // Found by a symbol of the lanes that is not enumerable: a copy or a listing of the signal carries nothing of it.
+    expect(Object.keys(signals[0]!)).to.deep.equal(Object.keys(new AbortController().signal));
+    expect(laneContextOf({ abortSignal: { ...signals[0]! } as AbortSignal })).to.equal(undefined);
+  });
+
   it('streams an async generator execute through the lanes: preliminary results as it yields, its permit held until it ends', async () => {
     let running = 0;
     let most = 0;

@@ -121,4 +121,22 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
         expect(theirs.finalOutput).to.equal('done');
       };
     }));
+
+  it("hands the tool's own invoke the SDK's details with every field kept as it was (symbols, a getter, a hidden field), the call's signal in place of the SDK's", async () => {
+    const flag = Symbol('a flag of the SDK');
+    const seen: Array<Record<PropertyKey, unknown>> = [];
+    const raw = { type: 'function' as const, name: 'lookup', invoke: async (_runContext: unknown, _input: string, details?: Record<PropertyKey, unknown>) => (seen.push(details!), 'ok') };
+    const [wrapped] = withLanes([raw], new ToolLanes({ concurrency: {} }), { requestId: 'run-1' });
+    const sdkSignal = new AbortController().signal;
+    const details: Record<PropertyKey, unknown> = { toolCall: { callId: 'c1' }, signal: sdkSignal, [flag]: true };
+    Object.defineProperty(details, 'hidden', { value: 'kept', enumerable: false });
+    Object.defineProperty(details, 'computed', { get: () => 'read through', enumerable: true, configurable: true });
+    await wrapped!.invoke({}, '{}', details as never);
+    const handed = seen[0]!;
+    expect(handed.signal).to.be.instanceOf(AbortSignal).and.not.equal(sdkSignal);
+    expect([handed.toolCall, handed[flag], handed.hidden, handed.computed]).to.deep.equal([{ callId: 'c1' }, true, 'kept', 'read through']);
+    expect(Object.getOwnPropertyDescriptor(handed, 'hidden')).to.include({ enumerable: false });
+    expect(typeof Object.getOwnPropertyDescriptor(handed, 'computed')!.get).to.equal('function');
+    expect(Reflect.ownKeys(handed)).to.deep.equal(['signal', 'toolCall', 'hidden', 'computed', flag]);
+  });
 });
