@@ -66,7 +66,8 @@ function start(config: ScaleWorkerConfig): { child: ChildProcess; ready: Promise
     if (message.type === 'ready') readied();
     else resulted(message);
   });
-  child.once('exit', (code) => failed(new Error(`a fleet-scale worker exited (${code}) before it was done`)));
+  // 'close', not 'exit': a message the worker sent just before it exited may still be on its way at 'exit'.
+  child.once('close', (code) => failed(new Error(`a fleet-scale worker (${config.lanes}, ${config.requesters} callers) exited (${code}) before it was done`)));
   return { child, ready, result };
 }
 

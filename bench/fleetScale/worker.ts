@@ -186,6 +186,7 @@ const requester = async (index: number): Promise<void> => {
 await Promise.all(Array.from({ length: config.requesters }, (_, i) => requester(i)));
 clearTimeout(startCpu);
 clearTimeout(endCpu);
-tell({ type: 'result', pid: process.pid, holds, grants, cpuMs, waitMs, heard, refused });
+// The result is on its way before the connections close and the channel goes.
+await new Promise<void>((resolve) => (process.send === undefined ? resolve() : process.send({ type: 'result', pid: process.pid, holds, grants, cpuMs, waitMs, heard, refused } satisfies ScaleWorkerMessage, () => resolve())));
 await close();
 process.disconnect?.();
