@@ -62,7 +62,7 @@ export async function handOff(
     row({ workload, figure: `${lanes} use`, value: 100 * result.use, unit: '%', note: `${result.grantsPerSecond.toFixed(0)} grants/s of ${((LIMIT * 1000) / holdMs).toFixed(0)}; most at once ${result.most}${refused}` });
     row({ workload, figure: `${lanes} hand-off p50`, value: percentile(result.gaps, 50), unit: 'ms', note: `across processes ${percentile(result.crossGaps, 50).toFixed(2)} ms` });
     row({ workload, figure: `${lanes} hand-off p99`, value: percentile(result.gaps, 99), unit: 'ms', note: `across processes ${percentile(result.crossGaps, 99).toFixed(2)} ms` });
-    const wakeUps = lanes === 'RedisLaneStore' ? `, ${result.wakeUpsPerGrant.toFixed(2)} wake-ups heard` : '';
+    const wakeUps = lanes.startsWith('RedisLaneStore') ? `, ${result.wakeUpsPerGrant.toFixed(2)} wake-ups heard` : '';
     row({ workload, figure: `${lanes} Redis CPU per grant`, value: result.redisUsPerGrant, unit: 'µs', note: `${result.scriptsPerGrant.toFixed(2)} scripts, ${result.commandsPerGrant.toFixed(1)} commands${wakeUps} per grant; ${cpu}` });
   }
   return points;

@@ -51,7 +51,7 @@ export async function fleetScale(row: (r: Row) => void): Promise<void> {
       for (const holdMs of list('FLEET_SCALE_HOLDS', [5, 20, 50])) {
         for (const processes of list('FLEET_SCALE_PROCS', [2, 4, 8, 16])) {
           for (const lanes of (process.env.FLEET_SCALE_LIBS?.split(',') ?? ['RedisLaneStore', 'redis-semaphore', 'Bottleneck']) as Library[]) {
-            if (lanes !== 'RedisLaneStore' && !full && !(holdMs === 20 || processes === 8)) continue;
+            if (!lanes.startsWith('RedisLaneStore') && !full && !(holdMs === 20 || processes === 8)) continue;
             plan.push({ lanes, processes, holdMs });
           }
         }

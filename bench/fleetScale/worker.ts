@@ -7,11 +7,12 @@ import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { Semaphore } from 'redis-semaphore';
-import { nodeRedisConnection, RedisLaneStore, type RedisConnection } from '../../lib/lanes/index.js';
+import { ioredisConnection, nodeRedisConnection, RedisLaneStore, type RedisConnection } from '../../lib/lanes/index.js';
 import { processWaitMs } from './servers.js';
 
 export interface ScaleWorkerConfig {
-  readonly lanes: 'RedisLaneStore' | 'redis-semaphore' | 'Bottleneck';
+  /** `RedisLaneStore (ioredis)`: the store on an ioredis client (one Redis only), named in FLEET_SCALE_LIBS to run. */
+  readonly lanes: 'RedisLaneStore' | 'RedisLaneStore (ioredis)' | 'redis-semaphore' | 'Bottleneck';
   /** One port: a standalone Redis; three: a Cluster. */
   readonly ports: readonly number[];
   readonly prefix: string;
@@ -60,17 +61,28 @@ let refused = 0;
 let close: () => Promise<unknown>;
 const cluster = config.ports.length > 1;
 
-if (config.lanes === 'RedisLaneStore') {
-  const client = cluster
-    ? createCluster({ rootNodes: config.ports.map((port) => ({ socket: { host: '127.0.0.1', port } })) })
-    : createClient({ socket: { host: '127.0.0.1', port: config.ports[0]! } });
-  client.on('error', () => undefined);
-  await client.connect();
+if (config.lanes === 'RedisLaneStore' || config.lanes === 'RedisLaneStore (ioredis)') {
+  let inner: RedisConnection;
+  let closeClient: () => Promise<unknown>;
+  if (config.lanes === 'RedisLaneStore (ioredis)') {
+    const client = new Redis({ host: '127.0.0.1', port: config.ports[0]! });
+    client.on('error', () => undefined);
+    inner = ioredisConnection(client);
+    closeClient = () => client.quit();
+  } else {
+    const client = cluster
+      ? createCluster({ rootNodes: config.ports.map((port) => ({ socket: { host: '127.0.0.1', port } })) })
+      : createClient({ socket: { host: '127.0.0.1', port: config.ports[0]! } });
+    client.on('error', () => undefined);
+    await client.connect();
+    inner = nodeRedisConnection(client as never);
+    closeClient = () => client.close();
+  }
   // The client's connection, its subscriber counting the wake-ups it hears.
-  const inner = nodeRedisConnection(client as never);
   const counting: RedisConnection = {
     evalsha: (sha1, keys, args) => inner.evalsha(sha1, keys, args),
     eval: (source, keys, args) => inner.eval(source, keys, args),
+    ready: () => inner.ready?.() ?? true,
     subscriber(onReady) {
       const sub = inner.subscriber(onReady);
       return {
@@ -92,7 +104,7 @@ if (config.lanes === 'RedisLaneStore') {
     });
   close = async () => {
     await store.close();
-    await client.close();
+    await closeClient();
   };
 } else if (config.lanes === 'redis-semaphore') {
   const client = new Redis({ host: '127.0.0.1', port: config.ports[0]! });
