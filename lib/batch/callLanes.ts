@@ -153,7 +153,9 @@ export class CallLanes implements LaneGrantTarget {
 
   /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
   lost(error: Error): void {
-    this.record.cutOff(error);
+    const { record } = this;
+    if (!record.running && !record.ended) record.call.turnedAway?.(error);
+    record.cutOff(error);
   }
 
   /** An adaptive lane's limit moved on what this call reported. */
@@ -197,6 +199,7 @@ export class CallLanes implements LaneGrantTarget {
       } catch (error) {
         batch.allowStop();
         // A store that cannot take the request: the call fails, never started, and leaves what it holds.
+        record.call.turnedAway?.(error);
         record.refuse(toErrorInfo(error));
         return;
       }

@@ -81,6 +81,12 @@ export interface BatchCall {
    * Promise of its own around every body.
    */
   threw?(error: unknown): void;
+  /**
+   * Told what a lane turned the call away with before its body started (a budget that cannot
+   * cover it, a lane store that lost or could not take it), as it was, before the batch reads it
+   * as an ErrorInfo: a caller that rejects with the lane's own error keeps it here.
+   */
+  turnedAway?(error: unknown): void;
 }
 
 /** Why a batch stopped; `why` finishes the sentence "never dispatched: ...". */

@@ -58,6 +58,8 @@ class CallContext implements LaneCallContext {
 export class WrappedCall<T> implements BatchCall {
   /** What its body threw (or rejected with) last, if it did. */
   thrown: unknown = nothing;
+  /** What a lane turned it away with before its body started, if one did (a budget's BudgetExceededError, say). */
+  turnedAwayWith: unknown = nothing;
   /** Its record in its request's batch, once handed to it. */
   record: CallRecord | undefined = undefined;
   // The caller's Promise, settled by finish or fail.
@@ -113,10 +115,16 @@ export class WrappedCall<T> implements BatchCall {
     this.thrown = error;
   }
 
+  /** What a lane turned the call away with: kept, so the caller's Promise rejects with the lane's own error (its class and fields). */
+  turnedAway(error: unknown): void {
+    this.turnedAwayWith = error;
+  }
+
   /**
    * The Promise's settling for `outcome`: the result; the body's own error; a CallStoppedError
-   * with the call's stop class; or, for a failure that is neither (a budget that refused the
-   * call, a store that could not take it), an Error of the outcome's name and message.
+   * with the call's stop class; the lane's own error for a call a lane turned away before its
+   * body started (a budget's BudgetExceededError); otherwise an Error of the outcome's name and
+   * message.
    */
   settle(outcome: Outcome, resolve: (value: T) => void, reject: (error: unknown) => void): void {
     if (outcome.kind === 'result') {
@@ -133,7 +141,10 @@ export class WrappedCall<T> implements BatchCall {
       reject(new CallStoppedError(message, outcome.dispatched, { tool: this.tool, callId: this.callId, stopClass, cause }));
       return;
     }
-    reject(own ? this.thrown : errorFrom((outcome as { error: ErrorInfo }).error));
+    const { error } = outcome as { error: ErrorInfo };
+    if (own) reject(this.thrown);
+    else if (!outcome.dispatched && this.turnedAwayWith instanceof Error && this.turnedAwayWith.name === error.name) reject(this.turnedAwayWith);
+    else reject(errorFrom(error));
   }
 
   // True when `error` is what the body threw, read as the batch read it.

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { asyncScheduler, mergeMap, throwError, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { Agent, AgentRunner, ConcurrencyConfig, LaneTable, RateLimitedError, ScriptedProvider, ToolLanes, ToolRegistry, type RunnerActivity } from '../../lib/index.js';
+import { Agent, AgentRunner, BudgetExceededError, ConcurrencyConfig, LaneTable, RateLimitedError, ScriptedProvider, ToolLanes, ToolRegistry, type RunnerActivity } from '../../lib/index.js';
 import { Bodies, settledOf, type Settled } from './helpers.js';
 
 describe('ToolLanes: the lanes around any framework\'s calls', () => {
@@ -144,7 +144,7 @@ describe('ToolLanes: the lanes around any framework\'s calls', () => {
     expect(changes[0]![1]).to.be.below(changes[0]![0]);
   });
 
-  it("refuses a call the tenant's cost budget cannot cover, never starting it, with the refusal's name and message", async () => {
+  it("refuses a call the tenant's cost budget cannot cover, never starting it, with the budget's own BudgetExceededError (its class and fields)", async () => {
     const bodies = new Bodies(asyncScheduler);
     const settled: Array<Promise<Settled<string>>> = [];
     testScheduler.run(() => {
@@ -155,8 +155,12 @@ describe('ToolLanes: the lanes around any framework\'s calls', () => {
     const all = await Promise.all(settled);
     expect(all.slice(0, 2)).to.deep.equal([{ value: 's1' }, { value: 's2' }]);
     const { error } = all[2] as { error: Error };
-    expect(error.name).to.equal('BudgetExceededError');
-    expect(error.message).to.match(/acme needs 1 cost/);
+    // The budget's own error, its class and fields kept: a caller can tell when to try again.
+    expect(error).to.be.instanceOf(BudgetExceededError);
+    const refusal = error as BudgetExceededError;
+    expect(refusal.message).to.match(/acme needs 1 cost/);
+    expect([refusal.tenant, refusal.measure, refusal.needed, refusal.left]).to.deep.equal(['acme', 'cost', 1, 0]);
+    expect(refusal.until).to.be.a('number');
     expect(bodies.runs.map((run) => run.label)).to.deep.equal(['s1', 's2']);
   });
 });
