@@ -5,10 +5,9 @@
 // imported: a tool is read by its shape.
 import { describeValue } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
-import { rateLimitedFrom } from '../rateLimited.js';
 import { contextOfSignal, frameworkRequest, knownSignal, laneCall, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { fromAiSdkError } from './aiSdkErrors.js';
+import { executeAnswer, slowedDown } from './aiSdkExecute.js';
 
 /** What `withLanes` reads of an AI SDK tool: its `execute`, if it has one (a tool without one runs on the client and is passed through). */
 export interface AiSdkLanesTool {
@@ -40,32 +39,10 @@ export function laneContextOf(options: { readonly abortSignal?: AbortSignal | un
   return contextOfSignal(options?.abortSignal);
 }
 
-// A failure of an execute as the call's: a 429 the SDK raised (an execute that calls a model or
-// an API through it: APICallError, its Retry-After read) or any error saying HTTP 429 becomes a
-// RateLimitedError, so the tool's rate lane pauses; anything else goes as it is.
-function slowedDown(error: unknown): never {
-  throw rateLimitedFrom(fromAiSdkError(error, 'an AI SDK tool')) ?? error;
-}
-
 // A stopped call's error as the model reads it: what its class means first, then what happened.
 // The same class, tool, call id and cause: a step's tool-error part keeps every fact.
 function told(error: unknown): never {
   throw error instanceof CallStoppedError ? toldStop(error) : error;
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return value !== null && typeof value === 'object' && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
-
-// The last value of an output that streams: the SDK's final output.
-async function lastOf(iterable: AsyncIterable<unknown>): Promise<unknown> {
-  let last: unknown;
-  for await (const value of iterable) last = value;
-  return last;
 }
 
 // A call's lane call: the tool's flags, with the id and signal the SDK handed its execute.
@@ -85,16 +62,7 @@ function optionsFor(options: ExecuteOptions, context: ToolLanes.Context): Execut
 function wrapped(request: ToolLanes.Request, flags: ToolFlags, execute: Execute): Execute {
   return (input, options) =>
     request
-      .run(laneCallOf(flags, input, options), (context) => {
-        let output: unknown;
-        try {
-          output = execute(input, optionsFor(options, context));
-        } catch (error) {
-          slowedDown(error);
-        }
-        if (isAsyncIterable(output) && !isThenable(output)) return lastOf(output).catch(slowedDown);
-        return isThenable(output) ? Promise.resolve(output).then(undefined, slowedDown) : output;
-      })
+      .run(laneCallOf(flags, input, options), (context) => executeAnswer(() => execute(input, optionsFor(options, context))))
       .catch(told);
 }
 

@@ -5,11 +5,11 @@
 // read by their shape: nothing of `ai` is imported.
 import { describeValue, refuseUnknownFields } from '../config/index.js';
 import { ConfigError, toErrorInfo } from '../errors.js';
+import { isPromiseLike } from '../batch/index.js';
 import { own } from '../own.js';
 import { isStandardSchema, ToolRegistry, type ConversationMessage, type JsonSchema, type Schema, type StandardResult, type StandardSchema, type ToolBody, type ToolContext, type ToolDeclaration, type ToolLane } from '../tools/index.js';
 import type { ModelRequest } from '../runner/index.js';
-import { rateLimitedFrom } from '../rateLimited.js';
-import { fromAiSdkError } from './aiSdkErrors.js';
+import { executeAnswer } from './aiSdkExecute.js';
 import { toAiSdkPrompt } from './aiSdkProvider.js';
 
 /** One message as the AI SDK's `ModelMessage` holds it (its role and its content parts). */
@@ -88,10 +88,6 @@ interface AiSdkSchema {
   readonly validate?: (value: unknown) => unknown;
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
-
 // The AI SDK's validation result as a Standard Schema's.
 function standardResult(result: unknown): StandardResult<unknown> {
   const { success, value, error } = (result ?? {}) as { success?: unknown; value?: unknown; error?: unknown };
@@ -107,7 +103,7 @@ function standardOf(schema: AiSdkSchema, validate: (value: unknown) => unknown):
       vendor: 'ai',
       validate: (value) => {
         const result = validate.call(schema, value);
-        return isThenable(result) ? Promise.resolve(result).then(standardResult) : standardResult(result);
+        return isPromiseLike(result) ? Promise.resolve(result).then(standardResult) : standardResult(result);
       },
     },
   };
@@ -125,17 +121,10 @@ function argsOf(name: string, inputSchema: unknown): Pick<ToolDeclaration<Schema
   }
   const wrapper = schema as AiSdkSchema;
   const { jsonSchema: parameters, validate } = wrapper;
-  if (isThenable(parameters)) {
+  if (isPromiseLike(parameters)) {
     throw new ConfigError(`${name}.inputSchema`, `tool ${name}: its JSON Schema is given later (a Promise); the runner needs it when the tool is registered: give it as an object`);
   }
   return { parameters: parameters as JsonSchema, ...(typeof validate === 'function' ? { args: standardOf(wrapper, validate) } : {}) };
-}
-
-// The last value of an execute that streams its output (an AsyncIterable): the AI SDK's final output.
-async function lastOf(iterable: AsyncIterable<unknown>): Promise<unknown> {
-  let last: unknown;
-  for await (const value of iterable) last = value;
-  return last;
 }
 
 // The conversation as the AI SDK's model messages: the prompt it would send, without a system message.
@@ -163,23 +152,8 @@ class CallOptions implements AiSdkToolCallOptions {
   }
 }
 
-// An execute's failure as the call's: an APICallError of a 429 (an execute that calls a model
-// itself) is a RateLimitedError, so the tool's rate lane pauses; anything else goes as it is.
-function slowedDown(error: unknown): never {
-  throw rateLimitedFrom(fromAiSdkError(error, 'an AI SDK tool')) ?? error;
-}
-
 function bodyOf(execute: (input: unknown, options: AiSdkToolCallOptions) => unknown, context: unknown): ToolBody<unknown> {
-  return (input, ctx) => {
-    let output: unknown;
-    try {
-      output = execute(input, new CallOptions(ctx, context));
-    } catch (error) {
-      slowedDown(error);
-    }
-    if (output !== null && typeof output === 'object' && Symbol.asyncIterator in output && !isThenable(output)) return lastOf(output as AsyncIterable<unknown>).catch(slowedDown);
-    return isThenable(output) ? Promise.resolve(output).catch(slowedDown) : output;
-  };
+  return (input, ctx) => executeAnswer(() => execute(input, new CallOptions(ctx, context)));
 }
 
 // The description the model is shown: a string as it is; a function (ai 7) called now, with the
