@@ -10,10 +10,11 @@
 // admitted call that waits in a later lane still has its slot whenever it starts, counted from then.
 // A call that starts as its admission is granted, after the lane's own timer ran late, is counted
 // from its slot (at most half an interval back), so a late timer does not push every later slot;
-// a window of `perSeconds` after each such start then holds no more than the rate allows (`credit`).
+// a window of `perSeconds` after each such start then holds no more than the rate allows (RateCredits.ts).
 import type { SchedulerLike, Subscription } from 'rxjs';
 import { grant, Lane, type OnGrant } from './Lane.js';
 import { PaceLearner } from './PaceLearner.js';
+import { RateCredits } from './RateCredits.js';
 import { RatePermit, type RateDecider } from './RatePermit.js';
 import { checkRate, type Rate, type RateOccupancy } from './RateSpec.js';
 
@@ -50,14 +51,8 @@ export class RateLane {
   // The timer is letting the head go, and the slot the head goes at (when the bucket allowed it).
   private firing = false;
   private aim = 0;
-  // The starts counted from their slot rather than from when they came, while a window of
-  // `perSeconds` after them is open: each one's number among the starts and when it came. The
-  // start `span` (limit + burst - 1) places after one of them waits until that window ends.
-  private creditIndex: number[] = [];
-  private creditAt: number[] = [];
-  private creditHead = 0;
-  private window = 0;
-  private span = 0;
+  // The starts counted from their slot rather than from when they came, while their windows are open.
+  private readonly credits = new RateCredits();
   // How many pauses began, and how many had when the question out was asked: an answer to a
   // question asked before a pause began is stale (it may admit a call the pause should hold).
   private pauses = 0;
@@ -104,8 +99,7 @@ export class RateLane {
     this.decider = decider;
     this.interval = (rate.perSeconds * 1000) / rate.limit;
     this.tolerance = ((rate.burst ?? 1) - 1) * this.interval;
-    this.window = rate.perSeconds * 1000;
-    this.span = rate.limit + (rate.burst ?? 1) - 1;
+    this.credits.setRate(rate.perSeconds, rate.limit, rate.burst ?? 1);
     // A pause that came first still holds, and still ends at the steady rate.
     if (this.pausedUntil > Number.NEGATIVE_INFINITY) this.tat = Math.max(this.tat, this.pausedUntil + this.tolerance);
   }
@@ -152,9 +146,7 @@ export class RateLane {
   /** Nobody waits, no admission is outstanding, the bucket is full again (no pause runs), and it has learned nothing to keep: the lane may be forgotten. */
   get idle(): boolean {
     const now = this.scheduler.now();
-    const { creditAt } = this;
-    const open = creditAt.length > this.creditHead && creditAt[creditAt.length - 1]! + this.window > now;
-    return this.head === undefined && this.turnstile.idle && this.outstanding === 0 && this.tat <= now && this.pace === undefined && !open;
+    return this.head === undefined && this.turnstile.idle && this.outstanding === 0 && this.tat <= now && this.pace === undefined && !this.credits.open(now);
   }
 
   occupancy(): RateOccupancy {
@@ -235,49 +227,16 @@ export class RateLane {
     // The slot is counted from the start: the next admission is spaced from it. A call that starts
     // in the tick its admission was granted, which the lane's own timer let go late, is counted
     // from its slot instead, at most half an interval back (so two starts are never closer than
-    // half an interval beyond the burst), and its window is kept (credit).
+    // half an interval beyond the burst), and its window is kept (RateCredits).
     const now = this.scheduler.now();
     const index = ++this.starts;
     let counted = now;
     if (permit === this.granting && permit.slot < now && this.pace === undefined && this.interval > 0) {
       counted = Math.max(permit.slot, now - this.interval / 2);
-      if (!this.credit(index, now)) counted = now;
+      if (!this.credits.keep(index, now)) counted = now;
     }
     this.tat = Math.max(this.tat, counted) + this.interval;
     this.admitHead();
-  }
-
-  // Keeps a start counted before it came: the start `span` places after it must come a window
-  // after it. False when the lane keeps as many as it may already (it is then counted as it came).
-  private credit(index: number, at: number): boolean {
-    const { creditIndex, creditAt } = this;
-    if (creditAt.length - this.creditHead >= RateLane.credits) return false;
-    creditIndex.push(index);
-    creditAt.push(at);
-    return true;
-  }
-
-  // The earliest time the next admission's call may start by the windows of starts counted before
-  // they came: it is at most the (starts + outstanding + 1)th start, and waits for the window of
-  // every such start `span` places before it. Windows that ended are forgotten.
-  private creditBound(now: number): number {
-    const { creditIndex, creditAt, window } = this;
-    let head = this.creditHead;
-    while (head < creditAt.length && creditAt[head]! + window <= now) head++;
-    if (head === creditAt.length) {
-      creditIndex.length = 0;
-      creditAt.length = 0;
-      head = 0;
-    } else if (head > 64 && head * 2 > creditAt.length) {
-      creditIndex.splice(0, head);
-      creditAt.splice(0, head);
-      head = 0;
-    }
-    this.creditHead = head;
-    const last = this.starts + this.outstanding + 1 - this.span;
-    let bound = Number.NEGATIVE_INFINITY;
-    for (let i = head; i < creditAt.length && creditIndex[i]! <= last; i++) bound = creditAt[i]! + window;
-    return bound;
   }
 
   /** @internal use `permit.leave()` */
@@ -356,7 +315,7 @@ export class RateLane {
   // cover every admission not yet started and this one, as if each started now: one that starts
   // later finds its slot all the same (the bucket only refills meanwhile), and is counted from
   // when it starts, so a call a later lane let go late and the next one are never closer than the
-  // steady interval. The windows of starts counted from their slot (`creditBound`) hold it too.
+  // steady interval. The windows of starts counted from their slot (`RateCredits.bound`) hold it too.
   // Sets `aim`, the head's slot: when the bucket allowed it, for the timer that lets it go; else now.
   private localWait(): number {
     const now = this.scheduler.now();
@@ -364,7 +323,8 @@ export class RateLane {
     this.aim = now;
     // A lane with no rate (only pauses) spaces nothing.
     if (interval > 0 && outstanding * interval > tolerance) return Number.POSITIVE_INFINITY;
-    const slot = this.creditAt.length > 0 ? Math.max(this.tat + outstanding * interval - tolerance, this.creditBound(now)) : this.tat + outstanding * interval - tolerance;
+    const steady = this.tat + outstanding * interval - tolerance;
+    const slot = this.credits.any ? Math.max(steady, this.credits.bound(now, this.starts + outstanding + 1)) : steady;
     const at = Math.max(slot, now + outstanding * interval - tolerance);
     if (at > now) return at - now;
     if (this.firing) this.aim = slot;
@@ -538,9 +498,5 @@ export class RateLane {
       lane.firing = false;
     }
   }
-
-  // How many starts counted before they came a lane keeps at most (a lane of a higher rate counts
-  // the rest as they came).
-  private static readonly credits = 4096;
 }
 
