@@ -2,12 +2,12 @@
 // shared lanes while any is open (requestFlow.ts; a call that is not parallel-safe in a batch of
 // one of its own), all of them under one turn lane table (the request's `maxConcurrentTools` and
 // narrower per-tool bounds), stopped together by the request's signal and each by its own.
-import { Observable, type Observer, type SchedulerLike, type Subject, type Subscribable, type Subscription, type Unsubscribable } from 'rxjs';
-import { runBatch, type BatchCall, type BatchOptions, type StopReason, type WriteAhead, type WriteAheadWaiter } from '../batch/index.js';
+import type { SchedulerLike, Subject } from 'rxjs';
+import type { BatchCall, WriteAhead, WriteAheadWaiter } from '../batch/index.js';
 import { describeValue, type ConcurrencyConfig } from '../config/index.js';
 import { LaneTable, type LaneStore } from '../lanes/index.js';
 import type { RunnerActivity } from '../runner/index.js';
-import { CallActivitySink, cancelledBy, WrappedCall } from './laneCall.js';
+import { CallActivitySink, WrappedCall } from './laneCall.js';
 import { RequestFlow, type FlowPlan } from './requestFlow.js';
 import type { LaneBody, LaneCall } from './types.js';
 
@@ -45,29 +45,8 @@ export function checkSignal(signal: unknown, what: string): void {
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${what} must be an AbortSignal, got ${describeValue(signal)}`);
 }
 
-// The stop a call run in a batch of its own hears: its request's signal or its own, whichever aborts first, as a cancel.
-class SignalStop implements Subscribable<StopReason> {
-  constructor(
-    private readonly request: AbortSignal | undefined,
-    private readonly call: AbortSignal | undefined,
-  ) {}
-
-  subscribe(observer: Partial<Observer<StopReason>>): Unsubscribable {
-    const { request, call } = this;
-    if (request?.aborted === true) observer.next?.(cancelledBy(request, 'the request'));
-    else if (call?.aborted === true) observer.next?.(cancelledBy(call, 'the call'));
-    const onRequest = (): void => observer.next?.(cancelledBy(request!, 'the request'));
-    const onCall = (): void => observer.next?.(cancelledBy(call!, 'the call'));
-    request?.addEventListener('abort', onRequest, { once: true });
-    call?.addEventListener('abort', onCall, { once: true });
-    return {
-      unsubscribe: () => {
-        request?.removeEventListener('abort', onRequest);
-        call?.removeEventListener('abort', onCall);
-      },
-    };
-  }
-}
+// A batch of one call of its own ends with it: nothing to forget.
+const alone = (): void => undefined;
 
 /**
  * The last step before a body starts: once its request's signal has aborted, no call of the
@@ -103,7 +82,7 @@ export class LaneRequest {
   };
 
   constructor(
-    private readonly host: LaneHost,
+    host: LaneHost,
     readonly requestId: string,
     readonly tenant: string,
     readonly signal: AbortSignal | undefined,
@@ -127,44 +106,17 @@ export class LaneRequest {
     const { requestId, tenant } = this;
     const callId = call.callId ?? `call-${++this.unnamed}`;
     const wrapped = new WrappedCall(callId, call.tool, call.args, call.parallelSafe, call.idempotent, call.cost, tenant, requestId, body, call.signal);
-    // A call that is not parallel-safe would wait for every call before it in a shared batch: it runs in a batch of its own.
-    if (call.parallelSafe === false) return this.runAlone(wrapped, call.signal);
     return new Promise<T>((resolve, reject) => {
       wrapped.settles(resolve, reject);
+      // A call that is not parallel-safe would wait for every call before it in a shared batch: it
+      // has a batch of its own, on the same lanes, which no other call joins.
+      if (call.parallelSafe === false) {
+        new RequestFlow(this.plan, alone).join(wrapped as WrappedCall<unknown>);
+        return;
+      }
       let flow = this.flow;
       if (flow === undefined || !flow.joinable) flow = this.flow = new RequestFlow(this.plan, this.flowEnded);
       flow.join(wrapped as WrappedCall<unknown>);
-    });
-  }
-
-  // One call as a batch of one, on the same lanes.
-  private runAlone<T>(wrapped: WrappedCall<T>, signal: AbortSignal | undefined): Promise<T> {
-    const { host, requestId, tenant } = this;
-    const options: BatchOptions = {
-      concurrency: this.concurrency,
-      shared: host.shared,
-      tenant,
-      stop$: this.signal === undefined && signal === undefined ? undefined : new SignalStop(this.signal, signal),
-      onActivity: new CallActivitySink(host.activity, requestId),
-      scheduler: host.scheduler,
-      turnLanes: this.turnLanes,
-      writeAhead: this.gate,
-    };
-    return new Promise<T>((resolve, reject) => {
-      let ended = false;
-      let subscription: Subscription | undefined;
-      // The call, and no end: a batch that knows its calls are all here drops a turn lane that cannot bind.
-      const calls$ = new Observable<BatchCall>((subscriber) => subscriber.next(wrapped));
-      subscription = runBatch(calls$, options).subscribe({
-        next: (outcome) => {
-          ended = true;
-          wrapped.settle(outcome, resolve, reject);
-          subscription?.unsubscribe();
-        },
-        error: reject,
-      });
-      // Its outcome came while subscribing (a body that answered at once): the batch ends now.
-      if (ended) subscription.unsubscribe();
     });
   }
 }

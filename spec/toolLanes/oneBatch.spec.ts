@@ -118,6 +118,36 @@ describe('ToolLanes: one batch per request', () => {
     expect(count('ended')).to.deep.equal({ a: 1, b: 1, c: 1, d: 1, e: 1 });
   });
 
+  it('stops a call that is not parallel-safe, in its batch of its own, by its own signal and by its request\'s, each classed as a stop', async () => {
+    const lanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { write: 1 } }) });
+    const requestStop = new AbortController();
+    const request = lanes.request({ signal: requestStop.signal });
+    const first = held('one');
+    const running = request.run({ tool: 'write', args: { id: 1 }, parallelSafe: false, idempotent: true }, first.body);
+    const own = new AbortController();
+    let secondRan = false;
+    const queued = request.run({ tool: 'write', args: { id: 2 }, parallelSafe: false, signal: own.signal }, () => {
+      secondRan = true;
+      return 'two';
+    });
+    await ticks();
+    own.abort();
+    const ownStop = await queued.catch((error: unknown) => error);
+    expect(ownStop).to.be.instanceOf(CallStoppedError);
+    expect((ownStop as CallStoppedError).stopClass).to.equal('never_dispatched');
+    let thirdRan = false;
+    const third = request.run({ tool: 'write', args: { id: 3 }, parallelSafe: false }, () => {
+      thirdRan = true;
+      return 'three';
+    });
+    await ticks();
+    requestStop.abort();
+    const [ranStop, thirdStop] = await Promise.all([running.catch((error: unknown) => error), third.catch((error: unknown) => error)]);
+    expect([(ranStop as CallStoppedError).stopClass, (thirdStop as CallStoppedError).stopClass]).to.deep.equal(['safe_to_call_again', 'never_dispatched']);
+    expect(first.aborted()).to.equal(true);
+    expect([secondRan, thirdRan]).to.deep.equal([false, false]);
+  });
+
   it('keeps a bounded number of calls of a request that is never idle (tools wrapped once for a whole server)', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
