@@ -20,6 +20,10 @@ const RATE = 200;
 const PARTNER_CONCURRENCY = 16;
 const REQUESTS = 50;
 const CALLS = 4;
+// Rounds of the cost step (each times the three apps in turn): more rounds, a steadier median.
+const COST_ROUNDS = Number(process.env['FRAMEWORKS_COST_ROUNDS'] ?? 41);
+// FRAMEWORKS_ONLY=cost runs the cost step alone (no partner scenarios).
+const ONLY_COST = process.env['FRAMEWORKS_ONLY'] === 'cost';
 const TENANTS = ['a', 'b', 'c', 'd'] as const;
 // FRAMEWORKS_SECONDS: each scenario's seconds (default 4).
 const SECONDS = Number(process.env['FRAMEWORKS_SECONDS'] ?? 4);
@@ -108,7 +112,7 @@ export async function frameworksBench(row: (r: Row) => void): Promise<void> {
   try {
     await Promise.all(children.map((child) => child.next()));
     let index = 0;
-    for (const framework of FRAMEWORKS) {
+    for (const framework of ONLY_COST ? [] : FRAMEWORKS) {
       for (const plan of [
         { framework, limiter: 'none', processes: 1 },
         { framework, limiter: 'perTool', processes: 1 },
@@ -121,15 +125,16 @@ export async function frameworksBench(row: (r: Row) => void): Promise<void> {
     }
     // What withLanes adds to a call, in one process, beside the framework's own cost per call.
     for (const framework of FRAMEWORKS) {
-      const command: FrameworkCommand = { type: 'cost', framework, calls: CALLS, requests: 100, rounds: 25 };
+      const command: FrameworkCommand = { type: 'cost', framework, calls: CALLS, requests: 100, rounds: COST_ROUNDS };
       children[0]!.child.send(command);
       const answer = await children[0]!.next();
       if (answer.type !== 'cost') continue;
-      const { plainMicros, lanesMicros } = answer.result;
+      const { plainMicros, floorMicros, lanesMicros } = answer.result;
       const perCall = plainMicros;
-      const added = lanesMicros - plainMicros;
-      row({ workload, figure: `${framework}: the framework's own cost per call`, value: perCall, unit: 'µs/call', note: `one request of ${CALLS} calls whose body answers at once; CPU time, median of 25 rounds of 100, plain and with lanes side by side` });
-      row({ workload, figure: `${framework}: what withLanes adds per call`, value: added, unit: 'µs/call', note: `${((100 * added) / perCall).toFixed(1)} % of the framework's own (the median of each round's difference)` });
+      const share = (micros: number): string => `${((100 * micros) / perCall).toFixed(1)} % of the framework's own (the median of each round's difference)`;
+      row({ workload, figure: `${framework}: the framework's own cost per call`, value: perCall, unit: 'µs/call', note: `one request of ${CALLS} calls whose body answers at once; CPU time, median of ${COST_ROUNDS} rounds of 100, plain, floor and with lanes side by side` });
+      row({ workload, figure: `${framework}: what the floor adds per call`, value: floorMicros - plainMicros, unit: 'µs/call', note: `${share(floorMicros - plainMicros)}; a signal of its own per call and one Promise step, no lane` });
+      row({ workload, figure: `${framework}: what withLanes adds per call`, value: lanesMicros - plainMicros, unit: 'µs/call', note: share(lanesMicros - plainMicros) });
     }
   } finally {
     const close: FrameworkCommand = { type: 'close' };

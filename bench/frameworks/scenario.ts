@@ -29,7 +29,7 @@ export interface FrameworkScenario {
   readonly endAt: number;
 }
 
-/** What one request costs per call, measured in one process: the framework alone, and with its lanes. */
+/** What one request costs per call, measured in one process: the framework alone, with the floor wrapper, and with its lanes. */
 export interface CostCommand {
   readonly type: 'cost';
   readonly framework: Framework;
@@ -48,8 +48,9 @@ export interface FrameworkRunResult {
 }
 
 export interface FrameworkCostResult {
-  /** CPU µs per call of the plain app (the median round), and of the app with lanes (that, plus the median of each round's difference). */
+  /** CPU µs per call of the plain app (the median round), and of the app with the floor wrapper and with lanes (each: that, plus the median of each round's difference). */
   readonly plainMicros: number;
+  readonly floorMicros: number;
   readonly lanesMicros: number;
 }
 

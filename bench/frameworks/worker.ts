@@ -1,14 +1,15 @@
 // One process of the frameworks bench (./index.ts): the app of one framework (./apps.ts), plain or
 // with its tools wrapped in lanes, running many concurrent requests of several tenants against
 // the simulated partner (../partner/server.ts); the partner counts what it was sent. Told to
-// measure cost, it times requests whose tool body answers at once, plain and with lanes (CPU time).
+// measure cost, it times requests whose tool body answers at once: plain, with the floor any
+// per-call stop pays (./lanes.ts), and with lanes (CPU time).
 import { setMaxListeners } from 'node:events';
 import { createClient } from 'redis';
 import { ConcurrencyConfig, RateLimitedError, ToolLanes } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/redis.js';
 import { callPartner, connections } from '../partner/call.js';
 import { appOf, plain, type AppRequest, type PartnerBody, type Wraps } from './apps.js';
-import { lanesWraps } from './lanes.js';
+import { floorWraps, lanesWraps } from './lanes.js';
 import type { CostCommand, FrameworkCommand, FrameworkCostResult, FrameworkRunResult, FrameworkScenario, FrameworkWorkerMessage } from './scenario.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -71,28 +72,33 @@ async function timed(app: AppRequest, command: CostCommand): Promise<number> {
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function cost(command: CostCommand): Promise<FrameworkCostResult> {
-  // A body that answers at once: what is timed is the framework's loop and the lanes around it.
+  // A body that answers at once: what is timed is the framework's loop and the wrapping around it.
   const body: PartnerBody = () => Promise.resolve('ok');
   const plainApp = appOf(command.framework, body, plain);
+  const floorApp = appOf(command.framework, body, floorWraps);
   // Lanes that never make a call wait (a per-tool bound above the turn's calls): their cost alone.
   const lanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { partner_lookup: command.calls * 4 } }) });
   const lanesApp = appOf(command.framework, body, lanesWraps(lanes));
+  const apps = [plainApp, floorApp, lanesApp] as const;
   const plainRounds: number[] = [];
-  const added: number[] = [];
-  // Warmed first; then the two side by side, round after round, in turn first: the median of the
-  // plain rounds, and the median of each round's difference (the load moves between rounds more than within one).
-  await timed(plainApp, command);
-  await timed(lanesApp, command);
+  const floorAdded: number[] = [];
+  const lanesAdded: number[] = [];
+  // Warmed first; then the three side by side, round after round, each round in a turned order:
+  // the median of the plain rounds, and the median of each round's difference (the load moves
+  // between rounds more than within one).
+  for (let warm = 0; warm < 3; warm++) for (const app of apps) await timed(app, command);
   for (let round = 0; round < command.rounds; round++) {
-    const lanesFirst = round % 2 === 1;
-    const lanesMicros = lanesFirst ? await timed(lanesApp, command) : 0;
-    const plainMicros = await timed(plainApp, command);
-    const withLanes = lanesFirst ? lanesMicros : await timed(lanesApp, command);
-    plainRounds.push(plainMicros);
-    added.push(withLanes - plainMicros);
+    const micros = [0, 0, 0];
+    for (let step = 0; step < 3; step++) {
+      const which = (round + step) % 3;
+      micros[which] = await timed(apps[which]!, command);
+    }
+    plainRounds.push(micros[0]!);
+    floorAdded.push(micros[1]! - micros[0]!);
+    lanesAdded.push(micros[2]! - micros[0]!);
   }
   const plainMicros = median(plainRounds);
-  return { plainMicros, lanesMicros: plainMicros + median(added) };
+  return { plainMicros, floorMicros: plainMicros + median(floorAdded), lanesMicros: plainMicros + median(lanesAdded) };
 }
 
 tell({ type: 'ready' });
@@ -108,7 +114,7 @@ process.on('message', (raw) => {
       (result) => tell({ type: 'cost', result }),
       (error: unknown) => {
         console.error(`frameworks bench, cost of ${command.framework}: ${String(error)}`);
-        tell({ type: 'cost', result: { plainMicros: Number.NaN, lanesMicros: Number.NaN } });
+        tell({ type: 'cost', result: { plainMicros: Number.NaN, floorMicros: Number.NaN, lanesMicros: Number.NaN } });
       },
     );
     return;

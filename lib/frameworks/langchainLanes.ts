@@ -4,10 +4,9 @@
 // signal. The tool is otherwise itself (its name, schema, description, callbacks, class): the
 // wrapped tool is a new object whose prototype is the tool. Of LangChain, only ToolMessage is
 // imported, when a stopped call's message is handed to ToolNode: the entry loads without its peer.
-import { describeValue } from '../config/index.js';
-import { CallStoppedError, ConfigError } from '../errors.js';
+import { CallStoppedError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
+import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, refuseTool, slowedDown, toldStop, toolArray, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 
 /** What `withLanes` reads of a LangChain tool (a `StructuredTool`, a `tool()`, a `DynamicTool`): its name and its invoke. */
 export interface LangChainToolLike {
@@ -110,10 +109,9 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
  * ```
  */
 export function withLanes<Tools extends readonly LangChainToolLike[]>(tools: Tools, toolLanes: ToolLanes, options: WithLanesOptions = {}): Tools {
-  if (!Array.isArray(tools)) throw new ConfigError('tools', `withLanes: tools must be an array of LangChain tools, got ${describeValue(tools)}`);
-  tools.forEach((tool: unknown, index) => {
+  toolArray(tools, 'LangChain tools').forEach((tool, index) => {
     if (tool === null || typeof tool !== 'object' || typeof (tool as LangChainToolLike).name !== 'string' || typeof (tool as LangChainToolLike).invoke !== 'function') {
-      throw new ConfigError(`tools[${index}]`, `withLanes: tools[${index}] must be a LangChain tool (with a name and invoke), got ${describeValue(tool)}`);
+      refuseTool(index, 'a LangChain tool (with a name and invoke)', tool);
     }
   });
   const { request, flagsOf } = frameworkRequest(

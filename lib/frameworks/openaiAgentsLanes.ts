@@ -3,10 +3,9 @@
 // guardrails and timeouts): each function tool's `invoke` runs as a call of one ToolLanes request,
 // keyed by the SDK's call id and stopped by the signal the SDK hands the tool. Nothing of the SDK
 // is imported: a tool is read by its shape.
-import { describeValue } from '../config/index.js';
-import { CallStoppedError, ConfigError } from '../errors.js';
+import { CallStoppedError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, slowedDown, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
+import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, refuseTool, slowedDown, toldStop, toolArray, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 
 /** What `withLanes` reads of an Agents SDK tool: its `type` (a `'function'` tool is wrapped; any other is passed through). */
 export interface AgentsToolLike {
@@ -132,17 +131,12 @@ function wrapped(request: ToolLanes.Request, flags: ToolFlags, tool: FunctionToo
  * ```
  */
 export function withLanes<Tools extends readonly AgentsToolLike[]>(tools: Tools, toolLanes: ToolLanes, options: WithLanesOptions = {}): Tools {
-  if (!Array.isArray(tools)) throw new ConfigError('tools', `withLanes: tools must be an array of Agents SDK tools, got ${describeValue(tools)}`);
   const functions: FunctionToolLike[] = [];
-  tools.forEach((tool: unknown, index) => {
-    if (tool === null || typeof tool !== 'object' || typeof (tool as AgentsToolLike).type !== 'string') {
-      throw new ConfigError(`tools[${index}]`, `withLanes: tools[${index}] must be an Agents SDK tool (with a type), got ${describeValue(tool)}`);
-    }
+  toolArray(tools, 'Agents SDK tools').forEach((tool, index) => {
+    if (tool === null || typeof tool !== 'object' || typeof (tool as AgentsToolLike).type !== 'string') refuseTool(index, 'an Agents SDK tool (with a type)', tool);
     if ((tool as AgentsToolLike).type !== 'function') return;
     const { name, invoke } = tool as FunctionToolLike;
-    if (typeof name !== 'string' || name === '' || typeof invoke !== 'function') {
-      throw new ConfigError(`tools[${index}]`, `withLanes: tools[${index}] is a function tool without a name or an invoke: make it with the SDK's tool()`);
-    }
+    if (typeof name !== 'string' || name === '' || typeof invoke !== 'function') refuseTool(index, "a function tool with a name and an invoke (made with the SDK's tool())", tool);
     functions.push(tool as FunctionToolLike);
   });
   const { request, flagsOf } = frameworkRequest(

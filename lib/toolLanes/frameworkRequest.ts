@@ -71,6 +71,17 @@ export function frameworkRequest(names: readonly string[], toolLanes: ToolLanes,
   };
 }
 
+/** `tools` as an array (else a ConfigError naming `tools`, saying it must be an array of `kind`). */
+export function toolArray(tools: unknown, kind: string): readonly unknown[] {
+  if (!Array.isArray(tools)) throw new ConfigError('tools', `withLanes: tools must be an array of ${kind}, got ${describeValue(tools)}`);
+  return tools;
+}
+
+/** Refuses the tool at `index`: a ConfigError naming `tools[index]`, saying what it must be and what it is. */
+export function refuseTool(index: number, expected: string, tool: unknown): never {
+  throw new ConfigError(`tools[${index}]`, `withLanes: tools[${index}] must be ${expected}, got ${describeValue(tool)}`);
+}
+
 /**
  * The lane call of one call of a tool: its flags, and the arguments, id and signal the framework
  * gave it. One shape for every call (a field the framework did not give is undefined, which a
