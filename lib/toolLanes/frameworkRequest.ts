@@ -112,9 +112,8 @@ interface KnownSignal extends AbortSignal {
 
 /** Makes `context` findable by its signal (the one a wrapped body is handed), and returns that signal. */
 export function knownSignal(context: ToolLanes.Context): AbortSignal {
-  // Defined without reading it first: a signal is one call's, and a read of a symbol a signal
-  // lacks is a slow lookup of its own (a signal's properties are a dictionary). A body started
-  // again (after a 429) has a context of its own, which takes the old one's place.
+  // Defined without reading it first: a signal is one call's. A body started again (after a 429)
+  // has a context of its own, which takes the old one's place.
   const signal: KnownSignal = context.signal;
   Object.defineProperty(signal, laneContext, { value: context, configurable: true });
   return signal;
