@@ -242,8 +242,9 @@ describe('CassetteReplay', () => {
         agent: new Agent({ name: 'planner', instructions: 'Plan.', model: 'scripted' }),
         turn,
         concurrency: new ConcurrencyConfig({ maxConcurrentTools: 2 }),
-        latencies: { c1: 1, c2: 400, c3: 300, c4: 1 },
-        cancelAfterMs: 60,
+        // Room for a loaded machine: c1 settles well before the cancel, c2 and c3 run well past it.
+        latencies: { c1: 1, c2: 2000, c3: 2000, c4: 1 },
+        cancelAfterMs: 200,
         expected: ['RESULT c1', 'INDET c2', 'ERROR c3 CallStoppedError', 'ERROR c4 CallStoppedError', 'CANCELLED'],
       },
       {
@@ -292,10 +293,11 @@ describe('CassetteReplay', () => {
 
     it('fails loudly when the stop a recorded call waits for does not come', async () => {
       const agent = new Agent({ name: 'planner', instructions: 'Plan.', model: 'scripted' });
-      const latencies: Latencies = { byCall: { c1: 1, c2: 400, c3: 1, c4: 1 }, bodiesRun: 0 };
+      // Room for a loaded machine: c2 runs well past the stop, which comes well after the others settled.
+      const latencies: Latencies = { byCall: { c1: 1, c2: 3000, c3: 1, c4: 1 }, bodiesRun: 0 };
       const recorder = new CassetteRecorder({ provider: new ScriptedProvider([turn, { text: 'done' }]), tools: stopTools(latencies) });
       const concurrency = new ConcurrencyConfig({ maxConcurrentTools: 2 });
-      const { cassette } = await recorder.record(new AgentRunner({ provider: recorder.provider, tools: recorder.tools, concurrency }), agent, 'Book it', { signal: AbortSignal.timeout(40) });
+      const { cassette } = await recorder.record(new AgentRunner({ provider: recorder.provider, tools: recorder.tools, concurrency }), agent, 'Book it', { signal: AbortSignal.timeout(250) });
       const replay = new CassetteReplay(cassette, { agent, tools: stopTools({ byCall: {}, bodiesRun: 0 }), waitSeconds: 0.03 });
       const runner = new AgentRunner({ provider: replay.provider, tools: replay.tools, concurrency });
       // Driven by hand without the replay's signal: nobody cancels, so c2 would wait for ever.

@@ -74,7 +74,9 @@ const concurrency =
     : config.kind === 'budget'
       ? new ConcurrencyConfig({ perTool: { work: config.limit }, perTenantBudget: { cost: config.budget ?? 1, perSeconds: 3600 } })
       : new ConcurrencyConfig({ perTool: { work: config.limit } });
-const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes });
+// No loop monitor: on a loaded machine it would cut calls off for the machine's stalls, which this
+// spec is not about (the lanes' bounds, a killed holder's permits).
+const runner = new AgentRunner({ provider: new ScriptedProvider(script), tools, concurrency, lanes, loopStallMs: false });
 await client.ping();
 await readyThenGo(tell);
 // A budget is one tenant's: every run of the fleet spends from it.
