@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { Observable } from 'rxjs';
 import { ConcurrencyConfig, InMemoryRunJournal, ToolRegistry, type ModelStreamPart, type RunEvent } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/redis.js';
-import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, type NodeRedis } from '../lanes/redis/server.js';
+import { redisFixture } from '../lanes/redis/server.js';
 import { agent, runnerWith, settle } from './helpers.js';
 
 const line = (e: RunEvent): string =>
@@ -85,28 +85,13 @@ describe('the journal with the rest of the runner', () => {
 
   describe('on a RedisLaneStore', function () {
     this.timeout(30_000);
-    const prefix = uniquePrefix('journal');
-    let client: NodeRedis;
-    const stores: RedisLaneStore[] = [];
-
-    before(async () => {
-      await requireRedis();
-      client = await nodeRedis();
-    });
-
-    after(async () => {
-      for (const store of stores) await store.close();
-      if (client !== undefined) {
-        await clearPrefix(client, prefix);
-        await client.close();
-      }
-    });
+    const redis = redisFixture('journal');
 
     it('records each dispatch once the fleet lane grants it, and recovers the queued calls into the lane', async () => {
       const concurrency = new ConcurrencyConfig({ perTool: { slow: 1 } });
       const store = (): RedisLaneStore => {
-        const made = new RedisLaneStore({ client, prefix, leaseSeconds: 1 });
-        stores.push(made);
+        const made = new RedisLaneStore({ client: redis.client, prefix: redis.prefix, leaseSeconds: 1 });
+        redis.stores.push(made);
         return made;
       };
       const journal = new InMemoryRunJournal();
