@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { Agent, AgentRunner, RateLimitedError, ScriptedProvider, ToolRegistry, type ModelRequest, type RunnerActivity } from '../../../lib/index.js';
 import { RedisLaneStore } from '../../../lib/lanes/index.js';
-import { clearPrefix, nodeRedis, requireRedis, sleep, uniquePrefix, type NodeRedis } from './server.js';
+import { nodeRedis, redisFixture, sleep, type NodeRedis } from './server.js';
 
 const agent = new Agent({ name: 'fleet', instructions: 'work', model: 'scripted', freeText: true });
 
@@ -17,29 +17,16 @@ function oneTurn(tool: string, calls: number) {
 
 describe('AgentRunners sharing a Redis: adaptive and budget lanes', function () {
   this.timeout(30_000);
-  let client: NodeRedis;
+  const redis = redisFixture('runnerKinds');
   let second: NodeRedis;
-  const prefix = uniquePrefix('runnerKinds');
-  const stores: RedisLaneStore[] = [];
-
   before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
     second = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-    await second?.close();
+    redis.closers.push(() => second.close());
   });
 
   const runnerOn = (c: NodeRedis, tools: ToolRegistry, concurrency: ConstructorParameters<typeof AgentRunner>[0]['concurrency'], script: ReturnType<typeof oneTurn>) => {
-    const lanes = new RedisLaneStore({ client: c, prefix, leaseSeconds: 3 });
-    stores.push(lanes);
+    const lanes = new RedisLaneStore({ client: c, prefix: redis.prefix, leaseSeconds: 3 });
+    redis.stores.push(lanes);
     return { runner: new AgentRunner({ provider: new ScriptedProvider([script, script]), tools, concurrency, lanes }), lanes };
   };
 
@@ -54,7 +41,7 @@ describe('AgentRunners sharing a Redis: adaptive and budget lanes', function () 
       return 'ok';
     });
     const concurrency = { perToolAdaptive: { partner: { min: 1, max: 4 } } };
-    const a = runnerOn(client, tools, concurrency, oneTurn('partner', 1));
+    const a = runnerOn(redis.client, tools, concurrency, oneTurn('partner', 1));
     const changes: string[] = [];
     a.runner.activity$.subscribe((activity: RunnerActivity) => {
       if (activity.type === 'limit-changed') changes.push(`${activity.lane} ${activity.previous}->${activity.limit} ${activity.cause}`);
@@ -62,7 +49,7 @@ describe('AgentRunners sharing a Redis: adaptive and budget lanes', function () 
     expect((await a.runner.run(agent, 'go', { tenant: 'first' })).status).to.equal('completed');
     await a.lanes.idle();
     expect(changes).to.deep.equal(['tool:partner 4->2 overload']);
-    expect(await client.hGet(`${prefix}{tool:partner}:a`, 'limit')).to.equal('2');
+    expect(await redis.client.hGet(`${redis.prefix}{tool:partner}:a`, 'limit')).to.equal('2');
     expect(a.lanes.limits()).to.deep.equal([{ key: 'tool:partner', limit: 2, min: 1, max: 4 }]);
     // The other runner's eight calls run at most two at a time: the limit the first one's call moved.
     const b = runnerOn(second, tools, concurrency, oneTurn('partner', 8));
@@ -75,7 +62,7 @@ describe('AgentRunners sharing a Redis: adaptive and budget lanes', function () 
   it("spends one token budget per tenant: a turn one runner's tenant cannot pay for is refused by the other runner too", async () => {
     const tools = new ToolRegistry().register({ name: 'lookup' }, () => 'ok');
     const concurrency = { perTenantBudget: { tokens: 50, perSeconds: 60 } };
-    const a = runnerOn(client, tools, concurrency, oneTurn('lookup', 1));
+    const a = runnerOn(redis.client, tools, concurrency, oneTurn('lookup', 1));
     // Two turns: 80 tokens, one turn over the 50.
     expect((await a.runner.run(agent, 'go', { tenant: 'acme' })).status).to.equal('completed');
     await a.lanes.idle();
