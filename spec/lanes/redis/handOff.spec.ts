@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { nodeRedisConnection, RedisLaneStore } from '../../../lib/lanes/index.js';
 import { keysOf, laneBase } from '../../../lib/lanes/redis/keys.js';
 import { acquireScript, refreshScript } from '../../../lib/lanes/redis/scripts.js';
-import { clearPrefix, CountingConnection, nodeRedis, requestArgs, requireRedis, uniquePrefix, until, type NodeRedis } from './server.js';
+import { CountingConnection, redisFixture, requestArgs, until, type NodeRedis } from './server.js';
 import type { HandOffCommand, HandOffMessage, HandOffWorkerConfig } from './handOffWorker.js';
 
 const workerFile = fileURLToPath(new URL('./handOffWorker.ts', import.meta.url));
@@ -26,21 +26,11 @@ interface Worker {
 describe('the hand-off of a fleet lane across processes', function () {
   // Generous: each process starts tsx, and a machine shared with other work may be slow to schedule them.
   this.timeout(180_000);
-  const prefix = uniquePrefix('handoff');
+  const redis = redisFixture('handoff');
   const children: ChildProcess[] = [];
-  let client: NodeRedis;
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
+  // A process a spec left running is killed before the prefix is cleared.
+  redis.closers.push(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
   });
 
   async function workers(count: number, config: HandOffWorkerConfig): Promise<Worker[]> {
@@ -81,16 +71,16 @@ describe('the hand-off of a fleet lane across processes', function () {
   }
 
   const counted = async (own: string): Promise<{ most: number; running: number; order: string[] }> => ({
-    most: Number(await client.get(`${own}most`)),
-    running: Number(await client.get(`${own}running`)),
-    order: await client.lRange(`${own}order`, 0, -1),
+    most: Number(await redis.client.get(`${own}most`)),
+    running: Number(await redis.client.get(`${own}running`)),
+    order: await redis.client.lRange(`${own}order`, 0, -1),
   });
 
   it('hands permits on in FIFO order within a tenant and round-robin between tenants, each to its own process, never more than the limit', async () => {
-    const own = `${prefix}order:`;
+    const own = `${redis.prefix}order:`;
     const key = 'tool:order';
     // The first holder is this process's; three processes queue three calls each, one tenant apiece.
-    const holder = new RedisLaneStore({ client, prefix: own, leaseSeconds: 3 });
+    const holder = new RedisLaneStore({ client: redis.client, prefix: own, leaseSeconds: 3 });
     let granted = false;
     const first = holder.enter(key, 1, () => (granted = true), 'h');
     await until(() => granted, 'the first holder granted');
@@ -98,7 +88,7 @@ describe('the hand-off of a fleet lane across processes', function () {
     for (const [i, party] of ['a', 'b', 'c'].entries()) await enter(list[i]!, party, 3, 20);
     first.leave();
     await until(() => list.every((w) => w.started.length === 3), 'every body started', 60_000);
-    await until(async () => (await client.get(`${own}running`)) === '0', 'every body done');
+    await until(async () => (await redis.client.get(`${own}running`)) === '0', 'every body done');
     await closeAll(list);
     await holder.close();
     const { most, running, order } = await counted(own);
@@ -110,7 +100,7 @@ describe('the hand-off of a fleet lane across processes', function () {
   });
 
   it('never runs more than the limit across 4 processes of 2 tenants each, and runs every call', async () => {
-    const own = `${prefix}bound:`;
+    const own = `${redis.prefix}bound:`;
     const limit = 3;
     const list = await workers(4, { prefix: own, key: 'tool:bound', limit, leaseSeconds: 3 });
     for (const [i, w] of list.entries()) {
@@ -118,7 +108,7 @@ describe('the hand-off of a fleet lane across processes', function () {
       w.send({ type: 'enter', party: `y${i % 2}`, count: 10, holdMs: 3 });
     }
     await until(() => list.every((w) => w.started.length === 20), 'every body started', 90_000);
-    await until(async () => (await client.get(`${own}running`)) === '0', 'every body done');
+    await until(async () => (await redis.client.get(`${own}running`)) === '0', 'every body done');
     await closeAll(list);
     const { most, running, order } = await counted(own);
     expect(order).to.have.length(80);
@@ -127,7 +117,7 @@ describe('the hand-off of a fleet lane across processes', function () {
   });
 
   it("gives a SIGKILLed process's permits back within one lease, and passes over its places in the queue", async () => {
-    const own = `${prefix}kill:`;
+    const own = `${redis.prefix}kill:`;
     const key = 'tool:kill';
     const leaseSeconds = 1;
     const [victim, waiter] = await workers(2, { prefix: own, key, limit: 2, leaseSeconds });
@@ -139,11 +129,11 @@ describe('the hand-off of a fleet lane across processes', function () {
     const killedAt = Date.now();
     victim!.child.kill('SIGKILL');
     await new Promise((resolve) => victim!.child.once('exit', resolve));
-    await client.decrBy(`${own}running`, 2);
+    await redis.client.decrBy(`${own}running`, 2);
     await until(() => waiter!.started.length >= 1, "the live process's first body", 30_000);
     const reclaimedAfter = Date.now() - killedAt;
     await until(() => waiter!.started.length === 3, "the live process's bodies", 30_000);
-    await until(async () => (await client.get(`${own}running`)) === '0', 'every body done');
+    await until(async () => (await redis.client.get(`${own}running`)) === '0', 'every body done');
     await closeAll([waiter!]);
     const { most, order } = await counted(own);
     expect(order, 'the bodies, in order: the dead process never started another').to.deep.equal(['v1', 'v2', 'a1', 'a2', 'a3']);
@@ -176,27 +166,12 @@ async function seedDeadLane(client: NodeRedis, keys: readonly string[], key: str
 
 describe('the hand-off in Redis', function () {
   this.timeout(30_000);
-  const prefix = uniquePrefix('handoff-redis');
-  let client: NodeRedis;
-  const stores: RedisLaneStore[] = [];
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((s) => s.close()));
-    if (client !== undefined) {
-      await clearPrefix(client, prefix);
-      await client.close();
-    }
-  });
+  const redis = redisFixture('handoff-redis');
 
   it('wakes only the process a grant is for', async () => {
-    const connections = [0, 1, 2, 3].map(() => new CountingConnection(nodeRedisConnection(client)));
-    const made = connections.map((connection) => new RedisLaneStore({ client: connection, prefix, leaseSeconds: 3 }));
-    stores.push(...made);
+    const connections = [0, 1, 2, 3].map(() => new CountingConnection(nodeRedisConnection(redis.client)));
+    const made = connections.map((connection) => new RedisLaneStore({ client: connection, prefix: redis.prefix, leaseSeconds: 3 }));
+    redis.stores.push(...made);
     const ids = new Map<string, number>();
     const held: Array<() => void> = [];
     let grants = 0;
@@ -228,45 +203,45 @@ describe('the hand-off in Redis', function () {
 
   it('sweeps a lane a bounded step per change, passing over dead waiters, and grants its live waiter all the same', async () => {
     const key = 'tool:sweep';
-    const base = laneBase(prefix, key);
+    const base = laneBase(redis.prefix, key);
     const keys = keysOf(base);
     const [H, W] = keys as [string, string];
-    await seedDeadLane(client, keys, key);
+    await seedDeadLane(redis.client, keys, key);
     // A live request: its change reclaims and passes over a bounded number, and says to come back at once.
-    const answer = (await client.evalSha(acquireScript.sha1, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }).catch(() =>
-      client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }),
+    const answer = (await redis.client.evalSha(acquireScript.sha1, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }).catch(() =>
+      redis.client.eval(acquireScript.source, { keys, arguments: [...requestArgs(), 'live:1', 'l', '1', '30000', `${base}:g`, '1', key] }),
     )) as string[];
     expect(answer.slice(-2), 'the live request queued').to.deep.equal(['w', '']);
     expect(answer[1], 'the earliest lease end, said to be now').to.equal(answer[0]);
-    const left = await client.zCard(W);
+    const left = await redis.client.zCard(W);
     // At most 100 reclaimed, and 100 passed over by each of the acquire's two drains.
     expect(left, 'waiters left after one change').to.be.within(1001 - 300, 1000);
     // Refreshes go on until the live request holds; no dead one was ever granted.
     let runs = 0;
     for (;;) {
       runs++;
-      const out = (await client.eval(refreshScript.source, { keys, arguments: [...requestArgs(), '30000', `${base}:g`, '1', 'live:1'] })) as string[];
-      expect(await client.zRange(H, 0, -1)).to.satisfy((holders: string[]) => holders.every((id) => id === 'live:1'));
+      const out = (await redis.client.eval(refreshScript.source, { keys, arguments: [...requestArgs(), '30000', `${base}:g`, '1', 'live:1'] })) as string[];
+      expect(await redis.client.zRange(H, 0, -1)).to.satisfy((holders: string[]) => holders.every((id) => id === 'live:1'));
       if (String(out[out.length - 1]).startsWith('h')) break;
       expect(runs).to.be.below(20);
     }
     expect(runs, 'changes it took').to.be.at.least(3);
-    expect(await client.zCard(W)).to.equal(0);
-    await client.eval(`return redis.call('DEL', unpack(KEYS))`, { keys });
+    expect(await redis.client.zCard(W)).to.equal(0);
+    await redis.client.eval(`return redis.call('DEL', unpack(KEYS))`, { keys });
   });
 
   it("grants a store's live waiter behind 1,000 dead ones by itself, long before its heartbeat", async () => {
     const key = 'tool:sweep-store';
-    const keys = keysOf(laneBase(prefix, key));
-    await seedDeadLane(client, keys, key);
+    const keys = keysOf(laneBase(redis.prefix, key));
+    await seedDeadLane(redis.client, keys, key);
     // A 60 s lease: the heartbeat would come 20 s later.
-    const store = new RedisLaneStore({ client, prefix, leaseSeconds: 60 });
-    stores.push(store);
+    const store = new RedisLaneStore({ client: redis.client, prefix: redis.prefix, leaseSeconds: 60 });
+    redis.stores.push(store);
     let granted = false;
     const permit = store.enter(key, 1, () => (granted = true), 'l');
     await until(() => granted, 'the live request granted', 10_000);
     permit.leave();
     await store.idle();
-    expect(await client.exists(keys)).to.equal(0);
+    expect(await redis.client.exists(keys)).to.equal(0);
   });
 });
