@@ -4,31 +4,23 @@
 import { expect } from 'chai';
 import { Agent, AgentRunner, ConcurrencyConfig, ScriptedProvider, ToolRegistry, type RunResult } from '../../../lib/index.js';
 import { RedisLaneStore } from '../../../lib/lanes/index.js';
-import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, type NodeRedis } from './server.js';
+import { nodeRedis, redisFixture, type NodeRedis } from './server.js';
 
 const agent = new Agent({ name: 'fleet', instructions: 'book', model: 'scripted' });
 
 describe('interrupts on a RedisLaneStore', function () {
   this.timeout(30_000);
-  const prefix = uniquePrefix('interrupts');
-  const clients: NodeRedis[] = [];
-  const stores: RedisLaneStore[] = [];
-
+  const redis = redisFixture('interrupts');
+  let secondClient: NodeRedis;
   before(async () => {
-    await requireRedis();
-    clients.push(await nodeRedis(), await nodeRedis());
-  });
-
-  after(async () => {
-    await Promise.all(stores.map((store) => store.close()));
-    if (clients[0] !== undefined) await clearPrefix(clients[0], prefix);
-    await Promise.all(clients.map((client) => client.close()));
+    secondClient = await nodeRedis();
+    redis.closers.push(() => secondClient.close());
   });
 
   // One process of the fleet: its own client and store, the fleet's bounds (one booking at a time, per tenant two calls).
   function processOf(client: NodeRedis, script: ConstructorParameters<typeof ScriptedProvider>[0], booked: string[], approve?: () => boolean) {
-    const lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
-    stores.push(lanes);
+    const lanes = new RedisLaneStore({ client, prefix: redis.prefix, leaseSeconds: 3 });
+    redis.stores.push(lanes);
     const tools = new ToolRegistry()
       .register({ name: 'book', needsApproval: true }, (_args, ctx) => (booked.push(ctx.callId), `booked ${ctx.callId}`))
       .register({ name: 'lookup' }, () => 'found');
@@ -38,14 +30,14 @@ describe('interrupts on a RedisLaneStore', function () {
 
   it('holds no fleet permit while it waits, and is resumed by another process inside the fleet lanes', async () => {
     const booked: string[] = [];
-    const first = processOf(clients[0]!, [{ toolCalls: [{ id: 'b1', name: 'book', arguments: {} }, { id: 'l1', name: 'lookup', arguments: {} }] }], booked);
+    const first = processOf(redis.client, [{ toolCalls: [{ id: 'b1', name: 'book', arguments: {} }, { id: 'l1', name: 'lookup', arguments: {} }] }], booked);
     const result = await first.runner.run(agent, 'go', { tenant: 'acme' });
     expect(result.status).to.equal('interrupted');
     expect(await first.lanes.snapshot()).to.deep.equal([]);
     // Meanwhile another process books in the one-permit tool lane and the tenant's lane, unhindered.
-    const other = processOf(clients[1]!, [{ toolCalls: [{ id: 'x1', name: 'book', arguments: {} }] }, { text: 'done' }], booked, () => true);
+    const other = processOf(secondClient, [{ toolCalls: [{ id: 'x1', name: 'book', arguments: {} }] }, { text: 'done' }], booked, () => true);
     expect((await other.runner.run(agent, 'go', { tenant: 'acme' })).status).to.equal('completed');
-    const second = processOf(clients[1]!, [{ text: 'done' }], booked);
+    const second = processOf(secondClient, [{ text: 'done' }], booked);
     const resumed = await second.runner.resume(agent, (result as Extract<RunResult, { status: 'interrupted' }>).snapshot, { tenant: 'acme', approvals: { b1: true } });
     expect(resumed.status).to.equal('completed');
     expect(booked).to.deep.equal(['x1', 'b1']);
