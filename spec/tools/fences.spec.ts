@@ -6,7 +6,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { expect } from 'chai';
 import { Agent, AgentRunner, ScriptedProvider, ToolRegistry, type ToolCall, type ToolContext } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/redis.js';
-import { clearPrefix, nodeRedis, requireRedis, uniquePrefix, type NodeRedis } from '../lanes/redis/server.js';
+import { redisFixture } from '../lanes/redis/server.js';
 import { inMemory, type InMemory } from './mcpMemory.js';
 
 const agent = new Agent({ name: 'planner', instructions: 'plan', model: 'test-model' });
@@ -14,19 +14,10 @@ const ask = (id: string, name: string, args: Record<string, unknown> = {}): Tool
 
 describe('fencing tokens by lane', function () {
   this.timeout(20_000);
-  let client: NodeRedis;
+  const redis = redisFixture('fences');
   let lanes: RedisLaneStore;
-  const prefix = uniquePrefix('fences');
-
-  before(async () => {
-    await requireRedis();
-    client = await nodeRedis();
-    lanes = new RedisLaneStore({ client, prefix, leaseSeconds: 3 });
-  });
-  after(async () => {
-    await lanes.close();
-    await clearPrefix(client, prefix);
-    await client.close();
+  before(() => {
+    lanes = redis.store();
   });
 
   const seen = (): { contexts: Array<{ fence: string | undefined; fences: Readonly<Record<string, string>> }>; body: (args: unknown, ctx: ToolContext) => string } => {
