@@ -67,7 +67,10 @@ function wrapped(request: ToolLanes.Request, flags: ToolFlags, execute: Execute)
 }
 
 // An async generator execute (preliminary results, then the final one), inside the lanes: the
-// permits are held while it yields, and each value is handed on to the SDK as it comes.
+// permits are held while it yields, and each value is handed on to the SDK as it comes. A consumer
+// that stops reading before the call ended (return(), a for await's break) stops the call: its
+// execute's signal aborts, its generator is not read on (it is returned at its next value), and
+// its permits go back once it has ended.
 function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Execute): Execute {
   return async function* (input, options) {
     // The values yielded and not yet handed on.
@@ -75,16 +78,27 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
     // Wakes the generator when a value comes or the call ends.
     let wake: (() => void) | undefined;
     let ended = false;
+    // True once the consumer has stopped reading: the execute's generator is read no further.
+    let abandoned = false;
     let failure: { readonly error: unknown } | undefined;
     const nudge = (): void => {
       const woken = wake;
       wake = undefined;
       woken?.();
     };
+    // The call's own signal: the SDK's abortSignal, or the consumer leaving early.
+    const { toolCallId, abortSignal } = options ?? ({} as Partial<ExecuteOptions>);
+    const own = new AbortController();
+    const forward = (): void => own.abort(abortSignal!.reason);
+    // Anything else than a signal is the call's, refused by run with the field named.
+    const heard = abortSignal instanceof AbortSignal ? abortSignal : undefined;
+    if (heard?.aborted === true) forward();
+    else heard?.addEventListener('abort', forward);
     request
-      .run(laneCallOf(flags, input, options), async (context) => {
+      .run(laneCall(flags, input, toolCallId, abortSignal === undefined || heard !== undefined ? own.signal : abortSignal), async (context) => {
         try {
           for await (const value of execute(input, optionsFor(options, context)) as AsyncIterable<unknown>) {
+            if (abandoned) break;
             waiting.push(value);
             nudge();
           }
@@ -100,13 +114,22 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
         },
       )
       .finally(() => {
+        heard?.removeEventListener('abort', forward);
         ended = true;
         nudge();
       });
-    for (;;) {
-      while (waiting.length > 0) yield waiting.shift();
-      if (ended) break;
-      await new Promise<void>((resolve) => (wake = resolve));
+    try {
+      for (;;) {
+        while (waiting.length > 0) yield waiting.shift();
+        if (ended) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      if (!ended) {
+        abandoned = true;
+        waiting.length = 0;
+        own.abort(new Error('its output was no longer read'));
+      }
     }
     if (failure !== undefined) throw failure.error;
   } as Execute;

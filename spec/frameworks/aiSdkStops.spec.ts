@@ -7,6 +7,7 @@ import { APICallError } from '@ai-sdk/provider';
 import { generateText, stepCountIs, streamText, tool, type ToolSet } from 'ai';
 import * as ai7 from 'ai7';
 import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
 import { z } from 'zod';
 import { CallStoppedError, ConcurrencyConfig, ConfigError, ToolLanes, type RunnerActivity } from '../../lib/index.js';
 import { laneContextOf, withLanes } from '../../lib/providers/aiSdkProvider.js';
@@ -234,6 +235,56 @@ describe('withLanes: stopped calls under the AI SDK', function () {
       { id: 'p1', preliminary: false, output: { n: 1, step: 'done' } },
     ]);
     expect(results.filter((r) => r.preliminary).map((r) => r.output)).to.deep.include({ n: 1, step: 'started' });
+  });
+
+  it('stops a streaming execute whose output is no longer read (return()): its generator ends, its permit goes back, the next call starts', async () => {
+    const toolLanes = new ToolLanes({ concurrency: { perTool: { progress: 1 } } });
+    const activity: RunnerActivity[] = [];
+    const watching = toolLanes.activity$.subscribe((a) => activity.push(a));
+    let yielded = 0;
+    let finished = 0;
+    let sawAbort = false;
+    const tools = {
+      progress: tool({
+        inputSchema: z.object({}),
+        async *execute(_input, { abortSignal }) {
+          try {
+            // Bounded, so a generator nobody stops still ends.
+            while (yielded < 1000) {
+              yielded++;
+              yield yielded;
+              await turns(2);
+              if (abortSignal?.aborted === true) sawAbort = true;
+            }
+          } finally {
+            finished++;
+          }
+        },
+      }),
+    };
+    const wrapped = withLanes(tools, toolLanes);
+    const execute = wrapped.progress.execute as unknown as (input: object, options: { toolCallId: string; messages: []; abortSignal: AbortSignal }) => AsyncGenerator<unknown>;
+    // The SDK's signal, one for the whole request.
+    const sdk = new AbortController();
+    const first = execute({}, { toolCallId: 'p0', messages: [], abortSignal: sdk.signal });
+    expect((await first.next()).value).to.equal(1);
+    // The consumer stops reading, as a for await's break does.
+    expect(await first.return(undefined)).to.deep.equal({ value: undefined, done: true });
+    await untilTurns(() => finished === 1, "the generator's finally", 100);
+    const yieldedThen = yielded;
+    await turns(10);
+    expect(yielded, 'values made once nobody reads them').to.equal(yieldedThen);
+    expect(sawAbort, "the execute's signal aborted").to.equal(true);
+    expect(toolLanes.lanes.occupancy(), 'permits held').to.deep.equal([]);
+    // The one permit is back: the next call starts.
+    const second = execute({}, { toolCallId: 'p1', messages: [], abortSignal: sdk.signal });
+    expect((await second.next()).value).to.equal(yielded);
+    await second.return(undefined);
+    await untilTurns(() => finished === 2, "the second generator's finally", 100);
+    await turns(5);
+    watching.unsubscribe();
+    expect(classesIn(activity)).to.deep.equal({ p0: 'indeterminate', p1: 'indeterminate' });
+    expect(getEventListeners(sdk.signal, 'abort'), "listeners left on the SDK's signal").to.have.length(0);
   });
 
   it('refuses what is not a ToolSet, a ToolLanes or a known option, naming the field', () => {
