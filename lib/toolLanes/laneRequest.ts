@@ -49,16 +49,18 @@ export function checkSignal(signal: unknown, what: string): void {
 const alone = (): void => undefined;
 
 /**
- * The last step before a body starts: once its request's signal has aborted, no call of the
- * request starts, not even in a permit a stopped sibling just left (its own stop, heard from the
- * same signal, may come after that sibling's). It waits there, holding its permits, until that
- * stop classifies it as never dispatched, which happens within the same abort.
+ * The last step before a body starts: once its request's signal, or the call's own, has aborted,
+ * the call does not start, not even in a permit a stopped sibling just left (its own stop, heard
+ * from the same signal, may come after that sibling's: a framework hands every call of a step
+ * one signal). It waits there, holding its permits, until that stop classifies it as never
+ * dispatched, which happens within the same abort.
  */
 class RequestGate implements WriteAhead {
-  constructor(private readonly signal: AbortSignal) {}
+  constructor(private readonly signal: AbortSignal | undefined) {}
 
-  dispatching(_call: BatchCall, _index: number, written: WriteAheadWaiter): void {
-    if (!this.signal.aborted) written.written(undefined);
+  dispatching(call: BatchCall, _index: number, written: WriteAheadWaiter): void {
+    if (this.signal?.aborted === true || (call as WrappedCall<unknown>).signal?.aborted === true) return;
+    written.written(undefined);
   }
 }
 
@@ -70,8 +72,8 @@ class RequestGate implements WriteAhead {
 export class LaneRequest {
   /** The request's own turn lanes, shared by all of its calls. */
   private readonly turnLanes: LaneTable;
-  // Holds back a call whose request has stopped (only a request with a signal has one).
-  private readonly gate: RequestGate | undefined;
+  // Holds back a call whose request, or whose own signal, has stopped.
+  private readonly gate: RequestGate;
   // How many calls were given no id of their own.
   private unnamed = 0;
   // What its batches are made with, and the batch its calls join now (none while no call is open).
@@ -91,7 +93,7 @@ export class LaneRequest {
   ) {
     const { scheduler } = host;
     this.turnLanes = new LaneTable({ now: () => scheduler.now() });
-    this.gate = signal === undefined ? undefined : new RequestGate(signal);
+    this.gate = new RequestGate(signal);
     this.plan = { host, tenant, concurrency, turnLanes: this.turnLanes, signal, gate: this.gate, sink: new CallActivitySink(host.activity, requestId) };
   }
 

@@ -79,6 +79,26 @@ describe('ToolLanes: how a stopped call ends', () => {
     expect(bodies.starts()).to.deep.equal({ a: 0, c: 20 });
   });
 
+  it("starts no queued call whose own signal has aborted, when calls share one signal (a framework's per-step signal) and a stopped sibling's permit comes free within the abort", async () => {
+    const bodies = new Bodies(asyncScheduler);
+    const settled: Array<Promise<Settled<unknown>>> = [];
+    testScheduler.run(() => {
+      const lanes = new ToolLanes({ concurrency: { perTool: { search: 1 } } });
+      const request = lanes.request();
+      const step = new AbortController();
+      // Observable bodies: a stopped one ends at once, its permit free within the same abort.
+      for (const callId of ['a', 'b', 'c']) settled.push(settledOf(request.run({ tool: 'search', callId, signal: step.signal }, bodies.answering(callId, 20))));
+      timer(5).subscribe(() => step.abort());
+    });
+    expect((await Promise.all(settled)).map(brief)).to.deep.equal([
+      'indeterminate (search a): search was in flight when the batch stopped (the call was cancelled). The side effect may have landed',
+      'never_dispatched (search b): never dispatched: the call was cancelled',
+      'never_dispatched (search c): never dispatched: the call was cancelled',
+    ]);
+    // Counted from the bodies: only the one running when the signal aborted ever ran.
+    expect(bodies.runs.map((run) => [run.label, run.start, run.end])).to.deep.equal([['a', 0, 5]]);
+  });
+
   it('rejects a body failure with the very error the body threw, and leaves its siblings alone', async () => {
     const oops = new RangeError('no such room');
     const settled: Array<Promise<Settled<unknown>>> = [];
