@@ -69,8 +69,9 @@ function wrapped(request: ToolLanes.Request, flags: ToolFlags, execute: Execute)
 // An async generator execute (preliminary results, then the final one), inside the lanes: the
 // permits are held while it yields, and each value is handed on to the SDK as it comes. A consumer
 // that stops reading before the call ended (return(), a for await's break) stops the call: its
-// execute's signal aborts, its generator is not read on (it is returned at its next value), and
-// its permits go back once it has ended.
+// execute's signal aborts. A call stopped in flight (that, its signals, its ceiling) reads its
+// generator no further: it is returned at its next value, so one that ignores its signal ends
+// there too, and the permits go back once it has ended.
 function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Execute): Execute {
   return async function* (input, options) {
     // The values yielded and not yet handed on.
@@ -78,8 +79,6 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
     // Wakes the generator when a value comes or the call ends.
     let wake: (() => void) | undefined;
     let ended = false;
-    // True once the consumer has stopped reading: the execute's generator is read no further.
-    let abandoned = false;
     let failure: { readonly error: unknown } | undefined;
     const nudge = (): void => {
       const woken = wake;
@@ -98,7 +97,8 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
       .run(laneCall(flags, input, toolCallId, abortSignal === undefined || heard !== undefined ? own.signal : abortSignal), async (context) => {
         try {
           for await (const value of execute(input, optionsFor(options, context)) as AsyncIterable<unknown>) {
-            if (abandoned) break;
+            // Stopped: its generator is read no further (returned here).
+            if (context.signal.aborted) break;
             waiting.push(value);
             nudge();
           }
@@ -126,7 +126,6 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
       }
     } finally {
       if (!ended) {
-        abandoned = true;
         waiting.length = 0;
         own.abort(new Error('its output was no longer read'));
       }

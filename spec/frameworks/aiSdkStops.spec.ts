@@ -287,6 +287,44 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(getEventListeners(sdk.signal, 'abort'), "listeners left on the SDK's signal").to.have.length(0);
   });
 
+  it("returns a stopped streaming execute's generator at its next value, when it ignores its abort: nothing is read on, its permit goes back", async () => {
+    const toolLanes = new ToolLanes({ concurrency: { perTool: { progress: 1 } } });
+    const stop = new AbortController();
+    let yielded = 0;
+    let finished = 0;
+    const tools = {
+      progress: tool({
+        inputSchema: z.object({}),
+        // Never looks at its abortSignal; bounded, so it still ends if nobody returns it.
+        async *execute() {
+          try {
+            while (yielded < 1000) {
+              yielded++;
+              yield yielded;
+              await turns(2);
+            }
+          } finally {
+            finished++;
+          }
+        },
+      }),
+    };
+    const wrapped = withLanes(tools, toolLanes, { signal: stop.signal, idempotent: { progress: true } });
+    const execute = wrapped.progress.execute as unknown as (input: object, options: { toolCallId: string; messages: [] }) => AsyncGenerator<unknown>;
+    const stream = execute({}, { toolCallId: 'p0', messages: [] });
+    expect((await stream.next()).value).to.equal(1);
+    stop.abort();
+    const error = await (async () => {
+      for (;;) if ((await stream.next()).done === true) return undefined;
+    })().catch((caught: unknown) => caught);
+    expect((error as CallStoppedError).stopClass).to.equal('safe_to_call_again');
+    await untilTurns(() => finished === 1, "the generator's finally", 100);
+    const yieldedThen = yielded;
+    await turns(10);
+    expect(yielded, 'values made once the call was stopped').to.equal(yieldedThen);
+    expect(toolLanes.lanes.occupancy(), 'permits held').to.deep.equal([]);
+  });
+
   it('refuses what is not a ToolSet, a ToolLanes or a known option, naming the field', () => {
     const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q }) };
     const toolLanes = new ToolLanes({ concurrency: {} });
