@@ -155,6 +155,8 @@ function limitMessageOf(text: string): LimitMessage | undefined {
   }
 }
 
+const notTold = (): void => undefined;
+
 /** The adaptive lanes of a RedisLaneStore: the limit and generation each last answered with, or was heard to take. */
 export class FleetAdaptiveLanes {
   private readonly known = new Map<string, { limit: number; generation: number }>();
@@ -214,7 +216,9 @@ export class FleetAdaptiveLanes {
       key,
       host.processId,
     ];
-    this.pending.track(host.ask(adaptiveScript, keys, args).then((answer) => this.answered(permit, answer)));
+    // A report Redis does not take (it stopped answering, the script failed) is not told either:
+    // the limit the fleet learned stands, and nothing of it reaches the call or the process.
+    this.pending.track(host.ask(adaptiveScript, keys, args).then((answer) => this.answered(permit, answer), notTold));
   }
 
   /** Resolves once every script sent has its answer. */
