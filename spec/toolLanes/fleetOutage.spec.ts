@@ -56,4 +56,19 @@ describe('ToolLanes on a RedisLaneStore, when Redis or a lease goes away', funct
     expect(unhandled.map(String)).to.deep.equal([]);
     proxy.pass();
   });
+
+  it("reports nothing when a budget cannot charge a body's reported cost because Redis stopped answering", async () => {
+    const { proxy, store } = await heldStore('budget');
+    const lanes = new ToolLanes({ concurrency: { perTenantBudget: { cost: 100, perSeconds: 60 } }, lanes: store });
+    const result = await lanes.run({ tool: 'book', cost: 1 }, (ctx) => {
+      proxy.hold();
+      ctx.reportCost(3);
+      return 'booked';
+    }, { tenant: 'acme' });
+    expect(result).to.equal('booked');
+    await store.idle();
+    await sleep(50);
+    expect(unhandled.map(String)).to.deep.equal([]);
+    proxy.pass();
+  });
 });

@@ -153,12 +153,17 @@ export class FleetBudgets {
   /** @internal Spends `amount` more (negative: gives back, to the window closing at `spentIn` if not 0). */
   charge(permit: FleetBudgetPermit, amount: number, spentIn: number): void {
     const args = [String(amount), String(permit.spec.perSeconds * 1000), String(spentIn)];
-    // A charge that cannot reach Redis is lost with its reason reported: the call's outcome stands.
+    // A charge that cannot reach Redis (it stopped answering, the script failed) is lost: the
+    // call's outcome stands, and nothing of it reaches the process (reported, it would be thrown
+    // outside the library when no config.onUnhandledError is set).
     this.pending.track(
-      this.ask(chargeScript, [this.keyOf(permit.key)], args).then((answer) => {
-        const [spent, until] = parts(answer, 2);
-        this.heard(permit.key, permit.spec, Number(spent), Number(until));
-      }),
+      this.ask(chargeScript, [this.keyOf(permit.key)], args).then(
+        (answer) => {
+          const [spent, until] = parts(answer, 2);
+          this.heard(permit.key, permit.spec, Number(spent), Number(until));
+        },
+        () => undefined,
+      ),
     );
   }
 
