@@ -302,6 +302,7 @@ export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
       return;
     }
     this.body.abort(cause);
+    this.call.cutOffBy?.(cause);
     this.end(lostOutcome(this.call, this.index, info), true);
   }
 

@@ -87,6 +87,12 @@ export interface BatchCall {
    * as an ErrorInfo: a caller that rejects with the lane's own error keeps it here.
    */
   turnedAway?(error: unknown): void;
+  /**
+   * Told what cut the call off in flight, as it was (a lane store shared by a fleet that lost its
+   * lease), before its outcome is decided: a caller whose outcome carries no error (indeterminate)
+   * keeps the cause here.
+   */
+  cutOffBy?(error: unknown): void;
 }
 
 /** Why a batch stopped; `why` finishes the sentence "never dispatched: ...". */

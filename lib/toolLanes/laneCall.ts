@@ -4,6 +4,7 @@
 // settling of the caller's Promise.
 import type { Subject } from 'rxjs';
 import { givenReason, type ActivitySink, type BatchCall, type CallActivity, type CallRecord, type InvokeContext, type Outcome, type StopReason } from '../batch/index.js';
+import { wasCutOff } from '../batch/stops.js';
 import { CallStoppedError, toErrorInfo, type ErrorInfo } from '../errors.js';
 import type { RunnerActivity } from '../runner/index.js';
 import { stopClassOf, type StopClass } from '../stopClass.js';
@@ -60,6 +61,8 @@ export class WrappedCall<T> implements BatchCall {
   thrown: unknown = nothing;
   /** What a lane turned it away with before its body started, if one did (a budget's BudgetExceededError, say). */
   turnedAwayWith: unknown = nothing;
+  /** What cut it off in flight (a lost fleet lease), if something did. */
+  cutOffWith: unknown = nothing;
   /** Its record in its request's batch, once handed to it. */
   record: CallRecord | undefined = undefined;
   // The caller's Promise, settled by finish or fail.
@@ -120,6 +123,11 @@ export class WrappedCall<T> implements BatchCall {
     this.turnedAwayWith = error;
   }
 
+  /** What cut it off in flight: kept, so a call that ends indeterminate still says why (its `cause`). */
+  cutOffBy(error: unknown): void {
+    this.cutOffWith = error;
+  }
+
   /**
    * The Promise's settling for `outcome`: the result; the body's own error; a CallStoppedError
    * with the call's stop class; the lane's own error for a call a lane turned away before its
@@ -137,7 +145,7 @@ export class WrappedCall<T> implements BatchCall {
     if (stopClass !== undefined) {
       // What cut it off, when it was not the call's stop: a ceiling, a lost lease, the body's CallInterruptedError.
       const by = outcome.kind === 'error' && outcome.stopped === undefined && outcome.error.name !== 'CallStoppedError' ? outcome.error : undefined;
-      const cause = own ? this.thrown : by === undefined ? undefined : errorFrom(by);
+      const cause = own ? this.thrown : by === undefined ? this.cutOffCause(outcome) : errorFrom(by);
       reject(new CallStoppedError(message, outcome.dispatched, { tool: this.tool, callId: this.callId, stopClass, cause }));
       return;
     }
@@ -145,6 +153,14 @@ export class WrappedCall<T> implements BatchCall {
     if (own) reject(this.thrown);
     else if (!outcome.dispatched && this.turnedAwayWith instanceof Error && this.turnedAwayWith.name === error.name) reject(this.turnedAwayWith);
     else reject(errorFrom(error));
+  }
+
+  // What cut off a call that ends indeterminate without a stop of its batch (an indeterminate
+  // outcome carries no error): the lost lease, or the body's own CallInterruptedError.
+  private cutOffCause(outcome: Outcome): unknown {
+    if (outcome.kind !== 'indeterminate' || outcome.stopped !== undefined) return undefined;
+    if (this.cutOffWith !== nothing) return this.cutOffWith;
+    return this.thrown !== nothing && wasCutOff(this.thrown) ? this.thrown : undefined;
   }
 
   // True when `error` is what the body threw, read as the batch read it.

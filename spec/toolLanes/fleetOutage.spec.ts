@@ -6,9 +6,10 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { config } from 'rxjs';
-import { ToolLanes } from '../../lib/index.js';
+import { CallStoppedError, ToolLanes } from '../../lib/index.js';
 import { RedisLaneStore } from '../../lib/redis.js';
-import { REDIS_HOST, RedisProxy, redisFixture, sleep } from '../lanes/redis/server.js';
+import { REDIS_HOST, RedisProxy, redisFixture, sleep, until } from '../lanes/redis/server.js';
+import { settledOf } from './helpers.js';
 
 describe('ToolLanes on a RedisLaneStore, when Redis or a lease goes away', function () {
   this.timeout(20_000);
@@ -70,5 +71,35 @@ describe('ToolLanes on a RedisLaneStore, when Redis or a lease goes away', funct
     await sleep(50);
     expect(unhandled.map(String)).to.deep.equal([]);
     proxy.pass();
+  });
+
+  it('rejects a running call whose lease was lost with a CallStoppedError whose cause is the LaneLostError, idempotent or not', async () => {
+    const store = redis.store({ leaseSeconds: 0.6, timeoutSeconds: 0.1 });
+    const lanes = new ToolLanes({ concurrency: { perTool: { book: 2 } }, lanes: store });
+    const request = lanes.request({ requestId: 'r' });
+    let started = 0;
+    let aborted = 0;
+    const body = (ctx: ToolLanes.Context): Promise<string> =>
+      new Promise((resolve) => {
+        started++;
+        ctx.signal.addEventListener('abort', () => {
+          aborted++;
+          resolve('too late');
+        });
+      });
+    const settled = [settledOf(request.run({ tool: 'book', callId: 'safe', idempotent: true }, body)), settledOf(request.run({ tool: 'book', callId: 'risky' }, body))];
+    await until(() => started === 2, 'both bodies running');
+    // Every lease of the lane gone from Redis: the next refresh finds both lost.
+    await redis.client.del(`${redis.prefix}{tool:book}:h`);
+    const errors = (await Promise.all(settled)).map((one) => ('error' in one ? (one.error as CallStoppedError) : undefined));
+    expect(aborted, 'both bodies told to stop').to.equal(2);
+    expect(errors.map((error) => [error instanceof CallStoppedError, error?.stopClass, error?.dispatched])).to.deep.equal([
+      [true, 'safe_to_call_again', true],
+      [true, 'indeterminate', true],
+    ]);
+    for (const error of errors) {
+      expect(error!.cause, `${error!.callId}'s cause`).to.be.instanceOf(Error).and.to.include({ name: 'LaneLostError' });
+      expect((error!.cause as Error).message).to.match(/its lease on tool:book was lost/);
+    }
   });
 });

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { asyncScheduler, mergeMap, NEVER, throwError, timer } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { CallStoppedError, ConcurrencyConfig, stopClassOf, ToolLanes, ToolTimedOutError, type RunnerActivity, type StopClass } from '../../lib/index.js';
+import { CallInterruptedError, CallStoppedError, ConcurrencyConfig, stopClassOf, ToolLanes, ToolTimedOutError, type RunnerActivity, type StopClass } from '../../lib/index.js';
 import { Bodies, settledOf, type Settled } from './helpers.js';
 
 // What a call's Promise settled with, in a line: `=value`, `!Name`, or `stopClass: message`.
@@ -114,6 +114,16 @@ describe('ToolLanes: how a stopped call ends', () => {
     expect(all.slice(0, 3).map((one) => 'error' in one && one.error === oops)).to.deep.equal([true, true, true]);
     expect(all[3]).to.deep.equal({ value: 'kept' });
   });
+
+  for (const [idempotent, stopClass] of [[true, 'safe_to_call_again'], [false, 'indeterminate']] as const) {
+    it(`classifies a call whose body threw a CallInterruptedError as ${stopClass} (idempotent: ${idempotent}), its cause that error`, async () => {
+      const interrupted = new CallInterruptedError('its request to the partner timed out');
+      const { error } = (await settledOf(new ToolLanes({ concurrency: {} }).run({ tool: 'book', callId: 'b', idempotent }, () => Promise.reject(interrupted)))) as { error: CallStoppedError };
+      expect(error).to.be.instanceOf(CallStoppedError);
+      expect([error.stopClass, error.dispatched]).to.deep.equal([stopClass, true]);
+      expect(error.cause).to.be.instanceOf(Error).and.to.include({ name: 'CallInterruptedError' });
+    });
+  }
 
   for (const [idempotent, stopClass] of [[true, 'safe_to_call_again'], [false, 'indeterminate']] as const) {
     it(`classifies a call that outran its perToolSeconds as ${stopClass} (idempotent: ${idempotent}), its cause the ToolTimedOutError`, async () => {
