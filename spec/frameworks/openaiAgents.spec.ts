@@ -122,6 +122,33 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
       };
     }));
 
+  // Skipped: the SDK keeps each tool's input parser in a WeakMap keyed by its invoke function
+  // (tool.mjs, functionToolInputParsers), and reads it before approvals (prepareFunctionToolInput).
+  // The wrapped tool's invoke is a new function with no parser there, so a needsApproval function
+  // is handed the model's raw JSON (no defaults, no transforms) where the plain tool gives it the
+  // parsed input, and a call whose input fails the schema takes its permits before the tool refuses
+  // it. The SDK has no public way to register a parser for another function, and the Runner calls
+  // tool.invoke itself: no clean fix from this side.
+  it.skip("a needsApproval function is handed the input as the tool's schema parsed it (its defaults in), as without the lanes", async () => {
+    const tally = new BodyTally();
+    const seen: unknown[] = [];
+    const lookup = tool({
+      name: 'lookup',
+      description: 'Look a thing up.',
+      parameters: z.object({ q: z.string(), region: z.string().default('eu') }),
+      // Only calls outside the EU need a person.
+      needsApproval: async (_context, input) => (seen.push(input), input.region !== 'eu'),
+      execute: ({ q }, _context, details) => tally.body('lookup', 'default', details!.toolCall!.callId, async () => q),
+    });
+    const model = new ScriptedAgentsModel([callsTurn([['lookup', 'c0', { q: 'a' }]]), textTurn('done')]);
+    const agent = new Agent({ name: 'approvals', instructions: '', model, tools: withLanes([lookup], new ToolLanes({ concurrency: {} })) });
+    const result = await new Runner().run(agent, 'go');
+    expect(seen).to.deep.equal([{ q: 'a', region: 'eu' }]);
+    expect(result.interruptions, 'approvals asked for').to.deep.equal([]);
+    expect(tally.started).to.deep.equal(['c0']);
+    expect(result.finalOutput).to.equal('done');
+  });
+
   it("hands the tool's own invoke the SDK's details with every field kept as it was (symbols, a getter, a hidden field), the call's signal in place of the SDK's", async () => {
     const flag = Symbol('a flag of the SDK');
     const seen: Array<Record<PropertyKey, unknown>> = [];
