@@ -17,6 +17,8 @@ export interface LangChainToolLike {
 /** The config a tool is invoked with, as far as `withLanes` reads it (LangChain's `ToolRunnableConfig`). */
 interface ToolConfig {
   readonly signal?: AbortSignal;
+  readonly timeout?: number;
+  readonly metadata?: Record<string, unknown>;
   readonly toolCall?: { readonly id?: string };
   readonly toolCallId?: string;
 }
@@ -52,19 +54,32 @@ export function laneContextOf(config: { readonly signal?: AbortSignal | undefine
   return contextOfSignal(config?.signal);
 }
 
+/** The signal of a call with LangChain's `timeout`: the config's signal (if any) or the timeout, whichever aborts first. */
+function timedSignal(signal: AbortSignal | undefined, timeout: number): AbortSignal {
+  const clock = AbortSignal.timeout(timeout);
+  return signal === undefined ? clock : AbortSignal.any([signal, clock]);
+}
+
 function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, flags: ToolFlags, tool: Tool): Tool {
   const own = tool.invoke.bind(tool) as Invoke;
   const invoke: Invoke = (input, config) => {
     const call = isToolCall(input) ? input : undefined;
     const callId = call?.id ?? config?.toolCall?.id ?? config?.toolCallId;
-    const signal = config?.signal;
+    // LangChain's `timeout` (ms) aborts the call as its signal does, counted from here (a call
+    // still queued when it fires never starts). The tool gets it as its signal already made: left
+    // in its config, LangChain would start the clock again with the body, and hand the function a
+    // signal of its own in place of the call's (laneContextOf would find nothing).
+    const timeout = config?.timeout;
+    const timed = config !== undefined && typeof timeout === 'number' && timeout > 0;
+    const signal = timed ? timedSignal(config.signal, timeout) : config?.signal;
+    const given = timed ? { ...config, timeout: undefined, metadata: { ...config.metadata, timeoutMs: config.metadata?.['timeoutMs'] ?? timeout } } : config;
     // Whether the body started: a failure before it is a refusal (a spent budget).
     let started = false;
     return request
       .run(laneCall(flags, call === undefined ? input : call.args, callId, signal), (context) => {
         started = true;
         // The config as it came, with the call's own signal (aborted when the call is stopped or outruns its ceiling).
-        return own(input, { ...config, signal: knownSignal(context) }).then(undefined, slowedDown);
+        return own(input, { ...given, signal: knownSignal(context) }).then(undefined, slowedDown);
       })
       .catch((error: unknown) => {
         const told = error instanceof CallStoppedError ? toldStop(error) : error;
@@ -90,8 +105,8 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
  *
  * Each call runs as `request.run({ tool: name, args, callId: toolCall.id, signal: config.signal
  * })`, and the tool is invoked with the call's own signal (aborted when the call is stopped or
- * outruns its `perToolSeconds`). When LangChain aborts (the signal given to `invoke`, a timeout),
- * a call still queued never starts; every call's class is on `toolLanes.activity$`. A call the
+ * outruns its `perToolSeconds`). When LangChain aborts (the signal given to `invoke`, its config's
+ * `timeout`, counted from `invoke`), a call still queued never starts; every call's class is on `toolLanes.activity$`. A call the
  * lanes stop themselves (this request's `signal`, a ceiling, a lost fleet lease) answers ToolNode
  * with an error ToolMessage that starts with what its stop class means. A 429 a tool throws (a
  * `RateLimitedError`, any error with HTTP status 429) pauses the tool's rate lane.

@@ -10,8 +10,8 @@ import { DynamicStructuredTool, tool } from '@langchain/core/tools';
 import { createReactAgent, ToolNode } from '@langchain/langgraph/prebuilt';
 import { z } from 'zod';
 import { ConcurrencyConfig, RateLimitedError, ToolLanes } from '../../lib/index.js';
-import { withLanes } from '../../lib/langchain.js';
-import { BodyTally, sleep, untilAborted } from './bodies.js';
+import { laneContextOf, withLanes } from '../../lib/langchain.js';
+import { BodyTally, settledOf, sleep, until, untilAborted } from './bodies.js';
 import { callsTurn, resultsSeen, ScriptedChatModel, textTurn } from './chatModel.js';
 import { expectSharedLane, expectStoppedRun, expectStubbornBodyKeepsPermit, expectTenantsBounded } from './scenarios.js';
 
@@ -111,6 +111,44 @@ describe('agent-lanes/langchain: withLanes around LangChain tools, as ToolNode a
     expect(await wrapped!.invoke({ q: 'second' })).to.equal('second');
     expect(Date.now() - asked, 'ms the next call waited').to.be.at.least(200);
     subscription.unsubscribe();
+  });
+
+  it("a config's timeout counts from invoke: a call still queued when it fires never starts, and the lanes classify it", async () => {
+    const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });
+    const { settled, subscription } = settledOf(toolLanes);
+    const tally = new BodyTally();
+    let letGo: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const lookup = tool(({ q }) => tally.body('lookup', 'default', q, () => (q === 'first' ? held.then(() => q) : Promise.resolve(q))), { name: 'lookup', description: 'Look a thing up.', schema: query });
+    const [wrapped] = withLanes([lookup], toolLanes);
+    const first = wrapped!.invoke({ q: 'first' });
+    await until(() => tally.started.length === 1, 'the first body started');
+    // LangChain's own tool with { timeout: 100 } rejects at 100 ms; queued behind the first, so must the wrapped one.
+    const asked = Date.now();
+    const failure = await Promise.race([wrapped!.invoke({ q: 'second' }, { timeout: 100 }).then(() => 'answered', (error: unknown) => error), sleep(600).then(() => 'still waiting')]);
+    expect(failure, 'the timed-out call').to.be.instanceOf(Error);
+    expect(Date.now() - asked, 'ms until the timed-out call ended').to.be.below(400);
+    letGo();
+    expect(await first).to.equal('first');
+    await until(() => settled.length === 2, 'both calls settled');
+    subscription.unsubscribe();
+    expect(tally.started, 'bodies that started').to.deep.equal(['first']);
+    expect(settled.find((s) => s.stopClass !== undefined)?.stopClass).to.equal('never_dispatched');
+  });
+
+  it("a function invoked with a config's timeout finds its lane context, and is stopped by that timeout", async () => {
+    const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });
+    const keys: Array<string | undefined> = [];
+    const lookup = tool((_input, config) => (keys.push(laneContextOf(config)?.idempotencyKey), untilAborted(config.signal!)), { name: 'lookup', description: 'Look a thing up.', schema: query });
+    const [wrapped] = withLanes([lookup], toolLanes, { requestId: 'run-7' });
+    const call = { id: 'c1', name: 'lookup', args: { q: 'a' }, type: 'tool_call' as const };
+    const asked = Date.now();
+    const failure = await wrapped!.invoke(call, { timeout: 100 }).then(() => undefined, (error: unknown) => error);
+    expect(failure).to.be.instanceOf(Error);
+    expect(Date.now() - asked, 'ms until the timed-out call ended').to.be.below(400);
+    expect(keys).to.deep.equal(['run-7:c1']);
+    // Its permit went back: the tool's one lane takes the next call at once.
+    expect(await toolLanes.run({ tool: 'lookup' }, () => 'free')).to.equal('free');
   });
 
   it("shares one lane with an AgentRunner: the runner's calls and ToolNode's together stay inside perTool", () =>

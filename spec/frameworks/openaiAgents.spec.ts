@@ -4,7 +4,7 @@
 // tenants; which bodies started when a run was stopped; and a runner's calls and the SDK's
 // sharing one lane. What the SDK dropped is read back from toolLanes.activity$.
 import { expect } from 'chai';
-import { Agent, Runner, setTracingDisabled, tool } from '@openai/agents';
+import { Agent, Runner, RunState, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
 import { ConcurrencyConfig, ToolLanes } from '../../lib/index.js';
 import { withLanes } from '../../lib/openaiAgents.js';
@@ -121,6 +121,55 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
         expect(theirs.finalOutput).to.equal('done');
       };
     }));
+
+  // Skipped: the SDK keeps each tool's input parser in a WeakMap keyed by its invoke function
+  // (tool.mjs, functionToolInputParsers), and reads it before approvals (prepareFunctionToolInput).
+  // The wrapped tool's invoke is a new function with no parser there, so a needsApproval function
+  // is handed the model's raw JSON (no defaults, no transforms) where the plain tool gives it the
+  // parsed input, and a call whose input fails the schema takes its permits before the tool refuses
+  // it. The SDK has no public way to register a parser for another function, and the Runner calls
+  // tool.invoke itself: no clean fix from this side.
+  it.skip("a needsApproval function is handed the input as the tool's schema parsed it (its defaults in), as without the lanes", async () => {
+    const tally = new BodyTally();
+    const seen: unknown[] = [];
+    const lookup = tool({
+      name: 'lookup',
+      description: 'Look a thing up.',
+      parameters: z.object({ q: z.string(), region: z.string().default('eu') }),
+      // Only calls outside the EU need a person.
+      needsApproval: async (_context, input) => (seen.push(input), input.region !== 'eu'),
+      execute: ({ q }, _context, details) => tally.body('lookup', 'default', details!.toolCall!.callId, async () => q),
+    });
+    const model = new ScriptedAgentsModel([callsTurn([['lookup', 'c0', { q: 'a' }]]), textTurn('done')]);
+    const agent = new Agent({ name: 'approvals', instructions: '', model, tools: withLanes([lookup], new ToolLanes({ concurrency: {} })) });
+    const result = await new Runner().run(agent, 'go');
+    expect(seen).to.deep.equal([{ q: 'a', region: 'eu' }]);
+    expect(result.interruptions, 'approvals asked for').to.deep.equal([]);
+    expect(tally.started).to.deep.equal(['c0']);
+    expect(result.finalOutput).to.equal('done');
+  });
+
+  // Skipped: the SDK links an agent.asTool() tool to its agent in a WeakMap keyed by the tool
+  // object (agentToolSourceRegistry.mjs), and reads it to resume a run interrupted inside the
+  // nested agent. The wrapped tool is a copy, not in that map: the approved call is asked for
+  // again and the run interrupts again, its body never run. Only Agent.asTool registers a tool,
+  // and withLanes must not change the tool it was given: no clean fix from this side.
+  it.skip('an agent.asTool() whose agent asks for approval resumes once approved: the approved body runs and the run completes', async () => {
+    const tally = new BodyTally();
+    const book = tool({ name: 'book', description: 'Book a thing.', parameters: query, needsApproval: true, execute: ({ q }, _context, details) => tally.body('book', 'default', details!.toolCall!.callId, async () => `booked ${q}`) });
+    const inner = new Agent({ name: 'inner', instructions: '', model: new ScriptedAgentsModel([callsTurn([['book', 'b0', { q: 'x' }]]), textTurn('inner done')]), tools: [book] });
+    const delegate = inner.asTool({ toolName: 'delegate', toolDescription: 'Hand the booking over.' });
+    const model = new ScriptedAgentsModel([callsTurn([['delegate', 'd0', { input: 'go' }]]), textTurn('done')]);
+    const outer = new Agent({ name: 'outer', instructions: '', model, tools: withLanes([delegate], new ToolLanes({ concurrency: {} })) });
+    const asked = await new Runner().run(outer, 'go');
+    expect(asked.interruptions.map((item) => item.agent.name)).to.deep.equal(['inner']);
+    const state = await RunState.fromString(outer, asked.state.toString());
+    state.approve(state.getInterruptions()[0]!);
+    const resumed = await new Runner().run(outer, state);
+    expect(resumed.interruptions, 'approvals asked for again').to.deep.equal([]);
+    expect(tally.started, 'bodies that started').to.deep.equal(['b0']);
+    expect(resumed.finalOutput).to.equal('done');
+  });
 
   it("hands the tool's own invoke the SDK's details with every field kept as it was (symbols, a getter, a hidden field), the call's signal in place of the SDK's", async () => {
     const flag = Symbol('a flag of the SDK');
