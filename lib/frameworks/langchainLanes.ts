@@ -54,10 +54,37 @@ export function laneContextOf(config: { readonly signal?: AbortSignal | undefine
   return contextOfSignal(config?.signal);
 }
 
-/** The signal of a call with LangChain's `timeout`: the config's signal (if any) or the timeout, whichever aborts first. */
-function timedSignal(signal: AbortSignal | undefined, timeout: number): AbortSignal {
-  const clock = AbortSignal.timeout(timeout);
-  return signal === undefined ? clock : AbortSignal.any([signal, clock]);
+/**
+ * A call's signal under LangChain's `timeout`: aborted by the config's signal or by the timeout
+ * (a TimeoutError, as LangChain's own), whichever comes first. `end` clears the timer and leaves
+ * the config's signal, once the call has settled.
+ */
+class TimedSignal {
+  private readonly controller = new AbortController();
+  private readonly timer: ReturnType<typeof setTimeout>;
+
+  constructor(
+    private readonly given: AbortSignal | undefined,
+    timeout: number,
+  ) {
+    this.timer = setTimeout(() => this.controller.abort(new DOMException(`the tool call timed out after ${timeout} ms`, 'TimeoutError')), timeout);
+    if (given?.aborted === true) this.handleEvent();
+    else given?.addEventListener('abort', this);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The config's signal aborted. */
+  handleEvent(): void {
+    this.controller.abort(this.given!.reason);
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+    this.given?.removeEventListener('abort', this);
+  }
 }
 
 function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, flags: ToolFlags, tool: Tool): Tool {
@@ -71,11 +98,12 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
     // signal of its own in place of the call's (laneContextOf would find nothing).
     const timeout = config?.timeout;
     const timed = config !== undefined && typeof timeout === 'number' && timeout > 0;
-    const signal = timed ? timedSignal(config.signal, timeout) : config?.signal;
+    const timing = timed ? new TimedSignal(config.signal, timeout) : undefined;
+    const signal = timing === undefined ? config?.signal : timing.signal;
     const given = timed ? { ...config, timeout: undefined, metadata: { ...config.metadata, timeoutMs: config.metadata?.['timeoutMs'] ?? timeout } } : config;
     // Whether the body started: a failure before it is a refusal (a spent budget).
     let started = false;
-    return request
+    const settled = request
       .run(laneCall(flags, call === undefined ? input : call.args, callId, signal), (context) => {
         started = true;
         // The config as it came, with the call's own signal (aborted when the call is stopped or outruns its ceiling).
@@ -92,6 +120,7 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
         }
         throw told;
       });
+    return timing === undefined ? settled : settled.finally(() => timing.end());
   };
   return Object.create(tool, { invoke: { value: invoke, writable: true, configurable: true } }) as Tool;
 }

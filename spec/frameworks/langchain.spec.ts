@@ -5,6 +5,7 @@
 // two tenants; which bodies started when a run was stopped; a runner's calls and LangChain's
 // sharing one lane. What LangGraph dropped is read back from toolLanes.activity$.
 import { expect } from 'chai';
+import { getEventListeners } from 'node:events';
 import { AIMessage, type ToolMessage } from '@langchain/core/messages';
 import { DynamicStructuredTool, tool } from '@langchain/core/tools';
 import { createReactAgent, ToolNode } from '@langchain/langgraph/prebuilt';
@@ -149,6 +150,20 @@ describe('agent-lanes/langchain: withLanes around LangChain tools, as ToolNode a
     expect(keys).to.deep.equal(['run-7:c1']);
     // Its permit went back: the tool's one lane takes the next call at once.
     expect(await toolLanes.run({ tool: 'lookup' }, () => 'free')).to.equal('free');
+  });
+
+  it("clears a config timeout's timer and leaves the config's signal once its call has settled", async () => {
+    const toolLanes = new ToolLanes({ concurrency: new ConcurrencyConfig({ perTool: { lookup: 1 } }) });
+    const lookup = tool(async ({ q }) => `found ${q}`, { name: 'lookup', description: 'Look a thing up.', schema: query });
+    const [wrapped] = withLanes([lookup], toolLanes);
+    const signal = new AbortController().signal;
+    const timers = (): number => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    // A first call without a timeout: what LangChain arms once for itself is armed before the count.
+    await wrapped!.invoke({ q: 'warm' });
+    const before = timers();
+    expect(await wrapped!.invoke({ q: 'a' }, { signal, timeout: 60_000 })).to.equal('found a');
+    expect(timers(), 'timers still armed').to.equal(before);
+    expect(getEventListeners(signal, 'abort'), "listeners left on the config's signal").to.have.length(0);
   });
 
   it("shares one lane with an AgentRunner: the runner's calls and ToolNode's together stay inside perTool", () =>
