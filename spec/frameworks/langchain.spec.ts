@@ -9,6 +9,7 @@ import { getEventListeners } from 'node:events';
 import { AIMessage, type ToolMessage } from '@langchain/core/messages';
 import { DynamicStructuredTool, tool } from '@langchain/core/tools';
 import { createReactAgent, ToolNode } from '@langchain/langgraph/prebuilt';
+import sinon from 'sinon';
 import { z } from 'zod';
 import { ConcurrencyConfig, RateLimitedError, ToolLanes } from '../../lib/index.js';
 import { laneContextOf, withLanes } from '../../lib/langchain.js';
@@ -157,12 +158,17 @@ describe('agent-lanes/langchain: withLanes around LangChain tools, as ToolNode a
     const lookup = tool(async ({ q }) => `found ${q}`, { name: 'lookup', description: 'Look a thing up.', schema: query });
     const [wrapped] = withLanes([lookup], toolLanes);
     const signal = new AbortController().signal;
-    const timers = (): number => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
     // A first call without a timeout: what LangChain arms once for itself is armed before the count.
     await wrapped!.invoke({ q: 'warm' });
-    const before = timers();
-    expect(await wrapped!.invoke({ q: 'a' }, { signal, timeout: 60_000 })).to.equal('found a');
-    expect(timers(), 'timers still armed').to.equal(before);
+    const clock = sinon.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let left: number;
+    try {
+      expect(await wrapped!.invoke({ q: 'a' }, { signal, timeout: 60_000 })).to.equal('found a');
+      left = clock.countTimers();
+    } finally {
+      clock.restore();
+    }
+    expect(left, 'timers still armed').to.equal(0);
     expect(getEventListeners(signal, 'abort'), "listeners left on the config's signal").to.have.length(0);
   });
 
