@@ -122,53 +122,56 @@ describe('agent-lanes/openai-agents: withLanes around the Agents SDK\'s function
       };
     }));
 
-  // Skipped: the SDK keeps each tool's input parser in a WeakMap keyed by its invoke function
-  // (tool.mjs, functionToolInputParsers), and reads it before approvals (prepareFunctionToolInput).
-  // The wrapped tool's invoke is a new function with no parser there, so a needsApproval function
-  // is handed the model's raw JSON (no defaults, no transforms) where the plain tool gives it the
-  // parsed input, and a call whose input fails the schema takes its permits before the tool refuses
-  // it. The SDK has no public way to register a parser for another function, and the Runner calls
-  // tool.invoke itself: no clean fix from this side.
-  it.skip("a needsApproval function is handed the input as the tool's schema parsed it (its defaults in), as without the lanes", async () => {
-    const tally = new BodyTally();
-    const seen: unknown[] = [];
-    const lookup = tool({
-      name: 'lookup',
-      description: 'Look a thing up.',
-      parameters: z.object({ q: z.string(), region: z.string().default('eu') }),
-      // Only calls outside the EU need a person.
-      needsApproval: async (_context, input) => (seen.push(input), input.region !== 'eu'),
-      execute: ({ q }, _context, details) => tally.body('lookup', 'default', details!.toolCall!.callId, async () => q),
-    });
-    const model = new ScriptedAgentsModel([callsTurn([['lookup', 'c0', { q: 'a' }]]), textTurn('done')]);
-    const agent = new Agent({ name: 'approvals', instructions: '', model, tools: withLanes([lookup], new ToolLanes({ concurrency: {} })) });
-    const result = await new Runner().run(agent, 'go');
-    expect(seen).to.deep.equal([{ q: 'a', region: 'eu' }]);
-    expect(result.interruptions, 'approvals asked for').to.deep.equal([]);
-    expect(tally.started).to.deep.equal(['c0']);
-    expect(result.finalOutput).to.equal('done');
+  // A known limit (docs/openai-agents.md): the SDK keeps each tool's input parser in a WeakMap
+  // keyed by its invoke function, and reads it before approvals. The wrapped tool's invoke is a new
+  // function with no parser there, so a needsApproval function is handed the model's JSON as sent
+  // (no defaults, no transforms); the tool itself still parses it. The SDK has no public way to
+  // register a parser for another function. This spec fails once that changes: then the policy
+  // sees the parsed input, as without the lanes, and the limit can leave the docs.
+  it("(a known limit) hands a needsApproval function the model's JSON as sent, without the schema's defaults, where the plain tool hands it the parsed input", async () => {
+    const runWith = async (wrap: boolean): Promise<{ seen: unknown[]; asked: number; started: string[] }> => {
+      const tally = new BodyTally();
+      const seen: unknown[] = [];
+      const lookup = tool({
+        name: 'lookup',
+        description: 'Look a thing up.',
+        parameters: z.object({ q: z.string(), region: z.string().default('eu') }),
+        // Only calls outside the EU need a person.
+        needsApproval: async (_context, input) => (seen.push(input), input.region !== 'eu'),
+        execute: ({ q }, _context, details) => tally.body('lookup', 'default', details!.toolCall!.callId, async () => q),
+      });
+      const model = new ScriptedAgentsModel([callsTurn([['lookup', 'c0', { q: 'a' }]]), textTurn('done')]);
+      const agent = new Agent({ name: 'approvals', instructions: '', model, tools: wrap ? withLanes([lookup], new ToolLanes({ concurrency: {} })) : [lookup] });
+      const result = await new Runner().run(agent, 'go');
+      return { seen, asked: result.interruptions.length, started: tally.started };
+    };
+    expect(await runWith(false)).to.deep.equal({ seen: [{ q: 'a', region: 'eu' }], asked: 0, started: ['c0'] });
+    expect(await runWith(true)).to.deep.equal({ seen: [{ q: 'a' }], asked: 1, started: [] });
   });
 
-  // Skipped: the SDK links an agent.asTool() tool to its agent in a WeakMap keyed by the tool
-  // object (agentToolSourceRegistry.mjs), and reads it to resume a run interrupted inside the
-  // nested agent. The wrapped tool is a copy, not in that map: the approved call is asked for
-  // again and the run interrupts again, its body never run. Only Agent.asTool registers a tool,
-  // and withLanes must not change the tool it was given: no clean fix from this side.
-  it.skip('an agent.asTool() whose agent asks for approval resumes once approved: the approved body runs and the run completes', async () => {
-    const tally = new BodyTally();
-    const book = tool({ name: 'book', description: 'Book a thing.', parameters: query, needsApproval: true, execute: ({ q }, _context, details) => tally.body('book', 'default', details!.toolCall!.callId, async () => `booked ${q}`) });
-    const inner = new Agent({ name: 'inner', instructions: '', model: new ScriptedAgentsModel([callsTurn([['book', 'b0', { q: 'x' }]]), textTurn('inner done')]), tools: [book] });
-    const delegate = inner.asTool({ toolName: 'delegate', toolDescription: 'Hand the booking over.' });
-    const model = new ScriptedAgentsModel([callsTurn([['delegate', 'd0', { input: 'go' }]]), textTurn('done')]);
-    const outer = new Agent({ name: 'outer', instructions: '', model, tools: withLanes([delegate], new ToolLanes({ concurrency: {} })) });
-    const asked = await new Runner().run(outer, 'go');
-    expect(asked.interruptions.map((item) => item.agent.name)).to.deep.equal(['inner']);
-    const state = await RunState.fromString(outer, asked.state.toString());
-    state.approve(state.getInterruptions()[0]!);
-    const resumed = await new Runner().run(outer, state);
-    expect(resumed.interruptions, 'approvals asked for again').to.deep.equal([]);
-    expect(tally.started, 'bodies that started').to.deep.equal(['b0']);
-    expect(resumed.finalOutput).to.equal('done');
+  // A known limit (docs/openai-agents.md): the SDK links an agent.asTool() tool to its agent in a
+  // WeakMap keyed by the tool object, and reads it to resume a run interrupted inside the nested
+  // agent. The wrapped tool is a copy, not in that map: once approved and resumed, the call is asked
+  // for again and its body never runs. Only Agent.asTool registers a tool, and withLanes does not
+  // change the tool it was given. This spec fails once that changes.
+  it('(a known limit) an agent.asTool() behind withLanes whose agent asks for approval interrupts again once approved and resumed, where the plain one completes', async () => {
+    const runWith = async (wrap: boolean): Promise<{ askedAgain: number; started: string[]; output: unknown }> => {
+      const tally = new BodyTally();
+      const book = tool({ name: 'book', description: 'Book a thing.', parameters: query, needsApproval: true, execute: ({ q }, _context, details) => tally.body('book', 'default', details!.toolCall!.callId, async () => `booked ${q}`) });
+      const inner = new Agent({ name: 'inner', instructions: '', model: new ScriptedAgentsModel([callsTurn([['book', 'b0', { q: 'x' }]]), textTurn('inner done')]), tools: [book] });
+      const delegate = inner.asTool({ toolName: 'delegate', toolDescription: 'Hand the booking over.' });
+      const model = new ScriptedAgentsModel([callsTurn([['delegate', 'd0', { input: 'go' }]]), textTurn('done')]);
+      const outer = new Agent({ name: 'outer', instructions: '', model, tools: wrap ? withLanes([delegate], new ToolLanes({ concurrency: {} })) : [delegate] });
+      const asked = await new Runner().run(outer, 'go');
+      expect(asked.interruptions.map((item) => item.agent.name)).to.deep.equal(['inner']);
+      const state = await RunState.fromString(outer, asked.state.toString());
+      state.approve(state.getInterruptions()[0]!);
+      const resumed = await new Runner().run(outer, state);
+      return { askedAgain: resumed.interruptions.length, started: tally.started, output: resumed.finalOutput };
+    };
+    expect(await runWith(false)).to.deep.equal({ askedAgain: 0, started: ['b0'], output: 'done' });
+    const wrapped = await runWith(true);
+    expect({ askedAgain: wrapped.askedAgain, started: wrapped.started }).to.deep.equal({ askedAgain: 1, started: [] });
   });
 
   it("hands the tool's own invoke the SDK's details with every field kept as it was (symbols, a getter, a hidden field), the call's signal in place of the SDK's", async () => {
