@@ -174,6 +174,38 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(kept).to.deep.equal(given);
   });
 
+  it("ai 7: keeps a tool caller's own hidden field (experimental_toolCaller): the SDK binds the caller, and the tools it calls run in the lanes", async () => {
+    const prompts: Prompt[] = [];
+    // The lookup's body: whether it ran inside the lanes (its lane context), by its input.
+    const bodies: Array<{ seat: string; inLanes: boolean }> = [];
+    const lookup = ai7.tool({
+      inputSchema: z.object({ seat: z.string() }),
+      execute: async ({ seat }, options) => {
+        bodies.push({ seat, inLanes: laneContextOf(options) !== undefined });
+        return `seat ${seat} is free`;
+      },
+    });
+    // A local caller (code mode): bound by the SDK to the tools it may call, it calls them itself.
+    const codeMode = ai7.experimental_toolCaller(ai7.tool({ inputSchema: z.object({ seats: z.array(z.string()) }), execute: async () => 'the caller was not bound' }), {
+      type: 'local',
+      bind: (callable) =>
+        ai7.tool({
+          inputSchema: z.object({ seats: z.array(z.string()) }),
+          execute: async ({ seats }: { seats: string[] }, options) =>
+            Promise.all(seats.map((seat, i) => callable['lookup']!.execute!({ seat }, { ...options, toolCallId: `${options.toolCallId}-${i}` }))),
+        }),
+    });
+    const tools = withLanes({ lookup, codeMode }, new ToolLanes({ concurrency }));
+    const model = scriptedModel(7, (prompt) => (stepOf(prompt) === 0 ? { calls: [{ id: 'c1', tool: 'codeMode', input: { seats: ['1A', '1B'] } }] } : { text: 'done' }), prompts);
+    const { text } = await ai7.generateText({ model, tools, prompt: 'r', stopWhen: ai7.isStepCount(3), experimental_toolCallers: { lookup: ['codeMode'] } });
+    expect(text).to.equal('done');
+    expect(toolResultsIn(prompts[1]!)['c1']).to.deep.equal({ type: 'json', value: ['seat 1A is free', 'seat 1B is free'] });
+    expect(bodies).to.deep.equal([
+      { seat: '1A', inLanes: true },
+      { seat: '1B', inLanes: true },
+    ]);
+  });
+
   it('keeps the ToolSet type: keys, inputs and outputs as the SDK infers them', async () => {
     const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => ({ hits: [q] }) }) };
     const wrapped = withLanes(tools, new ToolLanes({ concurrency: {} }), { idempotent: { search: true } });
