@@ -181,7 +181,10 @@ export function withLanes<Tools extends Readonly<Record<string, AiSdkLanesTool>>
   toolLanes: ToolLanes,
   options: WithLanesOptions<Extract<keyof Tools, string>> = {},
 ): Tools {
-  if (tools === null || typeof tools !== 'object') throw new ConfigError('tools', `withLanes: tools must be a ToolSet (a record of AI SDK tools), got ${describeValue(tools)}`);
+  // An array (the shape the other frameworks' withLanes take) would be read as tools named 0, 1, ...
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw new ConfigError('tools', `withLanes: tools must be a ToolSet (a record of AI SDK tools keyed by name), got ${Array.isArray(tools) ? 'an array ' : ''}${describeValue(tools)}`);
+  }
   const names = Object.keys(tools);
   const { request, flagsOf } = frameworkRequest(names, toolLanes, options, 'withLanes');
   const wrappedTools: Record<string, AiSdkLanesTool> = {};

@@ -357,6 +357,14 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(toolLanes.lanes.occupancy(), 'permits held').to.deep.equal([]);
   });
 
+  it('refuses an array of tools (the shape the other frameworks\' withLanes take): a ToolSet is keyed by tool name', () => {
+    const search = tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q });
+    // From JavaScript, or through a cast: the type refuses an array.
+    expect(() => withLanes([search] as never, new ToolLanes({ concurrency: {} })))
+      .to.throw(ConfigError, 'withLanes: tools must be a ToolSet (a record of AI SDK tools keyed by name), got an array')
+      .with.property('field', 'tools');
+  });
+
   it('refuses what is not a ToolSet, a ToolLanes or a known option, naming the field', () => {
     const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q }) };
     const toolLanes = new ToolLanes({ concurrency: {} });
