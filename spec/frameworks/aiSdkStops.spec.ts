@@ -6,8 +6,10 @@
 import { APICallError } from '@ai-sdk/provider';
 import { generateText, stepCountIs, streamText, tool, type ToolSet } from 'ai';
 import * as ai7 from 'ai7';
+import { toStandardJsonSchema } from '@valibot/to-json-schema';
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
+import * as v from 'valibot';
 import { z } from 'zod';
 import { CallStoppedError, ConcurrencyConfig, ConfigError, ToolLanes, type RunnerActivity } from '../../lib/index.js';
 import { laneContextOf, withLanes } from '../../lib/providers/aiSdkProvider.js';
@@ -205,6 +207,22 @@ describe('withLanes: stopped calls under the AI SDK', function () {
       { seat: '1B', inLanes: true },
     ]);
   });
+
+  // The SDK reads a Standard Schema result as valid when it has a `value` field, and valibot's
+  // failure result carries `value` beside its `issues`: the SDK (ai 6 and 7, with or without
+  // withLanes) hands the execute an input its valibot schema refuses. withLanes does not validate
+  // again (the input is the SDK's), so the call enters the lanes: the execute must check its input.
+  for (const major of [6, 7] as const) {
+    it(`(a known limit) ai ${major}: an input a valibot schema refuses is not refused by the SDK, and runs in the lanes`, async () => {
+      const make = (major === 6 ? tool : ai7.tool) as typeof tool;
+      const inputs: unknown[] = [];
+      const tools = { seat: make({ inputSchema: toStandardJsonSchema(v.object({ row: v.number() })), execute: async (input) => inputs.push(input) }) };
+      const model = scriptedModel(major, (prompt) => (stepOf(prompt) === 0 ? { calls: [{ id: 'c1', tool: 'seat', input: { row: 'one' } }] } : { text: 'done' }));
+      const loop = loops.find((l) => l.major === major && l.title.endsWith('generateText'))!;
+      expect(await loop.run(model, withLanes(tools, new ToolLanes({ concurrency: {} })), 'r')).to.equal('done');
+      expect(inputs).to.deep.equal([{ row: 'one' }]);
+    });
+  }
 
   it('keeps the ToolSet type: keys, inputs and outputs as the SDK infers them', async () => {
     const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => ({ hits: [q] }) }) };
