@@ -134,6 +134,15 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
   } as Execute;
 }
 
+// A copy of `tool` with `run` as its execute, and every other own field as it was: one the SDK
+// hides (ai 7's experimental_toolCaller is not enumerable, so a spread would drop it) is kept
+// hidden, a getter stays a getter, and the copy has the tool's prototype.
+function withExecute(tool: AiSdkLanesTool, run: Execute): AiSdkLanesTool {
+  const { execute: _execute, ...fields } = Object.getOwnPropertyDescriptors(tool);
+  const copy = Object.create(Object.getPrototypeOf(tool) as object | null, fields) as AiSdkLanesTool;
+  return Object.defineProperty(copy, 'execute', { value: run, writable: true, enumerable: true, configurable: true });
+}
+
 function isAsyncGeneratorFunction(execute: unknown): boolean {
   return Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]';
 }
@@ -172,7 +181,10 @@ export function withLanes<Tools extends Readonly<Record<string, AiSdkLanesTool>>
   toolLanes: ToolLanes,
   options: WithLanesOptions<Extract<keyof Tools, string>> = {},
 ): Tools {
-  if (tools === null || typeof tools !== 'object') throw new ConfigError('tools', `withLanes: tools must be a ToolSet (a record of AI SDK tools), got ${describeValue(tools)}`);
+  // An array (the shape the other frameworks' withLanes take) would be read as tools named 0, 1, ...
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw new ConfigError('tools', `withLanes: tools must be a ToolSet (a record of AI SDK tools keyed by name), got ${Array.isArray(tools) ? 'an array ' : ''}${describeValue(tools)}`);
+  }
   const names = Object.keys(tools);
   const { request, flagsOf } = frameworkRequest(names, toolLanes, options, 'withLanes');
   const wrappedTools: Record<string, AiSdkLanesTool> = {};
@@ -187,7 +199,7 @@ export function withLanes<Tools extends Readonly<Record<string, AiSdkLanesTool>>
     if (typeof execute !== 'function') throw new ConfigError(`${name}.execute`, `withLanes: tool ${name}'s execute must be a function, got ${describeValue(execute)}`);
     const bound = (execute as Execute).bind(tool);
     const run = isAsyncGeneratorFunction(execute) ? wrappedStream(request, flagsOf(name), bound) : wrapped(request, flagsOf(name), bound);
-    wrappedTools[name] = { ...tool, execute: run };
+    wrappedTools[name] = withExecute(tool, run);
   }
   return wrappedTools as unknown as Tools;
 }

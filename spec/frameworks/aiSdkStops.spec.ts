@@ -6,8 +6,10 @@
 import { APICallError } from '@ai-sdk/provider';
 import { generateText, stepCountIs, streamText, tool, type ToolSet } from 'ai';
 import * as ai7 from 'ai7';
+import { toStandardJsonSchema } from '@valibot/to-json-schema';
 import { expect } from 'chai';
 import { getEventListeners } from 'node:events';
+import * as v from 'valibot';
 import { z } from 'zod';
 import { CallStoppedError, ConcurrencyConfig, ConfigError, ToolLanes, type RunnerActivity } from '../../lib/index.js';
 import { laneContextOf, withLanes } from '../../lib/providers/aiSdkProvider.js';
@@ -174,6 +176,54 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     expect(kept).to.deep.equal(given);
   });
 
+  it("ai 7: keeps a tool caller's own hidden field (experimental_toolCaller): the SDK binds the caller, and the tools it calls run in the lanes", async () => {
+    const prompts: Prompt[] = [];
+    // The lookup's body: whether it ran inside the lanes (its lane context), by its input.
+    const bodies: Array<{ seat: string; inLanes: boolean }> = [];
+    const lookup = ai7.tool({
+      inputSchema: z.object({ seat: z.string() }),
+      execute: async ({ seat }, options) => {
+        bodies.push({ seat, inLanes: laneContextOf(options) !== undefined });
+        return `seat ${seat} is free`;
+      },
+    });
+    // A local caller (code mode): bound by the SDK to the tools it may call, it calls them itself.
+    const codeMode = ai7.experimental_toolCaller(ai7.tool({ inputSchema: z.object({ seats: z.array(z.string()) }), execute: async () => 'the caller was not bound' }), {
+      type: 'local',
+      bind: (callable) =>
+        ai7.tool({
+          inputSchema: z.object({ seats: z.array(z.string()) }),
+          execute: async ({ seats }: { seats: string[] }, options) =>
+            Promise.all(seats.map((seat, i) => callable['lookup']!.execute!({ seat }, { ...options, toolCallId: `${options.toolCallId}-${i}` }))),
+        }),
+    });
+    const tools = withLanes({ lookup, codeMode }, new ToolLanes({ concurrency }));
+    const model = scriptedModel(7, (prompt) => (stepOf(prompt) === 0 ? { calls: [{ id: 'c1', tool: 'codeMode', input: { seats: ['1A', '1B'] } }] } : { text: 'done' }), prompts);
+    const { text } = await ai7.generateText({ model, tools, prompt: 'r', stopWhen: ai7.isStepCount(3), experimental_toolCallers: { lookup: ['codeMode'] } });
+    expect(text).to.equal('done');
+    expect(toolResultsIn(prompts[1]!)['c1']).to.deep.equal({ type: 'json', value: ['seat 1A is free', 'seat 1B is free'] });
+    expect(bodies).to.deep.equal([
+      { seat: '1A', inLanes: true },
+      { seat: '1B', inLanes: true },
+    ]);
+  });
+
+  // The SDK reads a Standard Schema result as valid when it has a `value` field, and valibot's
+  // failure result carries `value` beside its `issues`: the SDK (ai 6 and 7, with or without
+  // withLanes) hands the execute an input its valibot schema refuses. withLanes does not validate
+  // again (the input is the SDK's), so the call enters the lanes: the execute must check its input.
+  for (const major of [6, 7] as const) {
+    it(`(a known limit) ai ${major}: an input a valibot schema refuses is not refused by the SDK, and runs in the lanes`, async () => {
+      const make = (major === 6 ? tool : ai7.tool) as typeof tool;
+      const inputs: unknown[] = [];
+      const tools = { seat: make({ inputSchema: toStandardJsonSchema(v.object({ row: v.number() })), execute: async (input) => inputs.push(input) }) };
+      const model = scriptedModel(major, (prompt) => (stepOf(prompt) === 0 ? { calls: [{ id: 'c1', tool: 'seat', input: { row: 'one' } }] } : { text: 'done' }));
+      const loop = loops.find((l) => l.major === major && l.title.endsWith('generateText'))!;
+      expect(await loop.run(model, withLanes(tools, new ToolLanes({ concurrency: {} })), 'r')).to.equal('done');
+      expect(inputs).to.deep.equal([{ row: 'one' }]);
+    });
+  }
+
   it('keeps the ToolSet type: keys, inputs and outputs as the SDK infers them', async () => {
     const tools = { search: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => ({ hits: [q] }) }) };
     const wrapped = withLanes(tools, new ToolLanes({ concurrency: {} }), { idempotent: { search: true } });
@@ -323,6 +373,14 @@ describe('withLanes: stopped calls under the AI SDK', function () {
     await turns(10);
     expect(yielded, 'values made once the call was stopped').to.equal(yieldedThen);
     expect(toolLanes.lanes.occupancy(), 'permits held').to.deep.equal([]);
+  });
+
+  it('refuses an array of tools (the shape the other frameworks\' withLanes take): a ToolSet is keyed by tool name', () => {
+    const search = tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q });
+    // From JavaScript, or through a cast: the type refuses an array.
+    expect(() => withLanes([search] as never, new ToolLanes({ concurrency: {} })))
+      .to.throw(ConfigError, 'withLanes: tools must be a ToolSet (a record of AI SDK tools keyed by name), got an array')
+      .with.property('field', 'tools');
   });
 
   it('refuses what is not a ToolSet, a ToolLanes or a known option, naming the field', () => {
