@@ -6,7 +6,7 @@
 // imported, when a stopped call's message is handed to ToolNode: the entry loads without its peer.
 import { CallStoppedError } from '../errors.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, messageOf, refuseTool, slowedDown, toldStop, toolArray, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
+import { contextOfSignal, FollowingSignal, frameworkRequest, knownSignal, laneCall, messageOf, refuseTool, slowedDown, toldStop, toolArray, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 
 /** What `withLanes` reads of a LangChain tool (a `StructuredTool`, a `tool()`, a `DynamicTool`): its name and its invoke. */
 export interface LangChainToolLike {
@@ -54,39 +54,6 @@ export function laneContextOf(config: { readonly signal?: AbortSignal | undefine
   return contextOfSignal(config?.signal);
 }
 
-/**
- * A call's signal under LangChain's `timeout`: aborted by the config's signal or by the timeout
- * (a TimeoutError, as LangChain's own), whichever comes first. `end` clears the timer and leaves
- * the config's signal, once the call has settled.
- */
-class TimedSignal {
-  private readonly controller = new AbortController();
-  private readonly timer: ReturnType<typeof setTimeout>;
-
-  constructor(
-    private readonly given: AbortSignal | undefined,
-    timeout: number,
-  ) {
-    this.timer = setTimeout(() => this.controller.abort(new DOMException(`the tool call timed out after ${timeout} ms`, 'TimeoutError')), timeout);
-    if (given?.aborted === true) this.handleEvent();
-    else given?.addEventListener('abort', this);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** The config's signal aborted. */
-  handleEvent(): void {
-    this.controller.abort(this.given!.reason);
-  }
-
-  end(): void {
-    clearTimeout(this.timer);
-    this.given?.removeEventListener('abort', this);
-  }
-}
-
 function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, flags: ToolFlags, tool: Tool): Tool {
   const own = tool.invoke.bind(tool) as Invoke;
   const invoke: Invoke = (input, config) => {
@@ -98,7 +65,7 @@ function wrapped<Tool extends LangChainToolLike>(request: ToolLanes.Request, fla
     // signal of its own in place of the call's (laneContextOf would find nothing).
     const timeout = config?.timeout;
     const timed = config !== undefined && typeof timeout === 'number' && timeout > 0;
-    const timing = timed ? new TimedSignal(config.signal, timeout) : undefined;
+    const timing = timed ? new FollowingSignal(config.signal, timeout) : undefined;
     const signal = timing === undefined ? config?.signal : timing.signal;
     const given = timed ? { ...config, timeout: undefined, metadata: { ...config.metadata, timeoutMs: config.metadata?.['timeoutMs'] ?? timeout } } : config;
     // Whether the body started: a failure before it is a refusal (a spent budget).

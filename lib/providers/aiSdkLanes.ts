@@ -5,7 +5,7 @@
 // imported: a tool is read by its shape.
 import { describeValue } from '../config/index.js';
 import { CallStoppedError, ConfigError } from '../errors.js';
-import { contextOfSignal, frameworkRequest, knownSignal, laneCall, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
+import { contextOfSignal, FollowingSignal, frameworkRequest, knownSignal, laneCall, toldStop, type ToolFlags, type WithLanesOptions } from '../toolLanes/frameworkRequest.js';
 import type { ToolLanes } from '../toolLanes/ToolLanes.js';
 import { executeAnswer, slowedDown } from './aiSdkExecute.js';
 
@@ -87,12 +87,9 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
     };
     // The call's own signal: the SDK's abortSignal, or the consumer leaving early.
     const { toolCallId, abortSignal } = options ?? ({} as Partial<ExecuteOptions>);
-    const own = new AbortController();
-    const forward = (): void => own.abort(abortSignal!.reason);
     // Anything else than a signal is the call's, refused by run with the field named.
     const heard = abortSignal instanceof AbortSignal ? abortSignal : undefined;
-    if (heard?.aborted === true) forward();
-    else heard?.addEventListener('abort', forward);
+    const own = new FollowingSignal(heard);
     request
       .run(laneCall(flags, input, toolCallId, abortSignal === undefined || heard !== undefined ? own.signal : abortSignal), async (context) => {
         try {
@@ -114,7 +111,7 @@ function wrappedStream(request: ToolLanes.Request, flags: ToolFlags, execute: Ex
         },
       )
       .finally(() => {
-        heard?.removeEventListener('abort', forward);
+        own.end();
         ended = true;
         nudge();
       });

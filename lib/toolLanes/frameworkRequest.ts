@@ -124,6 +124,44 @@ export function contextOfSignal(signal: AbortSignal | undefined): ToolLanes.Cont
   return (signal as KnownSignal | undefined)?.[laneContext];
 }
 
+/**
+ * A call's own signal, for a wrapper that must stop the call itself: it follows `given` (the
+ * framework's signal, aborted with its reason), the wrapper may abort it (`abort`), and with
+ * `timeoutMs` it aborts by itself then (a TimeoutError). `end`, once the call has settled,
+ * clears the timer and leaves `given`.
+ */
+export class FollowingSignal {
+  private readonly controller = new AbortController();
+  private readonly timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly given: AbortSignal | undefined,
+    timeoutMs?: number,
+  ) {
+    this.timer = timeoutMs === undefined ? undefined : setTimeout(() => this.abort(new DOMException(`the tool call timed out after ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+    if (given?.aborted === true) this.handleEvent();
+    else given?.addEventListener('abort', this);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
+  /** `given` aborted. */
+  handleEvent(): void {
+    this.abort(this.given!.reason);
+  }
+
+  end(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.given?.removeEventListener('abort', this);
+  }
+}
+
 /** A body's failure as the call's: a 429 (a RateLimitedError, or any error saying HTTP 429) pauses the tool's rate lane; anything else goes as it is. */
 export function slowedDown(error: unknown): never {
   throw rateLimitedFrom(error) ?? error;
