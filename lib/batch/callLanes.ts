@@ -153,9 +153,7 @@ export class CallLanes implements LaneGrantTarget {
 
   /** A lane store shared by a fleet lost a permit this call held or waited for (or a budget lane refused it). */
   lost(error: Error): void {
-    const { record } = this;
-    if (!record.running && !record.ended) record.call.turnedAway?.(error);
-    record.cutOff(error);
+    this.record.cutOff(error);
   }
 
   /** An adaptive lane's limit moved on what this call reported. */

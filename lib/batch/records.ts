@@ -298,6 +298,7 @@ export class CallRecord implements WriteAheadWaiter, AnswerObserver<unknown> {
     }
     const info = toErrorInfo(cause);
     if (!this.running) {
+      this.call.turnedAway?.(cause);
       this.end(this.failure(false, lostBeforeDispatch(info)), true);
       return;
     }
