@@ -15,8 +15,8 @@ export function slowedDown(error: unknown): never {
   throw rateLimitedFrom(fromAiSdkError(error, 'an AI SDK tool')) ?? error;
 }
 
-/** True for an output that streams: it has an async iterator. */
-export function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+// True for an output that streams: it has an async iterator.
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
 }
 
